@@ -1,0 +1,40 @@
+# Every target sets itself up: a fresh clone needs only `make run` or `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: run test check lint typecheck imports unit install bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+## run: serve the control plane on SQLite (data and kubeconfig in .setpoint/)
+run: $(STAMP)
+	$(BIN)/setpoint serve --data-dir .setpoint --storage sqlite
+
+## test: lint, type-check, import contracts, then the whole test suite
+test: check
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+check: lint typecheck imports
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests benchmarks examples
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+imports: $(STAMP)
+	$(BIN)/lint-imports
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/api.py
+
+clean:
+	rm -rf $(VENV) .setpoint .pytest_cache .mypy_cache .ruff_cache
