@@ -72,8 +72,9 @@ def test_human_duration(seconds: float, want: str) -> None:
     assert timeutil.human_duration(seconds) == want
 
 
-def _dt(*args: int, tz: timezone = UTC) -> datetime:
-    return datetime(*args, tzinfo=tz)  # type: ignore[misc]
+def _dt(year: int, month: int, day: int, hour: int = 0, minute: int = 0, second: int = 0,
+        micro: int = 0, tz: timezone = UTC) -> datetime:
+    return datetime(year, month, day, hour, minute, second, micro, tzinfo=tz)
 
 
 FORMAT = [
