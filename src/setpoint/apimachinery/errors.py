@@ -292,6 +292,7 @@ def from_status(status: Mapping[str, Any], http_code: int | None = None) -> ApiE
     details = status.get("details") or {}
     retry_after = details.get("retryAfterSeconds") if isinstance(details, Mapping) else None
     message = str(status.get("message") or reason or f"HTTP {code}")
+    error: ApiError
     if cls is Invalid:
         error = Invalid(message, details=details)
     else:

@@ -1,0 +1,79 @@
+"""The ``setpoint`` command: arguments in, config dataclasses out, then run.
+
+``setpoint serve`` runs the control plane until SIGINT or SIGTERM, then shuts down
+gracefully (open watches end, storage closes after its last acknowledged write).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from collections.abc import Coroutine, Sequence
+from pathlib import Path
+from typing import Any
+
+from setpoint.server.server import Server, ServerConfig
+from setpoint.storage import StorageConfig
+
+log = logging.getLogger("setpoint")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="setpoint", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="run the control plane")
+    serve.add_argument("--data-dir", type=Path, default=Path(".setpoint"),
+                       help="where data and the admin kubeconfig live (default: .setpoint)")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=6443, help="0 picks any free port")
+    serve.add_argument("--storage", choices=("sqlite", "memory"), default="sqlite")
+    serve.add_argument("--log-level", default="INFO")
+    return parser
+
+
+def serve_config(args: argparse.Namespace) -> ServerConfig:
+    data_dir: Path = args.data_dir.resolve()
+    if args.storage == "sqlite":
+        storage = StorageConfig(kind="sqlite", path=data_dir / "state.db")
+    else:
+        storage = StorageConfig(kind="memory")
+    return ServerConfig(host=args.host, port=args.port, storage=storage,
+                        kubeconfig_path=data_dir / "kubeconfig")
+
+
+async def _serve(config: ServerConfig) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    async with Server(config) as server:
+        print(f"setpoint serving on {server.url}; kubeconfig: {config.kubeconfig_path}",
+              flush=True)
+        await stop.wait()
+        log.info("shutting down")
+
+
+def _run(coro: Coroutine[Any, Any, None]) -> None:
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - uvloop is a dependency where it exists
+        asyncio.run(coro)
+        return
+    uvloop.run(coro)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.command == "serve":
+        _run(_serve(serve_config(args)))
+        return 0
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,209 @@
+"""Every served resource: the built-ins, plus one entry per established CRD.
+
+The catalog follows CRD changes through a watch-cache listener, which runs *before* any watcher
+sees the event. So by the time a client sees a CRD's Established condition, the resource is
+already routable and in discovery (kopf re-reads discovery on that event). ``generation``
+increases whenever the set of served resources or their schemas change; discovery and
+OpenAPI documents use it as their cache key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import random
+from dataclasses import dataclass
+from typing import Any
+
+from setpoint.apimachinery import errors
+from setpoint.apimachinery.clock import Clock
+from setpoint.registry import cache as wc
+from setpoint.registry import core, crd
+from setpoint.registry.customresource import CustomResourceStrategy
+from setpoint.registry.options import DeleteOptions
+from setpoint.registry.resources import ResourceInfo
+from setpoint.registry.store import Store
+from setpoint.storage import interface as st
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+
+CRD_PREFIX = "/registry/apiextensions.k8s.io/customresourcedefinitions/"
+NAMESPACE_PREFIX = "/registry/core/namespaces/"
+
+
+@dataclass(frozen=True, slots=True)
+class Served:
+    """A resource as routed: its store and whether it is a custom resource."""
+
+    store: Store
+    custom: bool = False
+
+    @property
+    def info(self) -> ResourceInfo:
+        return self.store.info
+
+
+class Catalog:
+    """Routing table and discovery source for the API server."""
+
+    def __init__(self, backend: st.Backend, cache: wc.WatchCache, *, clock: Clock,
+                 rng: random.Random, builtin_groups_first: bool = True) -> None:
+        self._backend = backend
+        self._cache = cache
+        self._clock = clock
+        self._rng = rng
+        self._resources: dict[tuple[str, str], Served] = {}
+        self._crd_resources: dict[str, tuple[str, str]] = {}
+        self.generation = 0
+        for info, strategy_cls in core.builtin_resources():
+            self._add(Served(self._store(strategy_cls(info))))
+        self._add(Served(self._store(crd.CRDStrategy(crd.crd_resource()))))
+        cache.add_listener(self._on_event)
+
+    def _store(self, strategy: Any) -> Store:
+        return Store(strategy, self._backend, self._cache, clock=self._clock, rng=self._rng,
+                     namespace_gate=self.check_namespace)
+
+    def _add(self, served: Served) -> None:
+        self._resources[(served.info.group, served.info.resource)] = served
+        self.generation += 1
+
+    # --- lookups -------------------------------------------------------------------------
+
+    def lookup(self, group: str, version: str, resource: str) -> Served | None:
+        served = self._resources.get((group, resource))
+        if served is None or served.info.version(version) is None:
+            return None
+        return served
+
+    def store(self, group: str, resource: str) -> Store:
+        return self._resources[(group, resource)].store
+
+    def all(self) -> list[Served]:
+        return list(self._resources.values())
+
+    def groups(self) -> list[tuple[str, list[str]]]:
+        """``(group, versions in preference order)``, core first, then by group name."""
+        versions: dict[str, list[str]] = {}
+        for served in self._resources.values():
+            info = served.info
+            order = versions.setdefault(info.group, [])
+            for v in _preferred_order(info):
+                if v not in order:
+                    order.append(v)
+        for group, order in versions.items():
+            order.sort(key=_version_priority)
+            versions[group] = order
+        return sorted(versions.items(), key=lambda kv: (kv[0] != "", kv[0]))
+
+    def resources_in(self, group: str, version: str) -> list[Served]:
+        found = [s for s in self._resources.values()
+                 if s.info.group == group and s.info.version(version) is not None]
+        return sorted(found, key=lambda s: s.info.resource)
+
+    def fingerprint(self, *parts: str) -> str:
+        digest = hashlib.sha256(f"{self.generation}|{'|'.join(parts)}".encode())
+        return digest.hexdigest()[:32].upper()
+
+    # --- namespace admission -------------------------------------------------------------
+
+    def check_namespace(self, namespace: str, qualified: str, name: str) -> None:
+        ns = self._cache.get(NAMESPACE_PREFIX + namespace)
+        if ns is None:
+            raise errors.not_found("namespaces", "", namespace)
+        if (ns.get("status") or {}).get("phase") == "Terminating" or (
+                ns.get("metadata") or {}).get("deletionTimestamp"):
+            raise errors.Forbidden(
+                f'{qualified} "{name}" is forbidden: unable to create new content in '
+                f"namespace {namespace} because it is being terminated",
+                details={"name": name, "kind": qualified.split(".", 1)[0],
+                         "causes": [{"reason": "NamespaceTerminating",
+                                     "message": f"namespace {namespace} is being terminated",
+                                     "field": "metadata.namespace"}]})
+
+    # --- CRDs ----------------------------------------------------------------------------
+
+    def _on_event(self, event: wc.CacheEvent) -> None:
+        if not event.key.startswith(CRD_PREFIX):
+            return
+        name = event.key[len(CRD_PREFIX):]
+        if event.type == "DELETED":
+            self._remove_crd(name)
+        else:
+            self.sync_crd(event.object)
+
+    def load_existing(self) -> None:
+        """Serve the CRDs already established in storage (at start-up)."""
+        for _, obj in self._cache.items(CRD_PREFIX):
+            self.sync_crd(obj)
+
+    def sync_crd(self, obj: Obj) -> None:
+        name = str((obj.get("metadata") or {}).get("name", ""))
+        if not crd.is_established(obj):
+            return
+        try:
+            info = crd.resource_info(obj)
+            strategy = CustomResourceStrategy(
+                info, preserve_unknown_fields=bool(obj["spec"].get("preserveUnknownFields")))
+        except Exception:
+            log.exception("cannot serve CRD %s", name)
+            return
+        previous = self._crd_resources.get(name)
+        if previous is not None and previous != (info.group, info.resource):
+            self._resources.pop(previous, None)
+        existing = self._resources.get((info.group, info.resource))
+        if existing is not None and not existing.custom:
+            log.warning("CRD %s would shadow a built-in resource; not served", name)
+            return
+        self._crd_resources[name] = (info.group, info.resource)
+        self._add(Served(self._store(strategy), custom=True))
+
+    def _remove_crd(self, name: str) -> None:
+        key = self._crd_resources.pop(name, None)
+        if key is not None:
+            self._resources.pop(key, None)
+            self.generation += 1
+
+    def crd_serves(self, name: str) -> Served | None:
+        key = self._crd_resources.get(name)
+        return self._resources.get(key) if key else None
+
+    def names_in_use(self, group: str, exclude: str) -> dict[str, str]:
+        """Plural, singular, kind, listKind and short names taken in ``group`` by other CRDs,
+        mapped to the CRD that holds them."""
+        taken: dict[str, str] = {}
+        for _, obj in self._cache.items(CRD_PREFIX):
+            other = str(obj["metadata"].get("name"))
+            spec = obj.get("spec") or {}
+            if other == exclude or spec.get("group") != group:
+                continue
+            accepted = (obj.get("status") or {}).get("acceptedNames") or {}
+            for key in ("plural", "singular", "kind", "listKind"):
+                if accepted.get(key):
+                    taken[f"{key[0] if key != 'listKind' else 'L'}:{accepted[key]}"] = other
+            for short in accepted.get("shortNames") or []:
+                taken[f"s:{short}"] = other
+        return taken
+
+
+def default_delete_options() -> DeleteOptions:
+    return DeleteOptions(propagation_policy="Background")
+
+
+def _preferred_order(info: ResourceInfo) -> list[str]:
+    return [v.name for v in info.served_versions]
+
+
+def _version_priority(version: str) -> tuple[int, int, int]:
+    """Kubernetes' version ordering: GA > beta > alpha, higher numbers first."""
+    import re
+
+    m = re.fullmatch(r"v(\d+)(?:(alpha|beta)(\d+))?", version)
+    if not m:
+        return (3, 0, 0)
+    major = int(m.group(1))
+    stage = {None: 0, "beta": 1, "alpha": 2}[m.group(2)]
+    minor = int(m.group(3) or 0)
+    return (stage, -major, -minor)

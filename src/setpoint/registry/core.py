@@ -1,0 +1,314 @@
+"""The built-in kinds: Namespace, ConfigMap, Secret, Event (two views), Lease.
+
+Each strategy states what its kind adds to the generic store: known fields (unknown ones are
+pruned, as decoding into a typed object drops them), defaults, validation and columns.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from typing import Any
+
+from setpoint.apimachinery import fields, validation
+from setpoint.apimachinery.fields import FieldError, FieldPath
+from setpoint.registry import table
+from setpoint.registry.resources import ResourceInfo, VersionInfo
+from setpoint.registry.strategy import Strategy, meta_of
+
+Obj = dict[str, Any]
+
+CONFIG_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
+PROTECTED_NAMESPACES = ("default", "kube-system", "kube-public")
+INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+
+
+def _v1(status: bool = False) -> tuple[VersionInfo, ...]:
+    return (VersionInfo("v1", storage=True, status=status),)
+
+
+def _validate_config_keys(data: Any, path: FieldPath) -> list[FieldError]:
+    errs: list[FieldError] = []
+    if data is None:
+        return errs
+    if not isinstance(data, dict):
+        return [fields.type_invalid(path, data, "must be an object")]
+    for key in data:
+        if len(key) > 253:
+            errs.append(fields.too_long(path.key(key), 253))
+        elif not CONFIG_KEY.match(key) or key in (".", "..") or key.startswith(".."):
+            errs.append(fields.invalid(path, key,
+                                       "a valid config key must consist of alphanumeric "
+                                       "characters, '-', '_' or '.' (e.g. 'key.name',  or "
+                                       "'KEY_NAME',  or 'key-name', regex used for validation "
+                                       "is '[-._a-zA-Z0-9]+')"))
+    return errs
+
+
+class NamespaceStrategy(Strategy):
+    known_fields = frozenset({"spec", "status"})
+    selectable_fields = ("status.phase",)
+
+    def prepare_for_create(self, obj: Obj, version: VersionInfo) -> None:
+        obj["spec"] = {"finalizers": ["kubernetes"]}
+        obj["status"] = {"phase": "Active"}
+
+    def prepare_for_update(self, new: Obj, old: Obj, version: VersionInfo,
+                           subresource: str) -> None:
+        if subresource == "status":
+            status = new.get("status")
+            new.clear()
+            new.update(old)
+            new["status"] = status if status is not None else old.get("status")
+        elif subresource == "finalize":
+            spec = new.get("spec")
+            new.clear()
+            new.update(old)
+            new["spec"] = spec if isinstance(spec, dict) else {}
+        else:
+            new["spec"] = old.get("spec", {})
+            new["status"] = old.get("status", {})
+
+    def validate(self, obj: Obj, version: VersionInfo) -> list[FieldError]:
+        meta = meta_of(obj)
+        errs = validation.validate_object_meta(meta, namespaced=False, name_is_label=True)
+        return errs
+
+    def field_labels(self, obj: Obj) -> dict[str, str]:
+        labels = super().field_labels(obj)
+        labels["status.phase"] = str((obj.get("status") or {}).get("phase", ""))
+        return labels
+
+    def columns(self, version: VersionInfo) -> list[table.Column]:
+        return [table.name_column(),
+                table.path_column("Status", "string", ".status.phase",
+                                  description="The status of the namespace"),
+                table.age_column()]
+
+
+class ConfigMapStrategy(Strategy):
+    known_fields = frozenset({"data", "binaryData", "immutable"})
+
+    def validate(self, obj: Obj, version: VersionInfo) -> list[FieldError]:
+        errs = super().validate(obj, version)
+        errs += _validate_config_keys(obj.get("data"), FieldPath.root("data"))
+        errs += _validate_config_keys(obj.get("binaryData"), FieldPath.root("binaryData"))
+        for key, value in (obj.get("data") or {}).items():
+            if not isinstance(value, str):
+                errs.append(fields.type_invalid(FieldPath.root("data").key(key), value,
+                                                "must be a string"))
+        for key in set(obj.get("data") or {}) & set(obj.get("binaryData") or {}):
+            errs.append(fields.invalid(FieldPath.root("data"), key,
+                                       "duplicate of key present in binaryData"))
+        return errs
+
+    def validate_update(self, new: Obj, old: Obj, version: VersionInfo) -> list[FieldError]:
+        errs = super().validate_update(new, old, version)
+        if old.get("immutable") is True:
+            if new.get("immutable") is not True:
+                errs.append(fields.forbidden("immutable",
+                                             "field is immutable when `immutable` is set"))
+            if new.get("data") != old.get("data") or \
+                    new.get("binaryData") != old.get("binaryData"):
+                errs.append(fields.forbidden("data",
+                                             "field is immutable when `immutable` is set"))
+        return errs
+
+    def columns(self, version: VersionInfo) -> list[table.Column]:
+        return [table.name_column(),
+                table.Column("Data", "integer",
+                             lambda o, _n: len(o.get("data") or {}) + len(
+                                 o.get("binaryData") or {}),
+                             description="Number of data entries"),
+                table.age_column()]
+
+
+class SecretStrategy(Strategy):
+    known_fields = frozenset({"data", "stringData", "type", "immutable"})
+    selectable_fields = ("type",)
+
+    def default(self, obj: Obj, version: VersionInfo) -> None:
+        if not obj.get("type"):
+            obj["type"] = "Opaque"
+        string_data = obj.pop("stringData", None)
+        if isinstance(string_data, dict) and string_data:
+            data = obj.get("data")
+            if not isinstance(data, dict):
+                data = obj["data"] = {}
+            for key, value in string_data.items():
+                if isinstance(value, str):
+                    data[key] = base64.b64encode(value.encode()).decode()
+
+    def validate(self, obj: Obj, version: VersionInfo) -> list[FieldError]:
+        errs = super().validate(obj, version)
+        errs += _validate_config_keys(obj.get("data"), FieldPath.root("data"))
+        total = 0
+        for key, value in (obj.get("data") or {}).items():
+            path = FieldPath.root("data").key(key)
+            if not isinstance(value, str):
+                errs.append(fields.type_invalid(path, value, "must be a base64 string"))
+                continue
+            try:
+                total += len(base64.b64decode(value, validate=True))
+            except (binascii.Error, ValueError):
+                errs.append(fields.invalid(path, "<secret contents redacted>",
+                                           "illegal base64 data"))
+        if total > 1024 * 1024:
+            errs.append(fields.too_long("data", 1024 * 1024))
+        return errs
+
+    def validate_update(self, new: Obj, old: Obj, version: VersionInfo) -> list[FieldError]:
+        errs = super().validate_update(new, old, version)
+        if new.get("type") != old.get("type"):
+            errs.append(fields.invalid("type", new.get("type"), "field is immutable"))
+        if old.get("immutable") is True and new.get("data") != old.get("data"):
+            errs.append(fields.forbidden("data", "field is immutable when `immutable` is set"))
+        return errs
+
+    def field_labels(self, obj: Obj) -> dict[str, str]:
+        labels = super().field_labels(obj)
+        labels["type"] = str(obj.get("type", ""))
+        return labels
+
+    def columns(self, version: VersionInfo) -> list[table.Column]:
+        return [table.name_column(),
+                table.path_column("Type", "string", ".type"),
+                table.Column("Data", "integer", lambda o, _n: len(o.get("data") or {})),
+                table.age_column()]
+
+
+EVENT_FIELDS = frozenset({
+    "involvedObject", "reason", "message", "source", "firstTimestamp", "lastTimestamp",
+    "count", "type", "eventTime", "series", "action", "related", "reportingComponent",
+    "reportingInstance",
+})
+EVENT_SELECTORS = (
+    "involvedObject.kind", "involvedObject.namespace", "involvedObject.name",
+    "involvedObject.uid", "involvedObject.apiVersion", "involvedObject.resourceVersion",
+    "involvedObject.fieldPath", "reason", "reportingComponent", "source", "type",
+)
+
+
+class EventStrategy(Strategy):
+    """core/v1 Event: the storage form of both Event views."""
+
+    known_fields = EVENT_FIELDS
+    selectable_fields = EVENT_SELECTORS
+
+    def validate(self, obj: Obj, version: VersionInfo) -> list[FieldError]:
+        errs = super().validate(obj, version)
+        involved = obj.get("involvedObject")
+        if involved is not None and not isinstance(involved, dict):
+            errs.append(fields.type_invalid("involvedObject", involved, "must be an object"))
+        return errs
+
+    def field_labels(self, obj: Obj) -> dict[str, str]:
+        labels = super().field_labels(obj)
+        involved = obj.get("involvedObject") or {}
+        for name in ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion",
+                     "fieldPath"):
+            labels[f"involvedObject.{name}"] = str(involved.get(name) or "")
+        labels["reason"] = str(obj.get("reason") or "")
+        labels["reportingComponent"] = str(obj.get("reportingComponent") or "")
+        labels["source"] = str((obj.get("source") or {}).get("component") or "")
+        labels["type"] = str(obj.get("type") or "")
+        return labels
+
+    def columns(self, version: VersionInfo) -> list[table.Column]:
+        def last_seen(o: Obj, now: Any) -> str | None:
+            stamp = o.get("lastTimestamp") or o.get("eventTime") or meta_of(o).get(
+                "creationTimestamp")
+            return table.age(stamp, now)
+
+        def object_ref(o: Obj, _now: Any) -> str:
+            involved = o.get("involvedObject") or {}
+            return f"{str(involved.get('kind', '')).lower()}/{involved.get('name', '')}"
+
+        return [table.Column("Last Seen", "string", last_seen),
+                table.path_column("Type", "string", ".type"),
+                table.path_column("Reason", "string", ".reason"),
+                table.Column("Object", "string", object_ref),
+                table.path_column("Message", "string", ".message")]
+
+
+_NEW_TO_OLD = {"regarding": "involvedObject", "note": "message",
+               "reportingController": "reportingComponent",
+               "deprecatedSource": "source", "deprecatedFirstTimestamp": "firstTimestamp",
+               "deprecatedLastTimestamp": "lastTimestamp", "deprecatedCount": "count"}
+_SAME = ("reason", "type", "eventTime", "series", "action", "related", "reportingInstance")
+
+
+class EventsV1Strategy(EventStrategy):
+    """events.k8s.io/v1 Event: the same objects, renamed fields (regarding, note, ...)."""
+
+    known_fields = frozenset({*_NEW_TO_OLD, *_SAME})
+    selectable_fields = EVENT_SELECTORS
+
+    def to_storage(self, obj: Obj, version: str) -> Obj:
+        out: Obj = {"apiVersion": "v1", "kind": "Event", "metadata": obj.get("metadata", {})}
+        for new, old in _NEW_TO_OLD.items():
+            if new in obj:
+                out[old] = obj[new]
+        for name in _SAME:
+            if name in obj:
+                out[name] = obj[name]
+        return out
+
+    def from_storage(self, obj: Obj, version: str) -> Obj:
+        out: Obj = {"apiVersion": "events.k8s.io/v1", "kind": "Event",
+                    "metadata": obj.get("metadata", {})}
+        for new, old in _NEW_TO_OLD.items():
+            if old in obj:
+                out[new] = obj[old]
+        for name in _SAME:
+            if name in obj:
+                out[name] = obj[name]
+        return out
+
+    def field_labels(self, obj: Obj) -> dict[str, str]:
+        return super().field_labels(obj)
+
+
+class LeaseStrategy(Strategy):
+    known_fields = frozenset({"spec"})
+
+    def validate(self, obj: Obj, version: VersionInfo) -> list[FieldError]:
+        errs = super().validate(obj, version)
+        spec = obj.get("spec") or {}
+        duration = spec.get("leaseDurationSeconds")
+        if duration is not None and (not isinstance(duration, int) or duration <= 0):
+            errs.append(fields.invalid("spec.leaseDurationSeconds", duration,
+                                       "must be greater than 0"))
+        return errs
+
+    def columns(self, version: VersionInfo) -> list[table.Column]:
+        return [table.name_column(),
+                table.path_column("Holder", "string", ".spec.holderIdentity"),
+                table.age_column()]
+
+
+def builtin_resources() -> list[tuple[ResourceInfo, type[Strategy]]]:
+    """Every built-in resource with its strategy class."""
+    return [
+        (ResourceInfo(group="", resource="namespaces", kind="Namespace", singular="namespace",
+                      namespaced=False, versions=_v1(status=True), short_names=("ns",),
+                      extra_subresources=("finalize",)),
+         NamespaceStrategy),
+        (ResourceInfo(group="", resource="configmaps", kind="ConfigMap", singular="configmap",
+                      namespaced=True, versions=_v1(), short_names=("cm",)),
+         ConfigMapStrategy),
+        (ResourceInfo(group="", resource="secrets", kind="Secret", singular="secret",
+                      namespaced=True, versions=_v1()),
+         SecretStrategy),
+        (ResourceInfo(group="", resource="events", kind="Event", singular="event",
+                      namespaced=True, versions=_v1(), short_names=("ev",)),
+         EventStrategy),
+        (ResourceInfo(group="events.k8s.io", resource="events", kind="Event",
+                      singular="event", namespaced=True, versions=_v1(), short_names=("ev",),
+                      storage_group=""),
+         EventsV1Strategy),
+        (ResourceInfo(group="coordination.k8s.io", resource="leases", kind="Lease",
+                      singular="lease", namespaced=True, versions=_v1()),
+         LeaseStrategy),
+    ]

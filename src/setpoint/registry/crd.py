@@ -1,0 +1,384 @@
+"""CustomResourceDefinition: one stored object (v1 form), served as v1 and v1beta1.
+
+v1beta1 is what older tutorials use. Its single-version fields (``spec.version``,
+``spec.validation``, top-level ``subresources`` and ``additionalPrinterColumns`` with
+``JSONPath``) are mapped into per-version fields on the way in, and hoisted back out on
+the way out when every version shares them. ``preserveUnknownFields`` defaults to true there,
+as it did in Kubernetes, which keeps unknown fields of custom resources.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from typing import Any
+
+from setpoint.apimachinery import fields, validation
+from setpoint.apimachinery.fields import FieldError, FieldPath
+from setpoint.registry import table
+from setpoint.registry.resources import (
+    PrinterColumn,
+    ResourceInfo,
+    ScaleSpec,
+    VersionInfo,
+)
+from setpoint.registry.strategy import Strategy, meta_of
+from setpoint.schema import check_structural
+
+Obj = dict[str, Any]
+
+GROUP = "apiextensions.k8s.io"
+CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+def crd_resource() -> ResourceInfo:
+    return ResourceInfo(
+        group=GROUP, resource="customresourcedefinitions", kind="CustomResourceDefinition",
+        singular="customresourcedefinition", namespaced=False, short_names=("crd", "crds"),
+        categories=("api-extensions",),
+        versions=(VersionInfo("v1", storage=True, status=True),
+                  VersionInfo("v1beta1", status=True, deprecated=True,
+                              deprecation_warning="apiextensions.k8s.io/v1beta1 "
+                              "CustomResourceDefinition is deprecated in v1.16+, "
+                              "unavailable in v1.22+; use apiextensions.k8s.io/v1 "
+                              "CustomResourceDefinition")),
+    )
+
+
+# --- conversion -----------------------------------------------------------------------------
+
+
+def _columns_to_v1(columns: Any) -> list[Obj]:
+    out = []
+    for col in columns or []:
+        if not isinstance(col, dict):
+            continue
+        c = dict(col)
+        if "JSONPath" in c:
+            c["jsonPath"] = c.pop("JSONPath")
+        out.append(c)
+    return out
+
+
+def _columns_to_v1beta1(columns: Any) -> list[Obj]:
+    out = []
+    for col in columns or []:
+        c = dict(col)
+        if "jsonPath" in c:
+            c["JSONPath"] = c.pop("jsonPath")
+        out.append(c)
+    return out
+
+
+def v1beta1_to_v1(obj: Obj) -> Obj:
+    """The v1 form of a v1beta1 CRD (a new object; ``obj`` is not changed)."""
+    out = copy.deepcopy(obj)
+    out["apiVersion"] = f"{GROUP}/v1"
+    spec = out.get("spec")
+    if not isinstance(spec, dict):
+        return out
+    top_schema = spec.pop("validation", None)
+    top_subresources = spec.pop("subresources", None)
+    top_columns = spec.pop("additionalPrinterColumns", None)
+    single = spec.pop("version", None)
+    versions = spec.get("versions")
+    if not isinstance(versions, list) or not versions:
+        versions = [{"name": single, "served": True, "storage": True}] if single else []
+    new_versions = []
+    for v in versions:
+        if not isinstance(v, dict):
+            new_versions.append(v)
+            continue
+        nv = dict(v)
+        if "schema" not in nv and isinstance(top_schema, dict):
+            nv["schema"] = copy.deepcopy(top_schema)
+        if "subresources" not in nv and isinstance(top_subresources, dict):
+            nv["subresources"] = copy.deepcopy(top_subresources)
+        if "additionalPrinterColumns" in nv:
+            nv["additionalPrinterColumns"] = _columns_to_v1(nv["additionalPrinterColumns"])
+        elif top_columns:
+            nv["additionalPrinterColumns"] = _columns_to_v1(top_columns)
+        new_versions.append(nv)
+    spec["versions"] = new_versions
+    spec.setdefault("preserveUnknownFields", True)
+    conversion = spec.get("conversion")
+    if isinstance(conversion, dict) and conversion.get("strategy") == "Webhook":
+        hook = {}
+        if "webhookClientConfig" in conversion:
+            hook["clientConfig"] = conversion.pop("webhookClientConfig")
+        if "conversionReviewVersions" in conversion:
+            hook["conversionReviewVersions"] = conversion.pop("conversionReviewVersions")
+        conversion["webhook"] = hook
+    return out
+
+
+def v1_to_v1beta1(obj: Obj) -> Obj:
+    """The v1beta1 view of a stored v1 CRD."""
+    out = copy.deepcopy(obj)
+    out["apiVersion"] = f"{GROUP}/v1beta1"
+    spec = out.get("spec")
+    if not isinstance(spec, dict):
+        return out
+    versions = [v for v in spec.get("versions") or [] if isinstance(v, dict)]
+    if versions:
+        spec["version"] = versions[0].get("name")
+        for name, target in (("schema", "validation"), ("subresources", "subresources"),
+                             ("additionalPrinterColumns", "additionalPrinterColumns")):
+            values = [v.get(name) for v in versions]
+            if values[0] is not None and all(x == values[0] for x in values):
+                value = values[0]
+                if name == "additionalPrinterColumns":
+                    value = _columns_to_v1beta1(value)
+                spec[target] = value
+                for v in versions:
+                    v.pop(name, None)
+            else:
+                for v in versions:
+                    if name == "additionalPrinterColumns" and name in v:
+                        v[name] = _columns_to_v1beta1(v[name])
+    return out
+
+
+# --- reading a CRD --------------------------------------------------------------------------
+
+
+def resource_info(crd: Obj) -> ResourceInfo:
+    """The ResourceInfo a (valid, stored v1) CRD defines."""
+    spec = crd["spec"]
+    names = (crd.get("status") or {}).get("acceptedNames") or spec["names"]
+    kind = names.get("kind") or spec["names"]["kind"]
+    versions = []
+    for v in spec.get("versions") or []:
+        sub = v.get("subresources") or {}
+        scale = sub.get("scale")
+        versions.append(VersionInfo(
+            name=v["name"], served=bool(v.get("served", True)),
+            storage=bool(v.get("storage", False)),
+            deprecated=bool(v.get("deprecated", False)),
+            deprecation_warning=v.get("deprecationWarning"),
+            status="status" in sub,
+            scale=ScaleSpec(scale.get("specReplicasPath", ".spec.replicas"),
+                            scale.get("statusReplicasPath", ".status.replicas"),
+                            scale.get("labelSelectorPath")) if isinstance(scale, dict) else None,
+            printer_columns=tuple(
+                PrinterColumn(name=c.get("name", ""), type=c.get("type", "string"),
+                              json_path=c.get("jsonPath", ""), format=c.get("format", ""),
+                              description=c.get("description", ""),
+                              priority=int(c.get("priority") or 0))
+                for c in v.get("additionalPrinterColumns") or []),
+            schema=(v.get("schema") or {}).get("openAPIV3Schema"),
+            selectable_fields=tuple(
+                f.get("jsonPath", "") for f in v.get("selectableFields") or []),
+        ))
+    return ResourceInfo(
+        group=spec["group"], resource=names.get("plural") or spec["names"]["plural"],
+        kind=kind,
+        singular=names.get("singular") or spec["names"].get("singular") or kind.lower(),
+        namespaced=spec.get("scope") == "Namespaced", versions=tuple(versions),
+        list_kind=names.get("listKind") or spec["names"].get("listKind") or kind + "List",
+        short_names=tuple(names.get("shortNames") or ()),
+        categories=tuple(names.get("categories") or ()),
+    )
+
+
+def condition(crd: Obj, type_: str) -> Obj | None:
+    for c in (crd.get("status") or {}).get("conditions") or []:
+        if isinstance(c, dict) and c.get("type") == type_:
+            return c
+    return None
+
+
+def is_established(crd: Obj) -> bool:
+    c = condition(crd, "Established")
+    return c is not None and c.get("status") == "True"
+
+
+# --- strategy -------------------------------------------------------------------------------
+
+
+class CRDStrategy(Strategy):
+    known_fields = frozenset({"spec", "status"})
+    uses_generation = True
+    allow_unconditional_update = False
+
+    def to_storage(self, obj: Obj, version: str) -> Obj:
+        if version == "v1beta1":
+            return v1beta1_to_v1(obj)
+        obj["apiVersion"] = f"{GROUP}/v1"
+        return obj
+
+    def from_storage(self, obj: Obj, version: str) -> Obj:
+        if version == "v1beta1":
+            return v1_to_v1beta1(obj)
+        return obj
+
+    def default(self, obj: Obj, version: VersionInfo) -> None:
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            return
+        names = spec.get("names")
+        if isinstance(names, dict) and isinstance(names.get("kind"), str):
+            names.setdefault("singular", names["kind"].lower())
+            names.setdefault("listKind", names["kind"] + "List")
+        spec.setdefault("conversion", {"strategy": "None"})
+        if version.name == "v1beta1":
+            spec.setdefault("preserveUnknownFields", True)
+            spec.setdefault("scope", "Namespaced")
+        for v in spec.get("versions") or []:
+            if isinstance(v, dict):
+                v.setdefault("served", True)
+
+    def prepare_for_create(self, obj: Obj, version: VersionInfo) -> None:
+        super().prepare_for_create(obj, version)
+        meta = obj["metadata"]
+        finalizers = list(meta.get("finalizers") or [])
+        if CLEANUP_FINALIZER not in finalizers:
+            finalizers.append(CLEANUP_FINALIZER)
+        meta["finalizers"] = finalizers
+        obj["status"] = {"conditions": [], "acceptedNames": {"plural": "", "kind": ""},
+                         "storedVersions": []}
+
+    def spec_changed(self, new: Obj, old: Obj, version: VersionInfo) -> bool:
+        return new.get("spec") != old.get("spec")
+
+    def validate(self, obj: Obj, version: VersionInfo) -> list[FieldError]:
+        errs = validation.validate_object_meta(meta_of(obj), namespaced=False)
+        v1 = v1beta1_to_v1(obj) if version.name == "v1beta1" else obj
+        errs.extend(validate_crd_spec(v1, legacy=version.name == "v1beta1",
+                                      name=str(meta_of(obj).get("name", ""))))
+        return errs
+
+    def validate_update(self, new: Obj, old: Obj, version: VersionInfo) -> list[FieldError]:
+        errs = self.validate(new, version)
+        errs.extend(validation.validate_object_meta_update(meta_of(new), meta_of(old)))
+        old_v1 = v1beta1_to_v1(old) if version.name == "v1beta1" else old
+        new_v1 = v1beta1_to_v1(new) if version.name == "v1beta1" else new
+        old_spec, new_spec = old_v1.get("spec") or {}, new_v1.get("spec") or {}
+        if old_spec.get("scope") != new_spec.get("scope"):
+            errs.append(fields.invalid("spec.scope", new_spec.get("scope"),
+                                       "field is immutable"))
+        if old_spec.get("group") != new_spec.get("group"):
+            errs.append(fields.invalid("spec.group", new_spec.get("group"),
+                                       "field is immutable"))
+        if old_spec.get("preserveUnknownFields") is True:
+            # a CRD created through v1beta1 keeps its allowance when updated through v1
+            errs = [e for e in errs if e.field != "spec.preserveUnknownFields"]
+        return errs
+
+    def columns(self, version: VersionInfo) -> list[table.Column]:
+        return [table.name_column(),
+                table.Column("Created At", "date",
+                             lambda o, _n: meta_of(o).get("creationTimestamp"))]
+
+
+def validate_crd_spec(crd: Obj, *, legacy: bool, name: str) -> list[FieldError]:
+    """The checks Kubernetes makes of a CRD spec (v1 form); ``legacy`` = sent as v1beta1."""
+    errs: list[FieldError] = []
+    spec = crd.get("spec")
+    root = FieldPath.root("spec")
+    if not isinstance(spec, dict):
+        return [fields.required(root)]
+    group = spec.get("group")
+    if not group:
+        errs.append(fields.required(root.child("group")))
+    elif not isinstance(group, str) or "." not in group:
+        errs.append(fields.invalid(root.child("group"), group,
+                                   "should be a domain with at least one dot"))
+    else:
+        errs.extend(fields.invalid(root.child("group"), group, m)
+                    for m in validation.is_dns1123_subdomain(group))
+    names = spec.get("names")
+    npath = root.child("names")
+    if not isinstance(names, dict):
+        errs.append(fields.required(npath))
+        names = {}
+    plural = names.get("plural")
+    kind = names.get("kind")
+    if not plural:
+        errs.append(fields.required(npath.child("plural")))
+    elif not isinstance(plural, str) or not DNS_LABEL.match(plural):
+        errs.append(fields.invalid(npath.child("plural"), plural,
+                                   "a lowercase RFC 1123 label must consist of lower case "
+                                   "alphanumeric characters or '-', and must start and end "
+                                   "with an alphanumeric character"))
+    singular = names.get("singular")
+    if singular and (not isinstance(singular, str) or not DNS_LABEL.match(singular)):
+        errs.append(fields.invalid(npath.child("singular"), singular,
+                                   "a lowercase RFC 1123 label must consist of lower case "
+                                   "alphanumeric characters or '-', and must start and end "
+                                   "with an alphanumeric character"))
+    if not kind:
+        errs.append(fields.required(npath.child("kind")))
+    for i, short in enumerate(names.get("shortNames") or []):
+        if not isinstance(short, str) or not DNS_LABEL.match(short):
+            errs.append(fields.invalid(npath.child("shortNames").index(i), short,
+                                       "a lowercase RFC 1123 label must consist of lower "
+                                       "case alphanumeric characters or '-'"))
+    if plural and group and name != f"{plural}.{group}":
+        errs.append(fields.invalid("metadata.name", name,
+                                   'must be spec.names.plural+"."+spec.group'))
+    scope = spec.get("scope")
+    if scope is None:
+        errs.append(fields.required(root.child("scope")))
+    elif scope not in ("Namespaced", "Cluster"):
+        errs.append(fields.not_supported(root.child("scope"), scope, ("Cluster", "Namespaced")))
+    versions = spec.get("versions")
+    vpath = root.child("versions")
+    if not isinstance(versions, list) or not versions:
+        errs.append(fields.invalid(vpath, versions if isinstance(versions, list) else None,
+                                   "must have exactly one version marked as storage version"))
+        return errs
+    seen: set[str] = set()
+    storage = 0
+    for i, v in enumerate(versions):
+        path = vpath.index(i)
+        if not isinstance(v, dict):
+            errs.append(fields.type_invalid(path, v, "must be an object"))
+            continue
+        vname = v.get("name")
+        if not vname:
+            errs.append(fields.required(path.child("name")))
+        elif not isinstance(vname, str) or not DNS_LABEL.match(vname):
+            errs.append(fields.invalid(path.child("name"), vname,
+                                       "a DNS-1035 label must consist of lower case "
+                                       "alphanumeric characters or '-'"))
+        elif vname in seen:
+            errs.append(fields.invalid(vpath, versions and vname, "must contain unique "
+                                       "version names"))
+        if isinstance(vname, str):
+            seen.add(vname)
+        if v.get("storage"):
+            storage += 1
+        schema = (v.get("schema") or {}).get("openAPIV3Schema") if isinstance(
+            v.get("schema"), dict) else None
+        if schema is None:
+            if not legacy:
+                errs.append(fields.required(path.child("schema").child("openAPIV3Schema"),
+                                            "schemas are required"))
+        elif not isinstance(schema, dict):
+            errs.append(fields.type_invalid(path.child("schema").child("openAPIV3Schema"),
+                                            schema, "must be an object"))
+        elif not legacy:
+            errs.extend(check_structural(
+                schema, path=path.child("schema").child("openAPIV3Schema")))
+        for j, col in enumerate(v.get("additionalPrinterColumns") or []):
+            cpath = path.child("additionalPrinterColumns").index(j)
+            if not isinstance(col, dict):
+                continue
+            if not col.get("name"):
+                errs.append(fields.required(cpath.child("name")))
+            if col.get("type") not in ("integer", "number", "string", "boolean", "date"):
+                errs.append(fields.not_supported(cpath.child("type"), col.get("type"),
+                                                 ("boolean", "date", "integer", "number",
+                                                  "string")))
+            if not col.get("jsonPath"):
+                errs.append(fields.required(cpath.child("jsonPath")))
+    if storage != 1:
+        errs.append(fields.invalid(vpath, None,
+                                   "must have exactly one version marked as storage version"))
+    if not legacy and spec.get("preserveUnknownFields") is True:
+        errs.append(fields.invalid(root.child("preserveUnknownFields"), True,
+                                   "cannot set to true, set x-kubernetes-preserve-unknown-"
+                                   "fields to true in spec.versions[*].schema instead"))
+    return errs

@@ -1,0 +1,192 @@
+"""The CRD lifecycle: name acceptance, establishment, and cleanup on deletion.
+
+A level-triggered loop over the CRDs in the watch cache. For each CRD it computes the status
+the CRD should have and writes it through the store (never through storage):
+
+* ``NamesAccepted``: True (``NoConflicts``) unless another CRD of the group already holds one
+  of its names (``NameConflict``); ``acceptedNames`` are then the names on offer.
+* ``Established``: True (``InitialNamesAccepted``) once the names are accepted. From that
+  write on, the catalog serves the resource.
+* ``storedVersions``: every version ever used as the storage version.
+* On deletion: ``Terminating`` (``InstanceDeletionInProgress``), every custom resource is
+  deleted (their own finalizers are honoured: the loop waits for them), then the
+  ``customresourcecleanup`` finalizer is removed and the CRD disappears.
+
+State lives in the API objects, so a restart in the middle of a deletion finishes the job.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from setpoint.apimachinery import errors, timeutil
+from setpoint.apimachinery.clock import Clock
+from setpoint.registry import cache as wc
+from setpoint.registry import crd
+from setpoint.registry.catalog import CRD_PREFIX, Catalog
+from setpoint.registry.options import DeleteOptions, ListOptions, WriteOptions
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+
+
+def _condition(type_: str, status: str, reason: str, message: str, now: str,
+               previous: Obj | None) -> Obj:
+    if previous and previous.get("status") == status:
+        stamp = previous.get("lastTransitionTime", now)
+    else:
+        stamp = now
+    return {"type": type_, "status": status, "lastTransitionTime": stamp, "reason": reason,
+            "message": message}
+
+
+class CRDLifecycle:
+    def __init__(self, catalog: Catalog, cache: wc.WatchCache, clock: Clock, *,
+                 recheck_interval: float = 0.2) -> None:
+        self._catalog = catalog
+        self._cache = cache
+        self._clock = clock
+        self._recheck = recheck_interval
+        self._store = catalog.store(crd.GROUP, "customresourcedefinitions")
+        self._dirty = asyncio.Event()
+
+    async def run(self) -> None:
+        await self._cache.wait_ready()
+        watcher = self._cache.watch(CRD_PREFIX, self._cache.revision)
+        self._dirty.set()
+        async with asyncio.TaskGroup() as tg:
+            tg.create_task(self._notice(watcher))
+            while True:
+                await self._dirty.wait()
+                self._dirty.clear()
+                terminating = False
+                for _, obj in list(self._cache.items(CRD_PREFIX)):
+                    try:
+                        terminating |= await self.reconcile(obj)
+                    except errors.Conflict:
+                        self._dirty.set()
+                    except errors.NotFound:
+                        pass
+                    except Exception:
+                        log.exception("CRD lifecycle failed for %s",
+                                      obj.get("metadata", {}).get("name"))
+                        terminating = True
+                if terminating:
+                    await asyncio.sleep(self._recheck)
+                    self._dirty.set()
+
+    async def _notice(self, watcher: wc.Watcher) -> None:
+        while True:
+            event = await watcher.next()
+            if event is None:
+                # fell behind or was closed: look at everything again
+                watcher = self._cache.watch(CRD_PREFIX, self._cache.revision)
+            self._dirty.set()
+
+    async def reconcile(self, obj: Obj) -> bool:
+        """Bring one CRD's status in line; returns True while a deletion is in progress."""
+        meta = obj["metadata"]
+        name = meta["name"]
+        if meta.get("deletionTimestamp"):
+            return await self._clean_up(obj)
+        status = obj.get("status") or {}
+        desired = self.desired_status(obj)
+        if desired != status:
+            updated = dict(obj)
+            updated["status"] = desired
+            await self._store.update(None, name, updated, "v1", WriteOptions(),
+                                     subresource="status")
+        return False
+
+    def desired_status(self, obj: Obj) -> Obj:
+        spec = obj.get("spec") or {}
+        status = obj.get("status") or {}
+        now = timeutil.format_time(self._clock.now())
+        previous = {c.get("type"): c for c in status.get("conditions") or []
+                    if isinstance(c, dict)}
+        names = dict(spec.get("names") or {})
+        conflict = self._conflict(obj, names)
+        accepted_before = status.get("acceptedNames") or {}
+        if conflict:
+            accepted = accepted_before if accepted_before.get("plural") else {
+                "plural": "", "kind": ""}
+            names_cond = _condition("NamesAccepted", "False", "NameConflict", conflict, now,
+                                    previous.get("NamesAccepted"))
+        else:
+            accepted = names
+            names_cond = _condition("NamesAccepted", "True", "NoConflicts",
+                                    "no conflicts found", now, previous.get("NamesAccepted"))
+        conditions = [names_cond]
+        if accepted.get("plural"):
+            conditions.insert(0, _condition(
+                "Established", "True", "InitialNamesAccepted",
+                "the initial names have been accepted", now, previous.get("Established")))
+        elif "Established" in previous:
+            conditions.insert(0, _condition("Established", "False", "NotAccepted",
+                                            "not all names are accepted", now,
+                                            previous.get("Established")))
+        stored = list(status.get("storedVersions") or [])
+        for v in spec.get("versions") or []:
+            if isinstance(v, dict) and v.get("storage") and v.get("name") not in stored:
+                stored.append(v["name"])
+        out: Obj = {"conditions": conditions, "acceptedNames": accepted,
+                    "storedVersions": stored}
+        return out
+
+    def _conflict(self, obj: Obj, names: Obj) -> str:
+        taken = self._catalog.names_in_use(str(obj["spec"].get("group")),
+                                           str(obj["metadata"]["name"]))
+        checks = [("p", names.get("plural"), "plural"), ("s", names.get("plural"), "plural"),
+                  ("k", names.get("kind"), "kind"), ("L", names.get("listKind"), "listKind")]
+        checks += [("p", s, "short name") for s in names.get("shortNames") or []]
+        checks += [("s", s, "short name") for s in names.get("shortNames") or []]
+        for tag, value, _what in checks:
+            if value and f"{tag}:{value}" in taken:
+                return f'"{value}" is already in use'
+        return ""
+
+    async def _clean_up(self, obj: Obj) -> bool:
+        name = obj["metadata"]["name"]
+        finalizers = list(obj["metadata"].get("finalizers") or [])
+        if crd.CLEANUP_FINALIZER not in finalizers:
+            return False
+        previous = crd.condition(obj, "Terminating")
+        if previous is None or previous.get("status") != "True":
+            status = dict(obj.get("status") or {})
+            conditions = [c for c in status.get("conditions") or []
+                          if c.get("type") != "Terminating"]
+            conditions.append(_condition(
+                "Terminating", "True", "InstanceDeletionInProgress",
+                "CustomResource deletion is in progress",
+                timeutil.format_time(self._clock.now()), None))
+            status["conditions"] = conditions
+            updated = dict(obj)
+            updated["status"] = status
+            await self._store.update(None, name, updated, "v1", WriteOptions(),
+                                     subresource="status")
+            return True
+        served = self._catalog.crd_serves(name)
+        if served is not None:
+            store = served.store
+            version = store.info.storage_version.name
+            page = await store.list(None, version, ListOptions())
+            if page.items:
+                for item in page.items:
+                    meta = item["metadata"]
+                    if meta.get("deletionTimestamp"):
+                        continue
+                    try:
+                        await store.delete(meta.get("namespace"), meta["name"], version,
+                                           DeleteOptions(propagation_policy="Background"))
+                    except errors.NotFound:
+                        pass
+                return True
+        updated = dict(obj)
+        meta = dict(obj["metadata"])
+        meta["finalizers"] = [f for f in finalizers if f != crd.CLEANUP_FINALIZER]
+        updated["metadata"] = meta
+        await self._store.update(None, name, updated, "v1", WriteOptions())
+        return False

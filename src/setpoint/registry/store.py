@@ -1,0 +1,743 @@
+"""The generic store: get, list, watch, create, update, patch and delete over a backend.
+
+This is the one place where storage errors become API errors. Invariants:
+
+* **resourceVersion is the storage revision** of the object's last write; it is never stored
+  inside the value, only set when an object is read.
+* **Optimistic concurrency.** Every write is a compare-and-swap on the revision it read. A
+  client that sent a resourceVersion gets 409 Conflict when it is stale; writes without one
+  (patches, unconditional updates) are retried on a fresh read.
+* **No-op writes** (an update that changes nothing) return the current object and write nothing:
+  no new revision, no watch event.
+* **Finalizers.** Deleting an object that has finalizers only sets ``deletionTimestamp``;
+  the update that removes the last finalizer writes the object once more, then deletes it.
+* Reads are served from the :class:`~setpoint.registry.cache.WatchCache` after waiting until it
+  holds every write acknowledged before the read (or the revision the client asked for).
+"""
+
+from __future__ import annotations
+
+import base64
+import builtins
+import random
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from setpoint.apimachinery import errors, fields, patch, selectors, timeutil, validation
+from setpoint.apimachinery.clock import Clock
+from setpoint.registry import cache as wc
+from setpoint.registry.options import (
+    DeleteOptions,
+    ListOptions,
+    WatchOptions,
+    WriteOptions,
+    WriteResult,
+)
+from setpoint.registry.resources import VersionInfo
+from setpoint.registry.strategy import Strategy
+from setpoint.storage import interface as st
+
+Obj = dict[str, Any]
+
+#: namespace admission: raises NotFound / Forbidden for a namespace that cannot take writes
+NamespaceGate = Callable[[str, str, str], None]
+
+MAX_WRITE_ATTEMPTS = 16
+
+PATCH_JSON = "application/json-patch+json"
+PATCH_MERGE = "application/merge-patch+json"
+PATCH_STRATEGIC = "application/strategic-merge-patch+json"
+PATCH_APPLY = "application/apply-patch+yaml"
+PATCH_APPLY_CBOR = "application/apply-patch+cbor"
+
+SERVER_OWNED_META = ("uid", "creationTimestamp", "deletionTimestamp",
+                     "deletionGracePeriodSeconds", "selfLink")
+
+
+def encode(obj: Obj) -> bytes:
+    """The stored form: the object without its resourceVersion."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict) and "resourceVersion" in meta:
+        meta = dict(meta)
+        del meta["resourceVersion"]
+        obj = {**obj, "metadata": meta}
+    return orjson.dumps(obj)
+
+
+def deep_copy(obj: Obj) -> Obj:
+    """A private copy of a (JSON-shaped) object."""
+    out: Obj = orjson.loads(orjson.dumps(obj))
+    return out
+
+
+@dataclass(slots=True)
+class ListPage:
+    items: list[Obj]
+    resource_version: int
+    continue_token: str = ""
+    remaining: int | None = None
+
+
+class WatchStream:
+    """API-level events of one watch: selector transitions applied, in the request version."""
+
+    def __init__(self, store: Store, watcher: wc.Watcher, version: str,
+                 opts: WatchOptions) -> None:
+        self._store = store
+        self._watcher = watcher
+        self._version = version
+        self._opts = opts
+        self.last_revision = 0
+
+    @property
+    def lagged(self) -> bool:
+        return self._watcher.lagged
+
+    def close(self) -> None:
+        self._watcher.close()
+
+    def pending_replay(self) -> int:
+        return self._watcher.pending_replay()
+
+    def bookmark_revision(self, current: int) -> int:
+        """A revision safe to report in a bookmark: never ahead of an undelivered event."""
+        if self._watcher.idle():
+            return max(self.last_revision, current)
+        return self.last_revision
+
+    async def next(self, timeout: float | None = None) -> tuple[str, Obj] | None:
+        """The next event that passes the selectors; ``None`` when the watch ended.
+
+        Raises ``TimeoutError`` when nothing arrived within ``timeout``.
+        """
+        while True:
+            event = await self._watcher.next(timeout)
+            if event is None:
+                return None
+            self.last_revision = max(self.last_revision, event.revision)
+            kind = self._classify(event)
+            if kind is None:
+                continue
+            return kind, self._store.strategy.from_storage(event.object, self._version)
+
+    def _classify(self, event: wc.CacheEvent) -> str | None:
+        matches = self._store.matches
+        now = matches(event.object, self._opts.label_selector, self._opts.field_selector)
+        if event.type == "ADDED":
+            return "ADDED" if now else None
+        was = event.prev is not None and matches(
+            event.prev, self._opts.label_selector, self._opts.field_selector)
+        if event.type == "DELETED":
+            return "DELETED" if was else None
+        if now and was:
+            return "MODIFIED"
+        if now:
+            return "ADDED"
+        if was:
+            return "DELETED"
+        return None
+
+
+class Store:
+    """Objects of one resource, kept in the storage version."""
+
+    def __init__(self, strategy: Strategy, backend: st.Backend, cache: wc.WatchCache, *,
+                 clock: Clock, rng: random.Random, namespace_gate: NamespaceGate | None = None,
+                 deletion_finalizers: Callable[[Obj, DeleteOptions], list[str]] | None = None
+                 ) -> None:
+        self.strategy = strategy
+        self.info = strategy.info
+        self._backend = backend
+        self._cache = cache
+        self._clock = clock
+        self._rng = rng
+        self._namespace_gate = namespace_gate
+        self._deletion_finalizers = deletion_finalizers
+
+    # --- helpers -------------------------------------------------------------------------
+
+    def _version(self, name: str) -> VersionInfo:
+        version = self.info.version(name)
+        if version is None:
+            raise errors.path_not_found()
+        return version
+
+    def _not_found(self, name: str) -> errors.NotFound:
+        return errors.not_found(self.info.resource, self.info.group, name)
+
+    def _conflict(self, name: str, why: str | None = None) -> errors.Conflict:
+        return errors.conflict(self.info.resource, self.info.group, name, why)
+
+    def _invalid(self, name: str, errs: Iterable[fields.FieldError]) -> errors.Invalid:
+        return errors.invalid(self.info.kind, self.info.group, name, errs)
+
+    def _now(self) -> str:
+        return timeutil.format_time(self._clock.now())
+
+    def matches(self, obj: Obj, labels: selectors.LabelSelector | None,
+                field_sel: selectors.FieldSelector | None) -> bool:
+        if labels is not None and not labels.empty:
+            obj_labels = (obj.get("metadata") or {}).get("labels") or {}
+            if not labels.matches(obj_labels):
+                return False
+        return field_sel is None or field_sel.empty or bool(
+            field_sel.matches(self.strategy.field_labels(obj)))
+
+    def _check_type(self, obj: Any, version: VersionInfo) -> Obj:
+        """The body must be an object of this kind in this version (400 otherwise)."""
+        if not isinstance(obj, dict):
+            raise errors.BadRequest("the body of the request must be a JSON or YAML object")
+        api_version = self.info.api_version(version.name)
+        kind = obj.get("kind")
+        have = obj.get("apiVersion")
+        if self.info.group and (not kind or not have):
+            missing = "Kind" if not kind else "apiVersion"
+            raise errors.BadRequest(f"Object '{missing}' is missing in '{_short(obj)}'")
+        if kind is None:
+            obj["kind"] = self.info.kind
+        elif kind != self.info.kind:
+            raise errors.BadRequest(
+                f"{kind} in version \"{_version_of(have)}\" cannot be handled as a "
+                f"{self.info.kind}: the kind of the object ({kind}) does not match the "
+                f"kind on the URL ({self.info.kind})")
+        if have is None:
+            obj["apiVersion"] = api_version
+        elif have != api_version:
+            raise errors.BadRequest(
+                f"the API version in the data ({have}) does not match the expected API "
+                f"version ({api_version})")
+        meta = obj.setdefault("metadata", {})
+        if not isinstance(meta, dict):
+            raise errors.BadRequest(
+                f"{self.info.kind} in version \"{version.name}\" cannot be handled as a "
+                f"{self.info.kind}: metadata must be an object")
+        return meta
+
+    def _check_namespace(self, meta: Obj, namespace: str | None) -> None:
+        if self.info.namespaced:
+            body_ns = meta.get("namespace")
+            if body_ns and namespace and body_ns != namespace:
+                raise errors.BadRequest(
+                    "the namespace of the provided object does not match the namespace sent "
+                    "on the request")
+            if namespace:
+                meta["namespace"] = namespace
+        else:
+            meta.pop("namespace", None)
+
+    def _handle_pruned(self, pruned: list[str], opts: WriteOptions, version: VersionInfo,
+                       warnings: list[str], *, is_patch: bool = False) -> None:
+        if not pruned or opts.field_validation == "Ignore":
+            return
+        if opts.field_validation == "Strict":
+            unknown = ", ".join(f'unknown field "{p}"' for p in pruned)
+            if is_patch:
+                raise errors.invalid(self.info.kind, self.info.group, "", [
+                    fields.invalid("patch", None, f"strict decoding error: {unknown}")])
+            raise errors.BadRequest(
+                f'{self.info.kind} in version "{version.name}" cannot be handled as a '
+                f"{self.info.kind}: strict decoding error: {unknown}")
+        warnings.extend(f'unknown field "{p}"' for p in pruned)
+
+    def _normalize(self, obj: Obj, version: VersionInfo, opts: WriteOptions,
+                   warnings: list[str], *, is_patch: bool = False) -> None:
+        pruned = self.strategy.prune(obj, version)
+        self._handle_pruned(pruned, opts, version, warnings, is_patch=is_patch)
+        self.strategy.default(obj, version)
+
+    def _gate(self, namespace: str | None, name: str) -> None:
+        if self.info.namespaced and self._namespace_gate is not None and namespace:
+            self._namespace_gate(namespace, self.info.qualified, name)
+
+    def _output(self, stored: Obj, version: VersionInfo) -> Obj:
+        return self.strategy.from_storage(stored, version.name)
+
+    # --- reads ---------------------------------------------------------------------------
+
+    async def _read_revision(self, resource_version: str) -> None:
+        if resource_version == "0":
+            await self._cache.wait_ready()
+        elif resource_version:
+            await self._cache.wait_ready()
+            await self._cache.wait_for(_parse_rv(resource_version))
+        else:
+            await self._cache.wait_fresh()
+
+    async def get(self, namespace: str | None, name: str, version_name: str, *,
+                  resource_version: str = "") -> Obj:
+        version = self._version(version_name)
+        await self._read_revision(resource_version)
+        obj = self._cache.get(self.info.key(namespace, name))
+        if obj is None:
+            raise self._not_found(name)
+        return self._output(obj, version)
+
+    async def list(self, namespace: str | None, version_name: str,
+                   opts: ListOptions) -> ListPage:
+        version = self._version(version_name)
+        prefix = self.info.namespace_prefix(namespace)
+        limit = max(opts.limit, 0)
+        if opts.resource_version_match and not opts.resource_version:
+            raise errors.invalid("ListOptions", "meta.k8s.io", "", [fields.forbidden(
+                "resourceVersionMatch",
+                "resourceVersionMatch is forbidden unless resourceVersion is provided")])
+        if opts.continue_token:
+            revision, start_after = _decode_continue(opts.continue_token)
+            return await self._list_from_storage(prefix, revision, start_after, limit, opts,
+                                                 version)
+        if opts.resource_version_match == "Exact":
+            revision = _parse_rv(opts.resource_version)
+            await self._cache.wait_for(revision)
+            if revision != self._cache.revision:
+                return await self._list_from_storage(prefix, revision, None, limit, opts,
+                                                     version)
+        elif opts.resource_version_match not in ("", "NotOlderThan"):
+            raise errors.BadRequest(
+                f"unsupported resourceVersionMatch: {opts.resource_version_match!r}")
+        else:
+            await self._read_revision(opts.resource_version)
+        revision = self._cache.revision
+        selected: builtins.list[tuple[str, Obj]] = [
+            (key, obj) for key, obj in self._cache.items(prefix)
+            if self.matches(obj, opts.label_selector, opts.field_selector)]
+        token = ""
+        remaining = None
+        if limit and len(selected) > limit:
+            token = _encode_continue(revision, selected[limit - 1][0])
+            if _no_selectors(opts):
+                remaining = len(selected) - limit
+            selected = selected[:limit]
+        return ListPage([self._output(obj, version) for _, obj in selected], revision, token,
+                        remaining)
+
+    async def _list_from_storage(self, prefix: str, revision: int, start_after: str | None,
+                                 limit: int, opts: ListOptions,
+                                 version: VersionInfo) -> ListPage:
+        items: builtins.list[tuple[str, Obj]] = []
+        cursor = start_after
+        more = False
+        while True:
+            try:
+                page = await self._backend.list(prefix, revision=revision, start_after=cursor,
+                                                limit=max(limit, 500) if limit else None)
+            except st.Expired as e:
+                raise errors.Expired(
+                    "The provided continue parameter is too old to display a consistent list "
+                    "result. You can start a new list without the continue parameter, or use "
+                    "the continue token in this response to retrieve the remainder of the "
+                    "results. Continuing with the provided token results in an inconsistent "
+                    "list - objects that were created, modified, or deleted between the time "
+                    "the first chunk was returned and now may show up in the list.") from e
+            except st.FutureRevision as e:
+                raise errors.Timeout(f"Too large resource version: {revision}") from e
+            for kv in page.kvs:
+                obj = wc.decode(kv.value, kv.mod_revision)
+                if self.matches(obj, opts.label_selector, opts.field_selector):
+                    items.append((kv.key, obj))
+            if limit and len(items) > limit:
+                more = True
+                break
+            if not page.more or not page.kvs:
+                break
+            cursor = page.kvs[-1].key
+        token = ""
+        if limit and (more or len(items) > limit):
+            items = items[:limit]
+            token = _encode_continue(revision, items[-1][0])
+        return ListPage([self._output(obj, version) for _, obj in items], revision, token)
+
+    async def watch(self, namespace: str | None, version_name: str,
+                    opts: WatchOptions) -> WatchStream:
+        self._version(version_name)
+        rv = opts.resource_version
+        await self._cache.wait_ready()
+        if rv in ("", "0"):
+            if rv == "":
+                await self._cache.wait_fresh()
+            if opts.send_initial_events is False:
+                since: int | None = self._cache.revision
+            else:
+                since = None
+        else:
+            since = _parse_rv(rv)
+            if opts.send_initial_events:
+                raise errors.invalid("ListOptions", "meta.k8s.io", "", [fields.forbidden(
+                    "sendInitialEvents",
+                    "sendInitialEvents is forbidden for watch unless resourceVersion is "
+                    "empty or 0")])
+            if since > self._cache.revision:
+                await self._cache.wait_for(since)
+        watcher = self._cache.watch(self.info.namespace_prefix(namespace), since)
+        return WatchStream(self, watcher, version_name, opts)
+
+    @property
+    def cache_revision(self) -> int:
+        return self._cache.revision
+
+    # --- create --------------------------------------------------------------------------
+
+    async def create(self, namespace: str | None, body: Any, version_name: str,
+                     opts: WriteOptions) -> WriteResult:
+        version = self._version(version_name)
+        obj = body
+        meta = self._check_type(obj, version)
+        self._check_namespace(meta, namespace)
+        warnings = self.strategy.warnings(version)
+        self._normalize(obj, version, opts, warnings)
+        meta = obj["metadata"]
+        if not meta.get("name") and isinstance(meta.get("generateName"), str) \
+                and meta["generateName"]:
+            meta["name"] = validation.generate_name(meta["generateName"], self._rng)
+        name = str(meta.get("name") or "")
+        for k in (*SERVER_OWNED_META, "resourceVersion", "generation"):
+            meta.pop(k, None)
+        meta["uid"] = str(uuid.UUID(int=self._rng.getrandbits(128), version=4))
+        meta["creationTimestamp"] = self._now()
+        self.strategy.prepare_for_create(obj, version)
+        self._gate(namespace, name)
+        errs = self.strategy.validate(obj, version)
+        if errs:
+            raise self._invalid(name, errs)
+        if opts.dry_run:
+            return WriteResult(obj, created=True, warnings=warnings)
+        stored = self.strategy.to_storage(obj, version.name)
+        key = self.info.key(namespace, name)
+        try:
+            kv = await self._backend.create(key, encode(stored))
+        except st.KeyExists as e:
+            raise errors.already_exists(self.info.resource, self.info.group, name) from e
+        except st.Unavailable as e:
+            raise _unavailable(e) from e
+        stored["metadata"]["resourceVersion"] = str(kv.mod_revision)
+        return WriteResult(self._output(stored, version), created=True, warnings=warnings)
+
+    # --- update --------------------------------------------------------------------------
+
+    async def _current(self, namespace: str | None, name: str) -> tuple[st.KeyValue, Obj]:
+        try:
+            kv = await self._backend.get(self.info.key(namespace, name))
+        except st.Unavailable as e:
+            raise _unavailable(e) from e
+        if kv is None:
+            raise self._not_found(name)
+        return kv, wc.decode(kv.value, kv.mod_revision)
+
+    async def update(self, namespace: str | None, name: str, body: Any, version_name: str,
+                     opts: WriteOptions, subresource: str = "") -> WriteResult:
+        version = self._version(version_name)
+        meta = self._check_type(body, version)
+        if meta.get("name") and meta["name"] != name:
+            raise errors.BadRequest(
+                f"the name of the object ({meta['name']}) does not match the name on the URL "
+                f"({name})")
+        meta["name"] = name
+        self._check_namespace(meta, namespace)
+        requested_rv = str(meta.get("resourceVersion") or "")
+        if not requested_rv and not self.strategy.allow_unconditional_update:
+            raise self._invalid(name, [fields.invalid(
+                "metadata.resourceVersion", 0,
+                "must be specified for an update")])
+        for _ in range(MAX_WRITE_ATTEMPTS):
+            kv, current = await self._current(namespace, name)
+            if requested_rv and requested_rv != str(kv.mod_revision):
+                raise self._conflict(name)
+            new = deep_copy(body)
+            warnings = self.strategy.warnings(version)
+            self._normalize(new, version, opts, warnings)
+            try:
+                return await self._write_update(kv, current, new, version, opts, subresource,
+                                                warnings)
+            except st.RevisionConflict as e:
+                if requested_rv:
+                    raise self._conflict(name) from e
+        raise self._conflict(name)
+
+    async def _write_update(self, kv: st.KeyValue, current: Obj, new: Obj,
+                            version: VersionInfo, opts: WriteOptions, subresource: str,
+                            warnings: list[str]) -> WriteResult:
+        """Prepare, validate and compare-and-swap ``new`` over ``current`` (storage form).
+
+        Raises :class:`RevisionConflict` when the object moved on; callers retry or 409.
+        """
+        name = str(current["metadata"].get("name", ""))
+        old = deep_copy(self._output(current, version))
+        old_meta = old["metadata"]
+        new_meta = new.setdefault("metadata", {})
+        for k in SERVER_OWNED_META:
+            if k in old_meta:
+                new_meta[k] = old_meta[k]
+            else:
+                new_meta.pop(k, None)
+        new_meta["resourceVersion"] = old_meta.get("resourceVersion")
+        if "generation" in old_meta:
+            new_meta["generation"] = old_meta["generation"]
+        self.strategy.prepare_for_update(new, old, version, subresource)
+        errs = self.strategy.validate_update(new, old, version)
+        if old_meta.get("deletionTimestamp"):
+            added = [f for f in new_meta.get("finalizers") or []
+                     if f not in (old_meta.get("finalizers") or [])]
+            if added:
+                errs.append(fields.forbidden(
+                    "metadata.finalizers",
+                    f"no new finalizers can be added if the object is being deleted, found "
+                    f"new finalizers {_go_list(added)}"))
+        if errs:
+            raise self._invalid(name, errs)
+        if new == old:
+            return WriteResult(self._output(current, version), warnings=warnings)
+        if opts.dry_run:
+            return WriteResult(new, warnings=warnings)
+        stored = self.strategy.to_storage(new, version.name)
+        key = kv.key
+        try:
+            written = await self._backend.update(key, encode(stored), kv.mod_revision)
+        except st.KeyNotFound as e:
+            raise self._not_found(name) from e
+        except st.Unavailable as e:
+            raise _unavailable(e) from e
+        stored["metadata"]["resourceVersion"] = str(written.mod_revision)
+        if stored["metadata"].get("deletionTimestamp") and not stored["metadata"].get(
+                "finalizers"):
+            try:
+                await self._backend.delete(key, written.mod_revision)
+            except (st.KeyNotFound, st.RevisionConflict):
+                pass  # someone else finished the deletion
+        return WriteResult(self._output(stored, version), warnings=warnings)
+
+    # --- patch ---------------------------------------------------------------------------
+
+    async def patch(self, namespace: str | None, name: str, patch_type: str, body: Any,
+                    version_name: str, opts: WriteOptions, subresource: str = "",
+                    *, strategic: bool = False) -> WriteResult:
+        version = self._version(version_name)
+        if patch_type == PATCH_STRATEGIC and not strategic:
+            raise errors.unsupported_patch_type((PATCH_JSON, PATCH_MERGE, PATCH_APPLY))
+        if patch_type in (PATCH_APPLY, PATCH_APPLY_CBOR) and not opts.field_manager:
+            raise errors.BadRequest("fieldManager is required for apply requests")
+        for _ in range(MAX_WRITE_ATTEMPTS):
+            try:
+                kv, current = await self._current(namespace, name)
+            except errors.NotFound:
+                if patch_type == PATCH_APPLY and not subresource:
+                    return await self._apply_create(namespace, name, body, version, opts)
+                raise
+            base = deep_copy(self._output(current, version))
+            patched = self._apply_patch(base, patch_type, body, name)
+            meta = self._check_type(patched, version)
+            precondition = meta.get("resourceVersion")
+            if precondition and str(precondition) != str(kv.mod_revision):
+                raise self._conflict(name)
+            if meta.get("name") != name:
+                raise errors.BadRequest(
+                    f"the name of the object ({meta.get('name')}) does not match the name on "
+                    f"the URL ({name})")
+            self._check_namespace(meta, namespace)
+            warnings = self.strategy.warnings(version)
+            self._normalize(patched, version, opts, warnings, is_patch=True)
+            try:
+                return await self._write_update(kv, current, patched, version, opts,
+                                                subresource, warnings)
+            except st.RevisionConflict as e:
+                if precondition:
+                    raise self._conflict(name) from e
+        raise self._conflict(name)
+
+    def _apply_patch(self, base: Obj, patch_type: str, body: Any, name: str) -> Obj:
+        try:
+            if patch_type == PATCH_JSON:
+                if not isinstance(body, list):
+                    raise errors.BadRequest(
+                        "the body of a json-patch must be a JSON array of operations, got "
+                        f"{_json_type(body)}")
+                result = patch.json_patch(base, body)
+            elif patch_type in (PATCH_MERGE, PATCH_APPLY):
+                if not isinstance(body, dict):
+                    raise errors.BadRequest(
+                        f"the body of a {'merge' if patch_type == PATCH_MERGE else 'apply'} "
+                        f"patch must be a JSON object, got {_json_type(body)}")
+                result = patch.merge_patch(base, body)
+            elif patch_type == PATCH_STRATEGIC:
+                if not isinstance(body, dict):
+                    raise errors.BadRequest(
+                        "the body of a strategic merge patch must be a JSON object, got "
+                        f"{_json_type(body)}")
+                result = patch.strategic_merge_patch(base, body)
+            else:
+                raise errors.unsupported_patch_type((PATCH_JSON, PATCH_MERGE, PATCH_APPLY))
+        except patch.PatchError as e:
+            if patch_type == PATCH_JSON:
+                raise errors.Invalid(
+                    "the server rejected our request due to an error in our request",
+                    details={"name": name, "group": self.info.group,
+                             "kind": self.info.resource,
+                             "causes": [{"reason": "FieldValueInvalid", "message": str(e),
+                                         "field": "patch"}]}) from e
+            raise errors.BadRequest(str(e)) from e
+        if not isinstance(result, dict):
+            raise errors.BadRequest("the patched object must be a JSON object")
+        return result
+
+    async def _apply_create(self, namespace: str | None, name: str, body: Any,
+                            version: VersionInfo, opts: WriteOptions) -> WriteResult:
+        if not isinstance(body, dict):
+            raise errors.BadRequest("the body of an apply patch must be an object")
+        meta = body.setdefault("metadata", {})
+        if isinstance(meta, dict) and meta.get("name") not in (None, name):
+            raise errors.BadRequest(
+                f"the name of the object ({meta.get('name')}) does not match the name on the "
+                f"URL ({name})")
+        if isinstance(meta, dict):
+            meta["name"] = name
+        return await self.create(namespace, body, version.name, opts)
+
+    # --- delete --------------------------------------------------------------------------
+
+    async def delete(self, namespace: str | None, name: str, version_name: str,
+                     opts: DeleteOptions) -> tuple[Obj, bool]:
+        """Delete or mark for deletion. Returns (body, finished): the Status or the object."""
+        version = self._version(version_name)
+        for _ in range(MAX_WRITE_ATTEMPTS):
+            kv, current = await self._current(namespace, name)
+            meta = current["metadata"]
+            if opts.precondition_uid is not None and opts.precondition_uid != meta.get("uid"):
+                raise self._conflict(name, (
+                    f"Precondition failed: UID in precondition: {opts.precondition_uid}, "
+                    f"UID in object meta: {meta.get('uid', '')}"))
+            if opts.precondition_resource_version is not None and \
+                    opts.precondition_resource_version != str(kv.mod_revision):
+                raise self._conflict(name, (
+                    "Precondition failed: ResourceVersion in precondition: "
+                    f"{opts.precondition_resource_version}, ResourceVersion in meta: "
+                    f"{kv.mod_revision}"))
+            finalizers = list(meta.get("finalizers") or [])
+            extra = self._deletion_finalizers(current, opts) if self._deletion_finalizers \
+                else []
+            wanted = finalizers + [f for f in extra if f not in finalizers]
+            try:
+                if wanted:
+                    if meta.get("deletionTimestamp") and wanted == finalizers:
+                        return self._output(current, version), False
+                    updated = deep_copy(current)
+                    umeta = updated["metadata"]
+                    umeta["finalizers"] = wanted
+                    if not umeta.get("deletionTimestamp"):
+                        umeta["deletionTimestamp"] = self._now()
+                        umeta["deletionGracePeriodSeconds"] = 0
+                        if self.strategy.uses_generation:
+                            umeta["generation"] = int(umeta.get("generation") or 0) + 1
+                    if opts.dry_run:
+                        return self._output(updated, version), False
+                    written = await self._backend.update(kv.key, encode(updated),
+                                                         kv.mod_revision)
+                    umeta["resourceVersion"] = str(written.mod_revision)
+                    return self._output(updated, version), False
+                if opts.dry_run:
+                    return self._success(current), True
+                await self._backend.delete(kv.key, kv.mod_revision)
+                return self._success(current), True
+            except st.RevisionConflict:
+                continue
+            except st.KeyNotFound as e:
+                raise self._not_found(name) from e
+            except st.Unavailable as e:
+                raise _unavailable(e) from e
+        raise self._conflict(name)
+
+    def _success(self, obj: Obj) -> Obj:
+        meta = obj.get("metadata") or {}
+        details: Obj = {"name": meta.get("name", ""), "kind": self.info.resource}
+        if self.info.group:
+            details["group"] = self.info.group
+        if meta.get("uid"):
+            details["uid"] = meta["uid"]
+        return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                "details": details}
+
+    async def delete_collection(self, namespace: str | None, version_name: str,
+                                list_opts: ListOptions, opts: DeleteOptions) -> ListPage:
+        page = await self.list(namespace, version_name,
+                               ListOptions(label_selector=list_opts.label_selector,
+                                           field_selector=list_opts.field_selector))
+        deleted: builtins.list[Obj] = []
+        for obj in page.items:
+            meta = obj.get("metadata") or {}
+            try:
+                body, _ = await self.delete(meta.get("namespace"), meta["name"], version_name,
+                                            opts)
+            except errors.NotFound:
+                continue
+            deleted.append(obj if body.get("kind") == "Status" else body)
+        return ListPage(deleted, self._cache.revision)
+
+    async def count(self, namespace: str | None = None) -> int:
+        await self._cache.wait_fresh()
+        return self._cache.count(self.info.namespace_prefix(namespace))
+
+
+# --- small pure helpers ----------------------------------------------------------------------
+
+
+def _parse_rv(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise errors.BadRequest(f"invalid resource version: {text!r}") from None
+    if value < 0:
+        raise errors.BadRequest(f"invalid resource version: {text!r}")
+    return value
+
+
+def _encode_continue(revision: int, key: str) -> str:
+    raw = orjson.dumps({"v": "meta.k8s.io/v1", "rv": revision, "start": key})
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _decode_continue(token: str) -> tuple[int, str]:
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        data = orjson.loads(raw)
+        return int(data["rv"]), str(data["start"])
+    except (ValueError, KeyError, TypeError, orjson.JSONDecodeError):
+        raise errors.BadRequest("continue key is not valid: incorrect encoded start "
+                                "resourceVersion (version meta.k8s.io/v1)") from None
+
+
+def _no_selectors(opts: ListOptions) -> bool:
+    return (opts.label_selector is None or opts.label_selector.empty) and (
+        opts.field_selector is None or opts.field_selector.empty)
+
+
+def _short(obj: Obj) -> str:
+    text = orjson.dumps(obj).decode()
+    return text if len(text) <= 200 else text[:200] + "..."
+
+
+def _version_of(api_version: Any) -> str:
+    if not isinstance(api_version, str):
+        return ""
+    return api_version.rsplit("/", 1)[-1]
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, str):
+        return "a string"
+    if value is None:
+        return "null"
+    return "a scalar"
+
+
+def _go_list(items: list[str]) -> str:
+    return "[" + " ".join(items) + "]"
+
+
+def _unavailable(e: Exception) -> errors.ServiceUnavailable:
+    return errors.ServiceUnavailable(f"storage is unavailable: {e}", retry_after=1)
+

@@ -1,0 +1,180 @@
+"""Per-resource behaviour of the generic store: the hooks Kubernetes calls a *strategy*.
+
+The :class:`~setpoint.registry.store.Store` calls, for every write, in this order::
+
+    create: to_storage? no — normalize(obj, version)  -> prune + default (warnings)
+            prepare_for_create(obj)                  -> server-owned fields
+            validate(obj, version)                   -> field errors (422)
+    update: normalize(new, version)
+            prepare_for_update(new, old, subresource) -> keep what the endpoint may not change
+            validate_update(new, old, version)
+
+Objects reach the strategy in the *request* version; :meth:`Strategy.to_storage` and
+:meth:`Strategy.from_storage` convert between it and the storage version. The base class
+serves a single-version resource whose objects need no conversion.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from setpoint.apimachinery import fields, validation
+from setpoint.apimachinery.fields import FieldError, FieldPath
+from setpoint.registry import table
+from setpoint.registry.resources import ResourceInfo, VersionInfo
+
+Obj = dict[str, Any]
+
+OBJECT_META_FIELDS = frozenset({
+    "name", "generateName", "namespace", "selfLink", "uid", "resourceVersion", "generation",
+    "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "labels",
+    "annotations", "ownerReferences", "finalizers", "managedFields",
+})
+
+
+def prune_object_meta(obj: Obj) -> list[str]:
+    """Drop unknown ``metadata`` fields; returns the pruned paths."""
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        return []
+    unknown = sorted(k for k in meta if k not in OBJECT_META_FIELDS)
+    for k in unknown:
+        del meta[k]
+    return [f"metadata.{k}" for k in unknown]
+
+
+class Strategy:
+    """Defaults for a plain, single-version, namespaced-or-not resource."""
+
+    #: top-level fields an object may carry besides apiVersion, kind and metadata;
+    #: ``None`` means anything (no pruning at the top level)
+    known_fields: frozenset[str] | None = None
+    #: objects have metadata.generation, bumped when anything but metadata/status changes
+    uses_generation: bool = False
+    #: a PUT without metadata.resourceVersion overwrites (ConfigMap, Secret) instead of 422
+    allow_unconditional_update: bool = True
+    #: extra field selectors beyond metadata.name and metadata.namespace
+    selectable_fields: tuple[str, ...] = ()
+
+    def __init__(self, info: ResourceInfo) -> None:
+        self.info = info
+
+    # --- conversion ----------------------------------------------------------------------
+
+    def to_storage(self, obj: Obj, version: str) -> Obj:
+        """Convert an object in ``version`` to the storage version (may mutate ``obj``)."""
+        obj["apiVersion"] = self.info.api_version(self.info.storage_version.name)
+        return obj
+
+    def from_storage(self, obj: Obj, version: str) -> Obj:
+        """A copy of a stored object as seen through ``version``; ``obj`` is shared."""
+        api_version = self.info.api_version(version)
+        if obj.get("apiVersion") == api_version:
+            return obj
+        out = dict(obj)
+        out["apiVersion"] = api_version
+        return out
+
+    # --- normalisation -------------------------------------------------------------------
+
+    def prune(self, obj: Obj, version: VersionInfo) -> list[str]:
+        """Drop unknown fields; returns their paths, sorted."""
+        pruned = prune_object_meta(obj)
+        if self.known_fields is not None:
+            unknown = sorted(k for k in obj if k not in self.known_fields
+                             and k not in ("apiVersion", "kind", "metadata"))
+            for k in unknown:
+                del obj[k]
+            pruned.extend(unknown)
+        return sorted(pruned)
+
+    def default(self, obj: Obj, version: VersionInfo) -> None:
+        """Fill in defaults (in place)."""
+
+    # --- preparation ---------------------------------------------------------------------
+
+    def has_status(self, version: VersionInfo) -> bool:
+        return version.status
+
+    def prepare_for_create(self, obj: Obj, version: VersionInfo) -> None:
+        if self.has_status(version):
+            obj.pop("status", None)
+        if self.uses_generation:
+            obj["metadata"]["generation"] = 1
+
+    def prepare_for_update(self, new: Obj, old: Obj, version: VersionInfo,
+                           subresource: str) -> None:
+        """Keep what this endpoint may not change; bump generation on spec changes."""
+        if self.has_status(version):
+            if subresource == "status":
+                status = new.get("status")
+                new.clear()
+                new.update(copy.deepcopy(old))
+                if status is None:
+                    new.pop("status", None)
+                else:
+                    new["status"] = status
+            elif "status" in old:
+                new["status"] = copy.deepcopy(old["status"])
+            else:
+                new.pop("status", None)
+        if self.uses_generation:
+            generation = int(old.get("metadata", {}).get("generation") or 1)
+            if self.spec_changed(new, old, version):
+                generation += 1
+            new["metadata"]["generation"] = generation
+
+    def spec_changed(self, new: Obj, old: Obj, version: VersionInfo) -> bool:
+        ignored = {"metadata", "apiVersion", "kind"}
+        if self.has_status(version):
+            ignored.add("status")
+        keys = (set(new) | set(old)) - ignored
+        return any(new.get(k) != old.get(k) for k in keys)
+
+    # --- validation ----------------------------------------------------------------------
+
+    def validate(self, obj: Obj, version: VersionInfo) -> list[FieldError]:
+        return validation.validate_object_meta(obj.get("metadata") or {},
+                                               namespaced=self.info.namespaced)
+
+    def validate_update(self, new: Obj, old: Obj, version: VersionInfo) -> list[FieldError]:
+        errs = self.validate(new, version)
+        errs.extend(validation.validate_object_meta_update(new.get("metadata") or {},
+                                                           old.get("metadata") or {}))
+        return errs
+
+    # --- presentation --------------------------------------------------------------------
+
+    def field_labels(self, obj: Obj) -> dict[str, str]:
+        """The values field selectors match against."""
+        meta = obj.get("metadata") or {}
+        labels = {"metadata.name": str(meta.get("name", ""))}
+        if self.info.namespaced:
+            labels["metadata.namespace"] = str(meta.get("namespace", ""))
+        return labels
+
+    def supported_field_selectors(self, version: VersionInfo) -> tuple[str, ...]:
+        base: tuple[str, ...] = ("metadata.name",)
+        if self.info.namespaced:
+            base += ("metadata.namespace",)
+        return base + self.selectable_fields
+
+    def columns(self, version: VersionInfo) -> list[table.Column]:
+        return [table.name_column(), table.age_column()]
+
+    def warnings(self, version: VersionInfo) -> list[str]:
+        if version.deprecated:
+            return [version.deprecation_warning or
+                    f"{self.info.api_version(version.name)} {self.info.kind} is deprecated"]
+        return []
+
+
+def meta_of(obj: Mapping[str, Any]) -> dict[str, Any]:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, dict) else {}
+
+
+def require_fields(obj: Mapping[str, Any], *names: str) -> list[FieldError]:
+    return [fields.required(FieldPath.root(n)) for n in names if n not in obj]

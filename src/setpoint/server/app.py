@@ -1,0 +1,145 @@
+"""The aiohttp application: one catch-all route that dispatches by path.
+
+Resource paths go to :class:`~setpoint.server.handlers.ResourceHandler`; everything else is
+discovery, OpenAPI or health. Every failure leaves as a ``metav1.Status`` (the middleware is
+the single mapping point); an unexpected exception is logged and answered with a 500 Status,
+never a dropped connection.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from aiohttp import web
+
+from setpoint.apimachinery import errors
+from setpoint.apimachinery.clock import Clock
+from setpoint.registry import cache as wc
+from setpoint.registry.catalog import Catalog
+from setpoint.server import discovery, negotiation, openapi, request_info, responses
+from setpoint.server.handlers import ResourceHandler
+from setpoint.server.watch import WatchConfig
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+@dataclass(slots=True)
+class AppState:
+    catalog: Catalog
+    cache: wc.WatchCache
+    clock: Clock
+    watch: WatchConfig
+    git_version: str = "v1.32.0-setpoint"
+    ready: bool = False
+
+
+@web.middleware
+async def status_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    try:
+        return await handler(request)
+    except errors.ApiError as e:
+        return responses.error_response(e)
+    except web.HTTPException:
+        raise
+    except (ConnectionResetError, TimeoutError) as e:
+        if isinstance(e, TimeoutError):
+            return responses.error_response(errors.Timeout("the request timed out",
+                                                           retry_after=1))
+        raise
+    except Exception:
+        log.exception("internal error serving %s %s", request.method, request.path)
+        return responses.error_response(errors.InternalError(
+            "an internal error occurred while serving the request"))
+
+
+def build_app(state: AppState) -> web.Application:
+    app = web.Application(middlewares=[status_errors],
+                          client_max_size=negotiation.MAX_BODY + 1024)
+    resources = ResourceHandler(state.catalog, state.clock, state.watch)
+
+    async def dispatch(request: web.Request) -> web.StreamResponse:
+        path = request.path
+        ri = request_info.parse(path)
+        if ri is not None:
+            return await resources.handle(request, ri)
+        if request.method not in ("GET", "HEAD"):
+            if path.rstrip("/") in ("", "/version", "/api", "/apis", "/healthz", "/livez",
+                                    "/readyz") or path.startswith("/openapi"):
+                raise errors.MethodNotAllowed(
+                    "the server does not allow this method on the requested resource")
+            raise errors.path_not_found()
+        return non_resource(request, state)
+
+    app.router.add_route("*", "/{tail:.*}", dispatch)
+    return app
+
+
+def non_resource(request: web.Request, state: AppState) -> web.StreamResponse:
+    path = request.path.rstrip("/") or "/"
+    parts = [p for p in path.split("/") if p]
+    catalog = state.catalog
+    if path in ("/healthz", "/livez"):
+        return web.Response(text="ok", content_type="text/plain")
+    if path == "/readyz":
+        if not state.ready:
+            return web.Response(status=503, text="not ready", content_type="text/plain")
+        return web.Response(text="ok", content_type="text/plain")
+    if path.startswith(("/healthz/", "/livez/", "/readyz/")):
+        return web.Response(text="ok", content_type="text/plain")
+    if path == "/version":
+        return responses.json_response(discovery.version_doc(state.git_version))
+    if path == "/":
+        return responses.json_response({"paths": sorted(
+            ["/api", "/api/v1", "/apis", "/healthz", "/livez", "/openapi/v3", "/readyz",
+             "/version"])})
+    if path in ("/api", "/apis"):
+        output = negotiation.choose(negotiation.parse_accept(request.headers.get("Accept")),
+                                    allow_discovery=True)
+        if output.kind == "discovery":
+            body = discovery.aggregated(catalog, core=path == "/api",
+                                        doc_version=output.version)
+            response = responses.json_response(body, content_type=output.content_type)
+            response.headers["X-Varied-Accept"] = request.headers.get("Accept", "")
+            response.headers["Vary"] = "Accept"
+            return response
+        if path == "/api":
+            host = request.host or "127.0.0.1"
+            return responses.json_response(discovery.api_versions(host))
+        return responses.json_response(discovery.api_group_list(catalog))
+    if len(parts) == 2 and parts[0] == "api":
+        doc = discovery.api_resource_list(catalog, "", parts[1])
+        if doc is None:
+            raise errors.path_not_found()
+        return responses.json_response(doc)
+    if len(parts) == 2 and parts[0] == "apis":
+        group_doc = discovery.api_group(catalog, parts[1])
+        if group_doc is None:
+            raise errors.path_not_found()
+        return responses.json_response(group_doc)
+    if len(parts) == 3 and parts[0] == "apis":
+        doc = discovery.api_resource_list(catalog, parts[1], parts[2])
+        if doc is None:
+            raise errors.path_not_found()
+        return responses.json_response(doc)
+    if path == "/openapi/v3":
+        return responses.json_response(openapi.root(catalog))
+    if path.startswith("/openapi/v3/"):
+        rest = parts[2:]
+        if len(rest) == 2 and rest[0] == "api":
+            doc = openapi.group_version(catalog, "", rest[1])
+        elif len(rest) == 3 and rest[0] == "apis":
+            doc = openapi.group_version(catalog, rest[1], rest[2])
+        else:
+            doc = None
+        if doc is None:
+            raise errors.path_not_found()
+        response = responses.json_response(doc)
+        if "hash" in request.query:
+            response.headers["Cache-Control"] = "public, immutable"
+            response.headers["Expires"] = "Thu, 31 Dec 2099 23:59:59 GMT"
+        return response
+    raise errors.path_not_found()

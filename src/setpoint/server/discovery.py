@@ -1,0 +1,131 @@
+"""Discovery documents, legacy and aggregated, built from the catalog on each request."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from setpoint.registry.catalog import Catalog, Served
+from setpoint.registry.resources import ResourceInfo, VersionInfo
+
+Obj = dict[str, Any]
+
+STATUS_VERBS = ["get", "patch", "update"]
+
+
+def version_doc(git_version: str) -> Obj:
+    return {"major": "1", "minor": "32", "gitVersion": git_version,
+            "gitCommit": "0000000000000000000000000000000000000000",
+            "gitTreeState": "clean", "buildDate": "2026-11-01T00:00:00Z",
+            "goVersion": "go1.23.0", "compiler": "gc", "platform": "linux/amd64"}
+
+
+def api_versions(server_address: str) -> Obj:
+    return {"kind": "APIVersions", "versions": ["v1"],
+            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0",
+                                            "serverAddress": server_address}]}
+
+
+def _group_entry(group: str, versions: list[str]) -> Obj:
+    listed = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
+    return {"name": group, "versions": listed, "preferredVersion": listed[0]}
+
+
+def api_group_list(catalog: Catalog) -> Obj:
+    groups = [_group_entry(g, vs) for g, vs in catalog.groups() if g]
+    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
+
+
+def api_group(catalog: Catalog, group: str) -> Obj | None:
+    for g, vs in catalog.groups():
+        if g == group and g:
+            return {"kind": "APIGroup", "apiVersion": "v1", **_group_entry(g, vs)}
+    return None
+
+
+def _resource_entries(info: ResourceInfo, version: VersionInfo) -> list[Obj]:
+    entry: Obj = {"name": info.resource, "singularName": info.singular,
+                  "namespaced": info.namespaced, "kind": info.kind, "verbs": list(info.verbs)}
+    if info.short_names:
+        entry["shortNames"] = list(info.short_names)
+    if info.categories:
+        entry["categories"] = list(info.categories)
+    entries = [entry]
+    if version.status:
+        entries.append({"name": f"{info.resource}/status", "singularName": "",
+                        "namespaced": info.namespaced, "kind": info.kind,
+                        "verbs": STATUS_VERBS})
+    if version.scale is not None:
+        entries.append({"name": f"{info.resource}/scale", "singularName": "",
+                        "namespaced": info.namespaced, "group": "autoscaling",
+                        "version": "v1", "kind": "Scale", "verbs": STATUS_VERBS})
+    for sub in info.extra_subresources:
+        entries.append({"name": f"{info.resource}/{sub}", "singularName": "",
+                        "namespaced": info.namespaced, "kind": info.kind,
+                        "verbs": ["update"]})
+    return entries
+
+
+def api_resource_list(catalog: Catalog, group: str, version: str) -> Obj | None:
+    served = catalog.resources_in(group, version)
+    if not served:
+        return None
+    resources: list[Obj] = []
+    for s in served:
+        v = s.info.version(version)
+        if v is not None:
+            resources.extend(_resource_entries(s.info, v))
+    return {"kind": "APIResourceList", "apiVersion": "v1",
+            "groupVersion": f"{group}/{version}" if group else version,
+            "resources": resources}
+
+
+def _aggregated_resource(s: Served, version: VersionInfo, doc_version: str) -> Obj:
+    info = s.info
+    entry: Obj = {
+        "resource": info.resource,
+        "responseKind": {"group": info.group, "version": version.name, "kind": info.kind},
+        "scope": "Namespaced" if info.namespaced else "Cluster",
+        "singularResource": info.singular,
+        "verbs": list(info.verbs),
+    }
+    if info.short_names:
+        entry["shortNames"] = list(info.short_names)
+    if info.categories:
+        entry["categories"] = list(info.categories)
+    subs: list[Obj] = []
+    if version.status:
+        subs.append({"subresource": "status", "responseKind": {
+            "group": info.group, "version": version.name, "kind": info.kind},
+            "verbs": STATUS_VERBS})
+    if version.scale is not None:
+        subs.append({"subresource": "scale", "responseKind": {
+            "group": "autoscaling", "version": "v1", "kind": "Scale"}, "verbs": STATUS_VERBS})
+    for sub in info.extra_subresources:
+        subs.append({"subresource": sub, "responseKind": {
+            "group": info.group, "version": version.name, "kind": info.kind},
+            "verbs": ["update"]})
+    if subs:
+        entry["subresources"] = subs
+    return entry
+
+
+def aggregated(catalog: Catalog, *, core: bool, doc_version: str) -> Obj:
+    """``APIGroupDiscoveryList`` for ``/api`` (core) or ``/apis`` (every named group)."""
+    items: list[Obj] = []
+    for group, versions in catalog.groups():
+        if (group == "") != core:
+            continue
+        vdocs = []
+        for v in versions:
+            resources = []
+            for s in catalog.resources_in(group, v):
+                vi = s.info.version(v)
+                if vi is not None:
+                    resources.append(_aggregated_resource(s, vi, doc_version))
+            vdocs.append({"version": v, "resources": resources, "freshness": "Current"})
+        item: Obj = {"metadata": {"creationTimestamp": None}, "versions": vdocs}
+        if group:
+            item["metadata"]["name"] = group
+        items.append(item)
+    return {"kind": "APIGroupDiscoveryList", "apiVersion": f"apidiscovery.k8s.io/{doc_version}",
+            "metadata": {}, "items": items}

@@ -1,0 +1,392 @@
+"""The verbs on resources: get, list, watch, create, update, patch, delete, deletecollection.
+
+HTTP in, registry calls out. A handler parses the request (path, query, body, Accept),
+calls the store, and shapes the answer (object, List, Table, PartialObjectMetadata).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from aiohttp import web
+
+from setpoint.apimachinery import errors, fields, jsonpath, patch, selectors
+from setpoint.apimachinery.clock import Clock
+from setpoint.registry import table
+from setpoint.registry.catalog import Catalog, Served
+from setpoint.registry.options import DeleteOptions, ListOptions, WatchOptions, WriteOptions
+from setpoint.registry.resources import VersionInfo
+from setpoint.registry.store import (
+    PATCH_APPLY,
+    PATCH_JSON,
+    PATCH_MERGE,
+    PATCH_STRATEGIC,
+    Store,
+)
+from setpoint.server import negotiation, responses
+from setpoint.server.request_info import RequestInfo
+from setpoint.server.watch import WatchConfig, serve_watch
+
+Obj = dict[str, Any]
+
+PATCH_TYPES = (PATCH_JSON, PATCH_MERGE, PATCH_STRATEGIC, PATCH_APPLY)
+
+
+class ResourceHandler:
+    def __init__(self, catalog: Catalog, clock: Clock, watch_config: WatchConfig) -> None:
+        self._catalog = catalog
+        self._clock = clock
+        self._watch = watch_config
+
+    async def handle(self, request: web.Request, ri: RequestInfo) -> web.StreamResponse:
+        served = self._catalog.lookup(ri.group, ri.version, ri.resource)
+        if served is None:
+            raise errors.path_not_found()
+        info = served.info
+        version = info.version(ri.version)
+        assert version is not None
+        if ri.namespace is not None and not info.namespaced:
+            raise errors.path_not_found()
+        if ri.subresource:
+            allowed = {"status"} if version.status else set()
+            if version.scale is not None:
+                allowed.add("scale")
+            allowed.update(info.extra_subresources)
+            if ri.subresource not in allowed:
+                raise errors.path_not_found()
+        if ri.name and info.namespaced and ri.namespace is None:
+            raise errors.path_not_found()
+        method = request.method
+        if method == "GET":
+            if ri.name:
+                return await self._get(request, served, version, ri)
+            if responses.parse_bool(request.query, "watch"):
+                return await self._watch_collection(request, served, version, ri)
+            return await self._list(request, served, version, ri)
+        if method == "POST" and not ri.name:
+            if info.namespaced and ri.namespace is None:
+                raise errors.MethodNotAllowed(
+                    "the server does not allow this method on the requested resource")
+            return await self._create(request, served, version, ri)
+        if method == "PUT" and ri.name:
+            return await self._update(request, served, version, ri)
+        if method == "PATCH" and ri.name:
+            return await self._patch(request, served, version, ri)
+        if method == "DELETE":
+            if ri.name and not ri.subresource:
+                return await self._delete(request, served, version, ri)
+            if not ri.name:
+                return await self._delete_collection(request, served, version, ri)
+        raise errors.MethodNotAllowed(
+            "the server does not allow this method on the requested resource")
+
+    # --- reads ---------------------------------------------------------------------------
+
+    async def _get(self, request: web.Request, served: Served, version: VersionInfo,
+                   ri: RequestInfo) -> web.StreamResponse:
+        output = negotiation.choose(negotiation.parse_accept(request.headers.get("Accept")),
+                                    allow_table=True, allow_partial=True)
+        store = served.store
+        obj = await store.get(ri.namespace, ri.name, version.name,
+                              resource_version=request.query.get("resourceVersion", ""))
+        if ri.subresource == "scale":
+            return responses.json_response(self._scale_of(obj, version))
+        if output.kind == "table":
+            tbl = table.build(store.strategy.columns(version), [obj], self._clock.now(),
+                              include_object=request.query.get("includeObject", "Metadata"),
+                              metadata={"resourceVersion": obj["metadata"].get(
+                                  "resourceVersion", "")})
+            return responses.json_response(tbl, content_type=output.content_type)
+        if output.kind == "partial":
+            return responses.json_response(table.partial_metadata(obj),
+                                           content_type=output.content_type)
+        return responses.json_response(obj, warnings=store.strategy.warnings(version))
+
+    def _list_options(self, query: Mapping[str, str], store: Store,
+                      version: VersionInfo) -> ListOptions:
+        label = query.get("labelSelector")
+        field = query.get("fieldSelector")
+        field_sel = selectors.FieldSelector.parse(field) if field else None
+        if field_sel is not None:
+            selectors.check_supported(field_sel, store.strategy.supported_field_selectors(
+                version))
+        limit = responses.parse_int(query, "limit", 0) or 0
+        return ListOptions(
+            label_selector=selectors.LabelSelector.parse(label) if label else None,
+            field_selector=field_sel, limit=max(limit, 0),
+            continue_token=query.get("continue", ""),
+            resource_version=query.get("resourceVersion", ""),
+            resource_version_match=query.get("resourceVersionMatch", ""))
+
+    async def _list(self, request: web.Request, served: Served, version: VersionInfo,
+                    ri: RequestInfo) -> web.StreamResponse:
+        output = negotiation.choose(negotiation.parse_accept(request.headers.get("Accept")),
+                                    allow_table=True, allow_partial=True)
+        store = served.store
+        opts = self._list_options(request.query, store, version)
+        page = await store.list(ri.namespace, version.name, opts)
+        meta: Obj = {"resourceVersion": str(page.resource_version)}
+        if page.continue_token:
+            meta["continue"] = page.continue_token
+        if page.remaining is not None:
+            meta["remainingItemCount"] = page.remaining
+        if output.kind == "table":
+            tbl = table.build(store.strategy.columns(version), page.items, self._clock.now(),
+                              include_object=request.query.get("includeObject", "Metadata"),
+                              metadata=meta)
+            return responses.json_response(tbl, content_type=output.content_type)
+        if output.kind == "partial":
+            body = {"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1",
+                    "metadata": meta,
+                    "items": [table.partial_metadata(o) for o in page.items]}
+            return responses.json_response(body, content_type=output.content_type)
+        body = {"apiVersion": store.info.api_version(version.name),
+                "kind": store.info.list_kind, "metadata": meta, "items": page.items}
+        return responses.json_response(body, warnings=store.strategy.warnings(version))
+
+    async def _watch_collection(self, request: web.Request, served: Served,
+                                version: VersionInfo, ri: RequestInfo) -> web.StreamResponse:
+        output = negotiation.choose(negotiation.parse_accept(request.headers.get("Accept")),
+                                    allow_table=True, allow_partial=True)
+        store = served.store
+        list_opts = self._list_options(request.query, store, version)
+        send_initial: bool | None = None
+        if "sendInitialEvents" in request.query:
+            send_initial = responses.parse_bool(request.query, "sendInitialEvents")
+        timeout = responses.parse_int(request.query, "timeoutSeconds")
+        opts = WatchOptions(label_selector=list_opts.label_selector,
+                            field_selector=list_opts.field_selector,
+                            resource_version=list_opts.resource_version,
+                            send_initial_events=send_initial,
+                            allow_bookmarks=responses.parse_bool(request.query,
+                                                                 "allowWatchBookmarks"),
+                            timeout_seconds=float(timeout) if timeout and timeout > 0 else None)
+        columns = store.strategy.columns(version) if output.kind == "table" else None
+        return await serve_watch(request, store, ri.namespace, version, opts, output, columns,
+                                 self._clock, self._watch)
+
+    # --- writes --------------------------------------------------------------------------
+
+    def _write_options(self, query: Mapping[str, str]) -> WriteOptions:
+        dry = query.getall("dryRun") if hasattr(query, "getall") else (
+            [query["dryRun"]] if "dryRun" in query else [])
+        for value in dry:
+            if value != "All":
+                raise errors.BadRequest(f"Invalid dry run value: {value!r}, supported "
+                                        "values are: \"All\"")
+        manager = query.get("fieldManager", "")
+        if len(manager) > 128:
+            raise errors.invalid("PatchOptions", "meta.k8s.io", "", [fields.too_long(
+                "fieldManager", 128)])
+        validation = query.get("fieldValidation", "Warn") or "Warn"
+        if validation not in ("Strict", "Warn", "Ignore"):
+            raise errors.BadRequest(
+                f"fieldValidation: Unsupported value: {validation!r}: supported values: "
+                '"Ignore", "Strict", "Warn"')
+        return WriteOptions(dry_run=bool(dry), field_manager=manager,
+                            field_validation=validation,
+                            force=responses.parse_bool(query, "force"))
+
+    async def _body(self, request: web.Request) -> tuple[Any, str]:
+        content_type = negotiation.content_type_of(request.headers.get("Content-Type"))
+        if request.content_length is not None and request.content_length > negotiation.MAX_BODY:
+            raise errors.RequestEntityTooLarge("Request entity too large: limit is 3145728")
+        raw = await request.content.read(negotiation.MAX_BODY + 1)
+        return negotiation.decode_body(raw, content_type), content_type
+
+    def _created(self, result_obj: Obj, created: bool, warnings: list[str],
+                 status_when_created: int = 201) -> web.Response:
+        return responses.json_response(result_obj, status=status_when_created if created
+                                        else 200, warnings=warnings)
+
+    async def _create(self, request: web.Request, served: Served, version: VersionInfo,
+                      ri: RequestInfo) -> web.StreamResponse:
+        if ri.subresource:
+            raise errors.MethodNotAllowed(
+                "the server does not allow this method on the requested resource")
+        opts = self._write_options(request.query)
+        body, _ = await self._body(request)
+        result = await served.store.create(ri.namespace, body, version.name, opts)
+        return self._created(result.object, True, result.warnings)
+
+    async def _update(self, request: web.Request, served: Served, version: VersionInfo,
+                      ri: RequestInfo) -> web.StreamResponse:
+        opts = self._write_options(request.query)
+        body, _ = await self._body(request)
+        store = served.store
+        if ri.subresource == "scale":
+            return await self._update_scale(store, version, ri, opts,
+                                            lambda scale: _require_object(body))
+        result = await store.update(ri.namespace, ri.name, body, version.name, opts,
+                                    subresource=ri.subresource)
+        return self._created(result.object, result.created, result.warnings)
+
+    async def _patch(self, request: web.Request, served: Served, version: VersionInfo,
+                     ri: RequestInfo) -> web.StreamResponse:
+        opts = self._write_options(request.query)
+        content_type = negotiation.content_type_of(request.headers.get("Content-Type"))
+        if content_type not in PATCH_TYPES:
+            raise errors.unsupported_patch_type(
+                (PATCH_JSON, PATCH_MERGE, PATCH_APPLY) if served.custom else PATCH_TYPES)
+        body, _ = await self._body(request)
+        store = served.store
+        strategic = not served.custom and store.info.kind != "CustomResourceDefinition"
+        if ri.subresource == "scale":
+            def apply(scale: Obj) -> Obj:
+                return _apply_plain_patch(scale, content_type, body)
+            return await self._update_scale(store, version, ri, opts, apply)
+        result = await store.patch(ri.namespace, ri.name, content_type, body, version.name,
+                                   opts, subresource=ri.subresource, strategic=strategic)
+        return self._created(result.object, result.created, result.warnings)
+
+    async def _delete(self, request: web.Request, served: Served, version: VersionInfo,
+                      ri: RequestInfo) -> web.StreamResponse:
+        opts = await self._delete_options(request)
+        body, _finished = await served.store.delete(ri.namespace, ri.name, version.name, opts)
+        return responses.json_response(body)
+
+    async def _delete_options(self, request: web.Request) -> DeleteOptions:
+        query = request.query
+        body: Obj = {}
+        if request.can_read_body:
+            raw = await request.content.read(negotiation.MAX_BODY + 1)
+            if raw.strip():
+                decoded = negotiation.decode_body(
+                    raw, negotiation.content_type_of(request.headers.get("Content-Type")))
+                if not isinstance(decoded, dict):
+                    raise errors.BadRequest("DeleteOptions must be a JSON object")
+                body = decoded
+        policy = body.get("propagationPolicy") or query.get("propagationPolicy")
+        if policy is not None and policy not in ("Orphan", "Background", "Foreground"):
+            raise errors.invalid("DeleteOptions", "meta.k8s.io", "", [fields.not_supported(
+                "propagationPolicy", policy, ("Background", "Foreground", "Orphan"))])
+        orphan = body.get("orphanDependents")
+        if orphan is None and "orphanDependents" in query:
+            orphan = responses.parse_bool(query, "orphanDependents")
+        if orphan is not None and policy is not None:
+            raise errors.invalid("DeleteOptions", "meta.k8s.io", "", [fields.invalid(
+                "propagationPolicy", policy,
+                "orphanDependents and deletionPropagation cannot be both set")])
+        dry = body.get("dryRun") or query.getall("dryRun", [])
+        for value in dry if isinstance(dry, list) else [dry]:
+            if value != "All":
+                raise errors.BadRequest(f"Invalid dry run value: {value!r}")
+        preconditions = body.get("preconditions") or {}
+        grace = body.get("gracePeriodSeconds")
+        if grace is None:
+            grace = responses.parse_int(query, "gracePeriodSeconds")
+        return DeleteOptions(
+            dry_run=bool(dry), propagation_policy=policy,
+            orphan_dependents=orphan if isinstance(orphan, bool) else None,
+            grace_period_seconds=grace if isinstance(grace, int) else None,
+            precondition_uid=preconditions.get("uid"),
+            precondition_resource_version=preconditions.get("resourceVersion"))
+
+    async def _delete_collection(self, request: web.Request, served: Served,
+                                 version: VersionInfo, ri: RequestInfo) -> web.StreamResponse:
+        list_opts = self._list_options(request.query, served.store, version)
+        opts = await self._delete_options(request)
+        page = await served.store.delete_collection(ri.namespace, version.name, list_opts,
+                                                    opts)
+        body = {"apiVersion": served.info.api_version(version.name),
+                "kind": served.info.list_kind,
+                "metadata": {"resourceVersion": str(page.resource_version)},
+                "items": page.items}
+        return responses.json_response(body)
+
+    # --- scale ---------------------------------------------------------------------------
+
+    def _scale_of(self, obj: Obj, version: VersionInfo) -> Obj:
+        spec = version.scale
+        assert spec is not None
+        meta = obj.get("metadata") or {}
+        replicas = _first(spec.spec_replicas_path, obj)
+        status_replicas = _first(spec.status_replicas_path, obj)
+        scale: Obj = {
+            "kind": "Scale", "apiVersion": "autoscaling/v1",
+            "metadata": {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion",
+                                                "creationTimestamp") if k in meta},
+            "spec": {"replicas": replicas if isinstance(replicas, int) else 0},
+            "status": {"replicas": status_replicas if isinstance(status_replicas, int)
+                       else 0},
+        }
+        if spec.label_selector_path:
+            selector = _first(spec.label_selector_path, obj)
+            if isinstance(selector, str):
+                scale["status"]["selector"] = selector
+        return scale
+
+    async def _update_scale(self, store: Store, version: VersionInfo, ri: RequestInfo,
+                            opts: WriteOptions, change: Any) -> web.StreamResponse:
+        spec = version.scale
+        assert spec is not None
+        for _ in range(16):
+            current = await store.get(ri.namespace, ri.name, version.name)
+            scale = self._scale_of(current, version)
+            wanted = change(_copy(scale))
+            replicas = (wanted.get("spec") or {}).get("replicas")
+            if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
+                raise errors.invalid("Scale", "autoscaling", ri.name, [fields.invalid(
+                    "spec.replicas", replicas, "must be greater than or equal to 0")])
+            rv = (wanted.get("metadata") or {}).get("resourceVersion")
+            if rv and rv != current["metadata"]["resourceVersion"]:
+                raise errors.conflict(store.info.resource, store.info.group, ri.name)
+            updated = _copy(current)
+            _set_path(updated, spec.spec_replicas_path, replicas)
+            try:
+                result = await store.update(ri.namespace, ri.name, updated, version.name, opts)
+            except errors.Conflict:
+                if rv:
+                    raise
+                continue
+            return responses.json_response(self._scale_of(result.object, version))
+        raise errors.conflict(store.info.resource, store.info.group, ri.name)
+
+
+def _require_object(body: Any) -> Obj:
+    if not isinstance(body, dict):
+        raise errors.BadRequest("the body must be an object")
+    return body
+
+
+def _apply_plain_patch(target: Obj, content_type: str, body: Any) -> Obj:
+    try:
+        if content_type == PATCH_JSON:
+            result = patch.json_patch(target, body)
+        elif isinstance(body, dict):
+            result = patch.merge_patch(target, body)
+        else:
+            raise errors.BadRequest("the body of a merge patch must be a JSON object")
+    except patch.PatchError as e:
+        raise errors.Invalid(
+            "the server rejected our request due to an error in our request") from e
+    if not isinstance(result, dict):
+        raise errors.BadRequest("the patched object must be an object")
+    return result
+
+
+def _first(path: str, obj: Obj) -> Any:
+    try:
+        found = jsonpath.JSONPath.parse(path).find(obj)
+    except jsonpath.JSONPathError:
+        return None
+    return found[0] if found else None
+
+
+def _set_path(obj: Obj, path: str, value: Any) -> None:
+    parts = [p for p in path.strip().lstrip(".").split(".") if p]
+    node = obj
+    for part in parts[:-1]:
+        child = node.get(part)
+        if not isinstance(child, dict):
+            child = node[part] = {}
+        node = child
+    node[parts[-1]] = value
+
+
+def _copy(obj: Obj) -> Obj:
+    import orjson
+
+    copied: Obj = orjson.loads(orjson.dumps(obj))
+    return copied

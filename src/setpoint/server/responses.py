@@ -1,0 +1,79 @@
+"""Building responses and reading query parameters.
+
+The only place where an :class:`~setpoint.apimachinery.errors.ApiError` becomes HTTP: a
+``metav1.Status`` body with ``Content-Type: application/json`` exactly (lightkube compares the
+string), the Status code as HTTP code, and ``Retry-After`` when the error says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from setpoint.apimachinery import errors
+
+JSON = "application/json"
+
+_TRUE = frozenset({"1", "t", "T", "true", "TRUE", "True"})
+_FALSE = frozenset({"0", "f", "F", "false", "FALSE", "False"})
+
+
+def json_response(body: Any, *, status: int = 200, content_type: str = JSON,
+                  warnings: Iterable[str] = ()) -> web.Response:
+    response = web.Response(body=orjson.dumps(body), status=status,
+                            headers={"Content-Type": content_type})
+    add_warnings(response, warnings)
+    return response
+
+
+def add_warnings(response: web.StreamResponse, warnings: Iterable[str]) -> None:
+    seen: set[str] = set()
+    for text in warnings:
+        if text in seen:
+            continue
+        seen.add(text)
+        escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+        response.headers.add("Warning", f'299 - "{escaped}"')
+
+
+def error_response(error: errors.ApiError) -> web.Response:
+    headers = {"Content-Type": JSON}
+    retry = error.retry_after
+    if retry is None:
+        detail = error.details.get("retryAfterSeconds")
+        retry = int(detail) if isinstance(detail, int) else None
+    if retry is not None:
+        headers["Retry-After"] = str(retry)
+    return web.Response(body=orjson.dumps(error.status()), status=error.status_code,
+                        headers=headers)
+
+
+def parse_bool(query: Mapping[str, str], name: str, default: bool = False) -> bool:
+    """Go's ``strconv.ParseBool``: what kube-apiserver accepts (``True``, ``t``, ``1`` ...)."""
+    value = query.get(name)
+    if value is None:
+        return default
+    if value == "":
+        return True
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise errors.BadRequest(
+        f'invalid boolean value for {name}: strconv.ParseBool: parsing "{value}": '
+        "invalid syntax")
+
+
+def parse_int(query: Mapping[str, str], name: str, default: int | None = None) -> int | None:
+    value = query.get(name)
+    if value is None or value == "":
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise errors.BadRequest(
+            f'invalid value for {name}: strconv.ParseInt: parsing "{value}": invalid syntax'
+        ) from None

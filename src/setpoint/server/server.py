@@ -1,0 +1,174 @@
+"""A running control plane: storage, watch cache, catalog, background loops and HTTP.
+
+``async with Server(config) as server:`` starts everything and stops it in reverse order.
+Every task belongs to one TaskGroup; stopping closes open watches first, so clients see their
+streams end cleanly, then the HTTP site, the loops, and storage last (no write that was
+acknowledged is lost: the backend only acknowledges committed writes).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import yaml
+from aiohttp import web
+
+from setpoint.apimachinery import errors
+from setpoint.apimachinery.clock import Clock, SystemClock
+from setpoint.registry import cache as wc
+from setpoint.registry import core
+from setpoint.registry.catalog import Catalog
+from setpoint.registry.crdlifecycle import CRDLifecycle
+from setpoint.registry.options import WriteOptions
+from setpoint.server.app import AppState, build_app
+from setpoint.server.watch import WatchConfig
+from setpoint.storage import StorageConfig, create_backend
+from setpoint.storage import interface as st
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServerConfig:
+    host: str = "127.0.0.1"
+    port: int = 6443
+    storage: StorageConfig = field(default_factory=lambda: StorageConfig(kind="memory"))
+    #: where the admin kubeconfig is written (None: nowhere)
+    kubeconfig_path: Path | None = None
+    bookmark_interval: float = 55.0
+    min_request_timeout: float = 1800.0
+    watch_cache_capacity: int = 20_000
+    watcher_buffer: int = 4096
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.port <= 65535:
+            raise ValueError(f"port out of range: {self.port}")
+        if self.bookmark_interval <= 0:
+            raise ValueError("bookmark_interval must be positive")
+
+
+class Server:
+    def __init__(self, config: ServerConfig, *, backend: st.Backend | None = None,
+                 clock: Clock | None = None, rng: random.Random | None = None) -> None:
+        self.config = config
+        self._backend = backend
+        self._owns_backend = backend is None
+        self._clock = clock or SystemClock()
+        self._rng = rng or random.SystemRandom()
+        self._runner: web.AppRunner | None = None
+        self._tasks: asyncio.TaskGroup | None = None
+        self._stack = contextlib.AsyncExitStack()
+        self.port = 0
+        self.catalog: Catalog | None = None
+        self._watch = WatchConfig(bookmark_interval=config.bookmark_interval,
+                                  min_request_timeout=config.min_request_timeout,
+                                  max_request_timeout=config.min_request_timeout * 2)
+
+    @property
+    def url(self) -> str:
+        host = self.config.host
+        if ":" in host:
+            host = f"[{host}]"
+        return f"http://{host}:{self.port}"
+
+    @property
+    def backend(self) -> st.Backend:
+        assert self._backend is not None
+        return self._backend
+
+    async def __aenter__(self) -> Server:
+        try:
+            await self.start()
+        except BaseException:
+            await self.stop()
+            raise
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> None:
+        await self.stop()
+
+    async def start(self) -> None:
+        if self._backend is None:
+            self._backend = create_backend(self.config.storage)
+        backend = self._backend
+        await backend.start()
+        if self._owns_backend:
+            self._stack.push_async_callback(backend.close)
+        cache = wc.WatchCache(backend, capacity=self.config.watch_cache_capacity,
+                              watcher_buffer=self.config.watcher_buffer)
+        self._tasks = await self._stack.enter_async_context(asyncio.TaskGroup())
+        self._stack.callback(self._cancel_tasks)
+        self._task_list: list[asyncio.Task[Any]] = []
+        self._spawn(cache.run(), "watch-cache")
+        await cache.wait_ready()
+        catalog = Catalog(backend, cache, clock=self._clock, rng=self._rng)
+        catalog.load_existing()
+        self.catalog = catalog
+        await self._ensure_namespaces(catalog)
+        self._spawn(CRDLifecycle(catalog, cache, self._clock).run(), "crd-lifecycle")
+        state = AppState(catalog=catalog, cache=cache, clock=self._clock, watch=self._watch)
+        app = build_app(state)
+        runner = web.AppRunner(app, access_log=None, handle_signals=False,
+                               shutdown_timeout=2.0)
+        await runner.setup()
+        self._runner = runner
+        self._stack.push_async_callback(self._stop_http)
+        site = web.TCPSite(runner, self.config.host, self.config.port, reuse_address=True)
+        await site.start()
+        sockets = getattr(site._server, "sockets", None) or []
+        self.port = sockets[0].getsockname()[1] if sockets else self.config.port
+        state.ready = True
+        if self.config.kubeconfig_path is not None:
+            write_kubeconfig(self.config.kubeconfig_path, self.url)
+        log.info("serving on %s", self.url)
+
+    def _spawn(self, coro: Any, name: str) -> None:
+        assert self._tasks is not None
+        self._task_list.append(self._tasks.create_task(coro, name=name))
+
+    def _cancel_tasks(self) -> None:
+        for task in getattr(self, "_task_list", []):
+            task.cancel()
+
+    async def _stop_http(self) -> None:
+        self._watch.close_all()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def stop(self) -> None:
+        await self._stack.aclose()
+
+    async def _ensure_namespaces(self, catalog: Catalog) -> None:
+        store = catalog.store("", "namespaces")
+        for name in core.INITIAL_NAMESPACES:
+            try:
+                await store.create(None, {"apiVersion": "v1", "kind": "Namespace",
+                                          "metadata": {"name": name}}, "v1", WriteOptions())
+            except errors.AlreadyExists:
+                pass
+
+
+def write_kubeconfig(path: Path, server_url: str) -> None:
+    """An admin kubeconfig for this server (plain HTTP: clients send no credentials)."""
+    config = {
+        "apiVersion": "v1", "kind": "Config", "preferences": {},
+        "clusters": [{"name": "setpoint", "cluster": {"server": server_url}}],
+        "users": [{"name": "setpoint-admin", "user": {}}],
+        "contexts": [{"name": "setpoint", "context": {"cluster": "setpoint",
+                                                      "user": "setpoint-admin",
+                                                      "namespace": "default"}}],
+        "current-context": "setpoint",
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(yaml.safe_dump(config, sort_keys=False))
+    tmp.replace(path)

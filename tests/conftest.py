@@ -1,0 +1,115 @@
+"""Shared fixtures: an in-process server on port 0, and a real ``setpoint serve`` process."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from setpoint.server.server import Server, ServerConfig
+from setpoint.storage import StorageConfig
+
+
+@pytest.fixture
+async def server(tmp_path: Path) -> AsyncIterator[Server]:
+    """A control plane in this event loop, on memory storage and a free port."""
+    config = ServerConfig(port=0, storage=StorageConfig(kind="memory"),
+                          kubeconfig_path=tmp_path / "kubeconfig")
+    async with Server(config) as s:
+        yield s
+
+
+@pytest.fixture
+async def http(server: Server) -> AsyncIterator[aiohttp.ClientSession]:
+    async with aiohttp.ClientSession(base_url=server.url) as session:
+        yield session
+
+
+@dataclass
+class ServeProcess:
+    """A ``setpoint serve`` child process and what it wrote."""
+
+    process: subprocess.Popen[bytes]
+    data_dir: Path
+    kubeconfig: Path
+    url: str
+    log: Path
+
+    def stop(self, sig: int | None = None) -> int:
+        if self.process.poll() is None:
+            if sig is None:
+                self.process.terminate()
+            else:
+                self.process.send_signal(sig)
+            try:
+                return self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                return self.process.wait()
+        return self.process.returncode
+
+
+def start_serve(data_dir: Path, *, storage: str = "sqlite", timeout: float = 20.0
+                ) -> ServeProcess:
+    """Start ``setpoint serve --port 0`` and wait until its kubeconfig exists and /readyz is 200."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    kubeconfig = data_dir / "kubeconfig"
+    if kubeconfig.exists():
+        kubeconfig.unlink()
+    log = data_dir / "serve.log"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "setpoint", "serve", "--port", "0", "--data-dir", str(data_dir),
+         "--storage", storage],
+        stdout=log.open("ab"), stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + timeout
+    url = ""
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"setpoint serve exited: {log.read_text()}")
+        if kubeconfig.exists():
+            for line in kubeconfig.read_text().splitlines():
+                if "server:" in line:
+                    url = line.split("server:", 1)[1].strip()
+            if url:
+                try:
+                    with urllib.request.urlopen(url + "/readyz", timeout=1) as r:
+                        if r.status == 200:
+                            return ServeProcess(process, data_dir, kubeconfig, url, log)
+                except OSError:
+                    pass
+        time.sleep(0.05)
+    process.kill()
+    raise RuntimeError(f"setpoint serve did not become ready: {log.read_text()}")
+
+
+@pytest.fixture
+def serve_factory(tmp_path: Path) -> Iterator[type[ServeProcess] | object]:
+    started: list[ServeProcess] = []
+
+    def factory(data_dir: Path | None = None, **kwargs: object) -> ServeProcess:
+        proc = start_serve(data_dir or tmp_path / f"serve{len(started)}", **kwargs)  # type: ignore[arg-type]
+        started.append(proc)
+        return proc
+
+    yield factory
+    for proc in started:
+        proc.stop()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def kubectl_available() -> bool:
+    return shutil.which("kubectl") is not None
