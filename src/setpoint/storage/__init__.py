@@ -1,1 +1,42 @@
+"""Storage: a revisioned key-value log with etcd semantics, and its backends.
 
+The contract is :class:`Backend` (see :mod:`setpoint.storage.interface`); build one with
+:func:`create_backend` from a :class:`StorageConfig`.
+"""
+
+from setpoint.storage.factory import StorageConfig, create_backend
+from setpoint.storage.interface import (
+    Backend,
+    Event,
+    EventType,
+    Expired,
+    FutureRevision,
+    KeyExists,
+    KeyNotFound,
+    KeyValue,
+    ListResult,
+    RevisionConflict,
+    StorageError,
+    Unavailable,
+    WatchLagged,
+)
+from setpoint.storage.memory import MemoryBackend
+
+__all__ = [
+    "Backend",
+    "Event",
+    "EventType",
+    "Expired",
+    "FutureRevision",
+    "KeyExists",
+    "KeyNotFound",
+    "KeyValue",
+    "ListResult",
+    "MemoryBackend",
+    "RevisionConflict",
+    "StorageConfig",
+    "StorageError",
+    "Unavailable",
+    "WatchLagged",
+    "create_backend",
+]

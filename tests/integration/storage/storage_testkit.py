@@ -1,0 +1,61 @@
+"""Helpers of the storage contract suite (watch consumption with timeouts, event summaries)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from setpoint.storage import Backend, Event, StorageConfig, create_backend
+
+TIMEOUT = 10.0
+
+
+class Opener:
+    """Opens backends of one kind (sqlite: always the same file) and closes them all."""
+
+    def __init__(self, kind: str, path: Path) -> None:
+        self.kind = kind
+        self.path = path
+        self._opened: list[Backend] = []
+
+    def config(self, **options: Any) -> StorageConfig:
+        path = self.path if self.kind == "sqlite" else None
+        return StorageConfig(kind=self.kind, path=path, **options)  # type: ignore[arg-type]
+
+    async def __call__(self, **options: Any) -> Backend:
+        backend = create_backend(self.config(**options))
+        await backend.start()
+        self._opened.append(backend)
+        return backend
+
+    async def close_all(self) -> None:
+        for backend in reversed(self._opened):
+            await backend.close()
+
+
+async def take(stream: AsyncIterator[Event], count: int) -> list[Event]:
+    """The next ``count`` events, failing the test if they do not come in time."""
+    events: list[Event] = []
+    async with asyncio.timeout(TIMEOUT):
+        while len(events) < count:
+            events.append(await anext(stream))
+    return events
+
+
+async def drain(stream: AsyncIterator[Event]) -> list[Event]:
+    """Every event until the stream ends."""
+    async with asyncio.timeout(TIMEOUT):
+        return [event async for event in stream]
+
+
+async def let_tasks_run() -> None:
+    """Give every ready task a few steps (a blocked watcher reaches its wait in one)."""
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+def brief(events: list[Event]) -> list[tuple[str, str, bytes, int]]:
+    """``(type, key, value, revision)`` of each event, for readable assertions."""
+    return [(e.type.value, e.kv.key, e.kv.value, e.revision) for e in events]
