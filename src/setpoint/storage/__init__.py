@@ -21,6 +21,7 @@ from setpoint.storage.interface import (
     WatchLagged,
 )
 from setpoint.storage.memory import MemoryBackend
+from setpoint.storage.sqlite import SQLiteBackend
 
 __all__ = [
     "Backend",
@@ -34,6 +35,7 @@ __all__ = [
     "ListResult",
     "MemoryBackend",
     "RevisionConflict",
+    "SQLiteBackend",
     "StorageConfig",
     "StorageError",
     "Unavailable",

@@ -10,7 +10,7 @@ import pytest
 from setpoint.storage import Backend
 from tests.integration.storage.storage_testkit import Opener
 
-BACKENDS = ["memory"]
+BACKENDS = ["memory", "sqlite"]
 
 
 @pytest.fixture(params=BACKENDS)
