@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
-from setpoint.apimachinery import validation
+from setpoint.apimachinery import errors, fields, validation
+from setpoint.apimachinery.fields import FieldPath
 
 SUBDOMAIN_MSG = (
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
@@ -141,3 +144,253 @@ MESSAGES: list[tuple[str, Check, str, list[str]]] = [
                          ids=[c[0] for c in MESSAGES])
 def test_messages(check: Check, value: str, want: list[str]) -> None:
     assert check(value) == want
+
+
+# --- generate_name -----------------------------------------------------------------------------
+
+GENERATE = [
+    ("short", "kopf-event-", "kopf-event-"),
+    ("empty", "", ""),
+    ("exactly-58", "a" * 58, "a" * 58),
+    ("truncated", "b" * 70, "b" * 58),
+]
+
+
+@pytest.mark.parametrize(("prefix", "kept"), [c[1:] for c in GENERATE],
+                         ids=[c[0] for c in GENERATE])
+def test_generate_name(prefix: str, kept: str) -> None:
+    name = validation.generate_name(prefix, random.Random(7))
+    assert name.startswith(kept)
+    suffix = name[len(kept):]
+    assert len(suffix) == 5
+    assert set(suffix) <= set("bcdfghjklmnpqrstvwxz2456789")
+    assert len(name) <= 63
+    assert validation.generate_name(prefix, random.Random(7)) == name  # rng decides, nothing else
+    if kept:
+        assert validation.is_dns1123_subdomain(name) == []
+
+
+def test_generate_name_varies_with_rng() -> None:
+    rng = random.Random(1)
+    names = {validation.generate_name("x-", rng) for _ in range(50)}
+    assert len(names) == 50
+
+
+# --- validate_object_meta ----------------------------------------------------------------------
+
+OK_REF = {"apiVersion": "v1", "kind": "ConfigMap", "name": "a", "uid": "u1"}
+
+
+def _messages(errs: list[fields.FieldError]) -> list[str]:
+    return sorted(e.error() for e in errs)
+
+
+# (id, meta, namespaced, name_is_label, expected messages)
+META: list[tuple[str, dict[str, Any], bool, bool, list[str]]] = [
+    ("valid-namespaced", {"name": "my.config", "namespace": "default"}, True, False, []),
+    ("valid-cluster", {"name": "ns-1"}, False, True, []),
+    ("name-required", {"namespace": "default"}, True, False,
+     ["metadata.name: Required value: name or generateName is required"]),
+    ("empty-name-required", {"name": "", "namespace": "default"}, True, False,
+     ["metadata.name: Required value: name or generateName is required"]),
+    ("generate-name-only-still-needs-name", {"generateName": "x-", "namespace": "d"}, True, False,
+     ["metadata.name: Required value: name or generateName is required"]),
+    ("generate-name-trailing-dash-ok", {"name": "test", "generateName": "foo-"}, False, False,
+     []),
+    ("generate-name-invalid", {"name": "test", "generateName": "Foo-"}, False, False,
+     ['metadata.generateName: Invalid value: "Foo-": ' + SUBDOMAIN_MSG]),
+    ("name-subdomain", {"name": "Bad_Name", "namespace": "d"}, True, False,
+     ['metadata.name: Invalid value: "Bad_Name": ' + SUBDOMAIN_MSG]),
+    ("name-too-long", {"name": "a" * 254, "namespace": "d"}, True, False,
+     [f'metadata.name: Invalid value: "{"a" * 254}": must be no more than 253 characters']),
+    ("namespace-name-is-label", {"name": "foo.bar"}, False, True,
+     ['metadata.name: Invalid value: "foo.bar": must not contain dots']),
+    ("namespace-required", {"name": "x"}, True, False, ["metadata.namespace: Required value"]),
+    ("namespace-forbidden", {"name": "x", "namespace": "default"}, False, False,
+     ["metadata.namespace: Forbidden: not allowed on this type"]),
+    ("namespace-invalid", {"name": "x", "namespace": "foo.bar"}, True, False,
+     ['metadata.namespace: Invalid value: "foo.bar": must not contain dots']),
+    ("generation-negative", {"name": "x", "generation": -1}, False, False,
+     ["metadata.generation: Invalid value: -1: must be greater than or equal to 0"]),
+    ("labels-valid", {"name": "x", "labels": {"app": "web", "example.com/tier": "",
+                                               "Upper_Case": "V.1"}}, False, False, []),
+    ("label-key-invalid", {"name": "x", "labels": {"-app": "web"}}, False, False,
+     ['metadata.labels: Invalid value: "-app": name part ' + QNAME_MSG]),
+    ("label-value-invalid", {"name": "x", "labels": {"app": "web site"}}, False, False,
+     ['metadata.labels: Invalid value: "web site": ' + LABEL_VALUE_MSG]),
+    ("annotation-key-upper-prefix-ok", {"name": "x", "annotations": {"Example.COM/Key": "v"}},
+     False, False, []),
+    ("annotation-key-invalid", {"name": "x", "annotations": {"only/one/slash": "v"}},
+     False, False,
+     ['metadata.annotations: Invalid value: "only/one/slash": a qualified name ' + QNAME_MSG
+      + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"]),
+    ("annotations-at-limit", {"name": "x", "annotations": {"a": "b" * (256 * 1024 - 1)}},
+     False, False, []),
+    ("annotations-too-long", {"name": "x", "annotations": {"a": "b" * (128 * 1024),
+                                                            "c": "d" * (128 * 1024)}},
+     False, False, ["metadata.annotations: Too long: may not be more than 262144 bytes"]),
+    ("finalizers-valid", {"name": "x", "finalizers": ["kubernetes", "example.com/f"]},
+     False, False, []),
+    ("finalizer-invalid", {"name": "x", "finalizers": ["a b"]}, False, False,
+     ['metadata.finalizers: Invalid value: "a b": name part ' + QNAME_MSG]),
+    ("finalizers-conflict", {"name": "x", "finalizers": ["orphan", "foregroundDeletion"]},
+     False, False,
+     ['metadata.finalizers: Invalid value: "array": finalizer orphan and foregroundDeletion '
+      "cannot be both set"]),
+    ("owner-reference-valid", {"name": "x", "ownerReferences": [
+        {**OK_REF, "controller": True, "blockOwnerDeletion": True}]}, False, False, []),
+    ("owner-reference-empty", {"name": "x", "ownerReferences": [{}]}, False, False, [
+        'metadata.ownerReferences.apiVersion: Invalid value: "": version must not be empty',
+        'metadata.ownerReferences.kind: Invalid value: "": kind must not be empty',
+        'metadata.ownerReferences.name: Invalid value: "": name must not be empty',
+        'metadata.ownerReferences.uid: Invalid value: "": uid must not be empty',
+    ]),
+    ("owner-reference-group-without-version",
+     {"name": "x", "ownerReferences": [{**OK_REF, "apiVersion": "apps/"}]}, False, False,
+     ['metadata.ownerReferences.apiVersion: Invalid value: "apps/": version must not be empty']),
+    ("owner-reference-two-slashes",
+     {"name": "x", "ownerReferences": [{**OK_REF, "apiVersion": "a/b/c"}]}, False, False,
+     ['metadata.ownerReferences.apiVersion: Invalid value: "a/b/c": version must not be '
+      "empty"]),
+    ("owner-reference-grouped", {"name": "x", "ownerReferences": [
+        {**OK_REF, "apiVersion": "example.com/v1", "kind": "Book"}]}, False, False, []),
+    ("event-cannot-own", {"name": "x", "ownerReferences": [{**OK_REF, "kind": "Event"}]},
+     False, False,
+     ['metadata.ownerReferences: Invalid value: "object": /v1, Kind=Event is disallowed from '
+      "being an owner"]),
+    ("two-controllers", {"name": "x", "ownerReferences": [
+        {**OK_REF, "controller": True},
+        {**OK_REF, "uid": "u2", "name": "b", "controller": False},
+        {**OK_REF, "uid": "u3", "kind": "Secret", "name": "c", "controller": True}]},
+     False, False,
+     ['metadata.ownerReferences: Invalid value: "array": Only one reference can have '
+      'Controller set to true. Found "true" in references for ConfigMap/a and Secret/c']),
+    ("wrong-types", {"name": 5, "namespace": ["d"], "labels": {"a": 1},
+                     "annotations": "x", "finalizers": "f", "ownerReferences": {},
+                     "generation": "1"}, True, False, [
+        'metadata.annotations: Invalid value: "x": must be a map of strings',
+        "metadata.finalizers: Invalid value: \"f\": must be a list",
+        'metadata.generation: Invalid value: "1": must be an integer',
+        'metadata.labels: Invalid value: "object": must be a map of strings',
+        'metadata.name: Invalid value: 5: must be a string',
+        'metadata.namespace: Invalid value: "array": must be a string',
+        "metadata.namespace: Required value",
+        'metadata.ownerReferences: Invalid value: "object": must be a list',
+    ]),
+    ("wrong-element-types", {"name": "x", "finalizers": [1],
+                             "ownerReferences": ["r", {**OK_REF, "controller": "yes"}]},
+     False, False, [
+         "metadata.finalizers: Invalid value: 1: must be a string",
+         'metadata.ownerReferences.controller: Invalid value: "yes": must be a boolean',
+         'metadata.ownerReferences: Invalid value: "r": must be an object',
+     ]),
+]
+
+
+@pytest.mark.parametrize(("meta", "namespaced", "name_is_label", "want"),
+                         [c[1:] for c in META], ids=[c[0] for c in META])
+def test_validate_object_meta(meta: dict[str, Any], namespaced: bool, name_is_label: bool,
+                              want: list[str]) -> None:
+    errs = validation.validate_object_meta(meta, namespaced=namespaced,
+                                           name_is_label=name_is_label)
+    assert _messages(errs) == sorted(want)
+
+
+def test_validate_object_meta_custom_path() -> None:
+    errs = validation.validate_object_meta({}, namespaced=False,
+                                           path=FieldPath.root("spec", "template", "metadata"))
+    assert _messages(errs) == [
+        "spec.template.metadata.name: Required value: name or generateName is required"]
+
+
+def test_validate_object_meta_not_a_mapping() -> None:
+    errs = validation.validate_object_meta(["x"], namespaced=False)  # type: ignore[arg-type]
+    assert _messages(errs) == ['metadata: Invalid value: "array": must be an object']
+
+
+BASE = {"name": "test", "namespace": "ns", "uid": "u", "resourceVersion": "1",
+        "creationTimestamp": "2024-01-02T03:04:05Z"}
+NOW = "1970-01-01T00:16:40Z"
+LATER = "1970-01-01T00:33:20Z"
+
+# (id, old, new, expected messages)
+UPDATE: list[tuple[str, dict[str, Any], dict[str, Any], list[str]]] = [
+    ("unchanged", BASE, BASE, []),
+    ("labels-change-ok", BASE, {**BASE, "labels": {"a": "b"}}, []),
+    ("name", BASE, {**BASE, "name": "other"},
+     ['metadata.name: Invalid value: "other": field is immutable']),
+    ("namespace", BASE, {**BASE, "namespace": "other"},
+     ['metadata.namespace: Invalid value: "other": field is immutable']),
+    ("uid", BASE, {**BASE, "uid": "v"}, ['metadata.uid: Invalid value: "v": field is immutable']),
+    ("uid-removed", BASE, {k: v for k, v in BASE.items() if k != "uid"},
+     ['metadata.uid: Invalid value: "": field is immutable']),
+    ("creation-timestamp", BASE, {**BASE, "creationTimestamp": "2024-01-02T03:04:06Z"},
+     ['metadata.creationTimestamp: Invalid value: "2024-01-02T03:04:06Z": field is immutable']),
+    ("creation-timestamp-same-instant", BASE,
+     {**BASE, "creationTimestamp": "2024-01-02T04:04:05+01:00"}, []),
+    ("creation-timestamp-removed", BASE, {k: v for k, v in BASE.items()
+                                          if k != "creationTimestamp"},
+     ["metadata.creationTimestamp: Invalid value: null: field is immutable"]),
+    ("set-deletion-timestamp", BASE, {**BASE, "deletionTimestamp": NOW},
+     [f'metadata.deletionTimestamp: Invalid value: "{NOW}": field is immutable']),
+    ("clear-deletion-timestamp", {**BASE, "deletionTimestamp": NOW}, BASE,
+     ["metadata.deletionTimestamp: Invalid value: null: field is immutable"]),
+    ("change-deletion-timestamp", {**BASE, "deletionTimestamp": NOW},
+     {**BASE, "deletionTimestamp": LATER},
+     [f'metadata.deletionTimestamp: Invalid value: "{LATER}": field is immutable']),
+    ("keep-deletion-fields", {**BASE, "deletionTimestamp": NOW, "deletionGracePeriodSeconds": 30},
+     {**BASE, "deletionTimestamp": NOW, "deletionGracePeriodSeconds": 30}, []),
+    ("set-grace-period", BASE, {**BASE, "deletionGracePeriodSeconds": 30},
+     ["metadata.deletionGracePeriodSeconds: Invalid value: 30: field is immutable"]),
+    ("clear-grace-period", {**BASE, "deletionGracePeriodSeconds": 30}, BASE,
+     ["metadata.deletionGracePeriodSeconds: Invalid value: null: field is immutable"]),
+    ("change-grace-period", {**BASE, "deletionGracePeriodSeconds": 30},
+     {**BASE, "deletionGracePeriodSeconds": 40},
+     ["metadata.deletionGracePeriodSeconds: Invalid value: 40: field is immutable"]),
+    ("generation-decremented", {**BASE, "generation": 5}, {**BASE, "generation": 4},
+     ["metadata.generation: Invalid value: 4: must not be decremented"]),
+    ("generation-incremented", {**BASE, "generation": 1}, {**BASE, "generation": 2}, []),
+    ("resource-version-missing", BASE, {k: v for k, v in BASE.items()
+                                        if k != "resourceVersion"},
+     ['metadata.resourceVersion: Invalid value: "": must be specified for an update']),
+    ("adding-finalizer-while-deleting",
+     {**BASE, "deletionTimestamp": NOW, "finalizers": ["x/a"]},
+     {**BASE, "deletionTimestamp": NOW, "finalizers": ["x/a", "y/b"]},
+     ['metadata.finalizers: Forbidden: no new finalizers can be added if the object is being '
+      'deleted, found new finalizers []string{"y/b"}']),
+    ("changing-finalizer-while-deleting",
+     {**BASE, "deletionTimestamp": NOW, "finalizers": ["x/a"]},
+     {**BASE, "deletionTimestamp": NOW, "finalizers": ["x/b"]},
+     ['metadata.finalizers: Forbidden: no new finalizers can be added if the object is being '
+      'deleted, found new finalizers []string{"x/b"}']),
+    ("removing-finalizer-while-deleting",
+     {**BASE, "deletionTimestamp": NOW, "finalizers": ["x/a", "y/b"]},
+     {**BASE, "deletionTimestamp": NOW, "finalizers": ["x/a"]}, []),
+    ("adding-finalizer-not-deleting", {**BASE, "finalizers": ["x/a"]},
+     {**BASE, "finalizers": ["x/a", "y/b"]}, []),
+    ("invalid-label-on-update", BASE, {**BASE, "labels": {"a": "-"}},
+     ['metadata.labels: Invalid value: "-": ' + LABEL_VALUE_MSG]),
+    ("two-controllers-on-update", BASE, {**BASE, "ownerReferences": [
+        {**OK_REF, "controller": True}, {**OK_REF, "uid": "u2", "controller": True}]},
+     ['metadata.ownerReferences: Invalid value: "array": Only one reference can have '
+      'Controller set to true. Found "true" in references for ConfigMap/a and ConfigMap/a']),
+]
+
+
+@pytest.mark.parametrize(("old", "new", "want"), [c[1:] for c in UPDATE],
+                         ids=[c[0] for c in UPDATE])
+def test_validate_object_meta_update(old: dict[str, Any], new: dict[str, Any],
+                                     want: list[str]) -> None:
+    assert _messages(validation.validate_object_meta_update(new, old)) == sorted(want)
+
+
+def test_errors_become_an_invalid_status() -> None:
+    errs = validation.validate_object_meta({"namespace": "d", "labels": {"a": "-"}},
+                                           namespaced=True)
+    status = errors.invalid("ConfigMap", "", "x", errs).status()
+    assert status["code"] == 422
+    assert status["message"] == (
+        'ConfigMap "x" is invalid: [metadata.labels: Invalid value: "-": ' + LABEL_VALUE_MSG
+        + ", metadata.name: Required value: name or generateName is required]")
+    assert [c["field"] for c in status["details"]["causes"]] == ["metadata.labels",
+                                                                "metadata.name"]
