@@ -1,1 +1,27 @@
+"""Structural-schema semantics of CustomResourceDefinitions: prune, default, validate, check.
 
+Pure Python (no I/O): what Kubernetes' apiextensions-apiserver does with a CRD version's
+``openAPIV3Schema``, with its messages and field paths. Compile once, use per request::
+
+    schema = CompiledSchema.from_openapi(crd_version["schema"]["openAPIV3Schema"])
+    warnings = schema.prune(obj)
+    schema.default(obj)
+    errors = schema.validate(obj)          # or schema.validate_update(obj, old)
+
+and judge a schema when a CRD is written::
+
+    errors = check_structural(openapi_v3_schema)
+
+Modules: :mod:`~setpoint.schema.structural` (model), :mod:`~setpoint.schema.pruning`,
+:mod:`~setpoint.schema.defaulting`, :mod:`~setpoint.schema.values` (value validation and
+ratcheting), :mod:`~setpoint.schema.formats`, :mod:`~setpoint.schema.regex` (RE2),
+:mod:`~setpoint.schema.listtype`, :mod:`~setpoint.schema.objectmeta` (embedded resources),
+:mod:`~setpoint.schema.structuralcheck` (CRD-time checks), :mod:`~setpoint.schema.govalues`
+(Go value semantics). CEL rules are parsed and exposed, not evaluated.
+"""
+
+from setpoint.schema.compiled import CompiledSchema
+from setpoint.schema.structural import ValidationRule
+from setpoint.schema.structuralcheck import check_structural
+
+__all__ = ["CompiledSchema", "ValidationRule", "check_structural"]

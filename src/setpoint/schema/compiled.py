@@ -1,0 +1,126 @@
+"""``CompiledSchema``: one CRD version's schema, compiled once, applied to every request.
+
+The API server runs, per custom resource write (Kubernetes' order)::
+
+    pruned = schema.prune(obj)          # unknown fields; paths become warnings
+    schema.default(obj)                 # unwanted nulls dropped, defaults applied
+    errors = schema.validate(obj)       # or schema.validate_update(obj, old)
+
+Invariants:
+
+* compiling never raises, whatever the input (v1beta1 CRDs may carry non-structural schemas;
+  what cannot be compiled is ignored); :func:`~setpoint.schema.check_structural` is where a
+  schema gets judged;
+* no method interprets the schema dict: everything was turned into closures at compile time,
+  and a ``CompiledSchema`` is immutable after construction (safe to share between requests);
+* ``obj`` is a whole resource: ``apiVersion``, ``kind`` and ``metadata`` at the root are never
+  pruned and the root ``metadata`` is not validated here (the registry validates ObjectMeta);
+* errors are sorted with :func:`~setpoint.apimachinery.fields.sort_errors`, pruned paths with
+  ``sorted``.
+
+CEL (``x-kubernetes-validations``) is parsed and kept on the nodes
+(:attr:`CompiledSchema.validation_rules`) but not evaluated here; a CEL evaluator can be
+plugged in by the caller using those rules and their schema paths.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from setpoint.apimachinery import fields
+from setpoint.apimachinery.fields import FieldError, FieldPath
+from setpoint.schema import defaulting, listtype, objectmeta, pruning, values
+from setpoint.schema.structural import Node, ValidationRule, parse
+
+_PRESERVE_ALL = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+
+
+class CompiledSchema:
+    """A compiled ``openAPIV3Schema``; see the module docstring."""
+
+    __slots__ = ("_default", "_embedded", "_list_check", "_prune", "_validator", "node")
+
+    def __init__(self, node: Node) -> None:
+        self.node = node
+        defaulting.prune_defaults(node)
+        self._prune = pruning.compile_pruner(node, resource_root=True)
+        self._default = defaulting.compile_defaulter(node)
+        self._validator = values.compile_validator(node, values.RUNTIME, root=True)
+        self._list_check = listtype.compile_list_checker(node)
+        self._embedded = objectmeta.compile_embedded_checker(node)
+
+    @classmethod
+    def from_openapi(cls, schema: Mapping[str, Any] | None) -> CompiledSchema:
+        """Compile ``schema`` (``None``: no schema, everything is kept and nothing checked)."""
+        return cls(parse(schema if schema is not None else _PRESERVE_ALL))
+
+    @property
+    def preserves_unknown_fields(self) -> bool:
+        """Whether the root has ``x-kubernetes-preserve-unknown-fields: true``."""
+        return self.node.preserve_unknown_fields
+
+    @property
+    def validation_rules(self) -> list[tuple[str, tuple[ValidationRule, ...]]]:
+        """``x-kubernetes-validations`` by schema path (``""`` for the root), for a CEL engine."""
+        out: list[tuple[str, tuple[ValidationRule, ...]]] = []
+        _collect_rules(self.node, "", out)
+        return out
+
+    def prune(self, obj: Any) -> list[str]:
+        """Drop unknown fields in place; the sorted paths of what was dropped."""
+        out: list[str] = []
+        self._prune(obj, "", out)
+        out.sort()
+        return out
+
+    def default(self, obj: Any) -> None:
+        """Drop non-nullable nulls and apply defaults, in place."""
+        self._default(obj)
+
+    def validate(self, obj: Any) -> list[FieldError]:
+        """Every value-validation error of ``obj`` (a create, or an update without ratcheting)."""
+        raw: values.Errs = []
+        self._validator.validate(obj, "", raw)
+        errs = values.to_field_errors(raw)
+        errs.extend(self._extra(obj))
+        if self._list_check is not None:
+            self._list_check(obj, FieldPath(), errs)
+        return fields.sort_errors(errs)
+
+    def validate_update(self, new: Any, old: Any) -> list[FieldError]:
+        """Like :meth:`validate`, ratcheting: unchanged parts that were invalid stay allowed."""
+        if old is None:
+            return self.validate(new)
+        raw: values.Errs = []
+        self._validator.ratchet(new, old, "", raw)
+        errs = values.to_field_errors(raw)
+        errs.extend(self._extra(new))
+        if self._list_check is not None:
+            old_errs: list[FieldError] = []
+            self._list_check(old, FieldPath(), old_errs)
+            if not old_errs:
+                self._list_check(new, FieldPath(), errs)
+        return fields.sort_errors(errs)
+
+    def _extra(self, obj: Any) -> list[FieldError]:
+        errs: list[FieldError] = []
+        if self._embedded is not None:
+            self._embedded(obj, FieldPath(), errs)
+        return errs
+
+
+def _collect_rules(node: Node, path: str,
+                   out: list[tuple[str, tuple[ValidationRule, ...]]]) -> None:
+    if node.validations:
+        out.append((path, node.validations))
+    for k, child in (node.properties or {}).items():
+        _collect_rules(child, f"{path}.properties[{k}]" if path else f"properties[{k}]", out)
+    ap = node.additional_schema
+    if ap is not None:
+        _collect_rules(ap, f"{path}.additionalProperties" if path else "additionalProperties", out)
+    if node.items is not None:
+        _collect_rules(node.items, f"{path}.items" if path else "items", out)
+    for name, branches in (("allOf", node.all_of), ("anyOf", node.any_of), ("oneOf", node.one_of)):
+        for i, b in enumerate(branches):
+            _collect_rules(b, f"{path}.{name}[{i}]" if path else f"{name}[{i}]", out)
