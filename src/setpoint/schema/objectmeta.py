@@ -4,9 +4,9 @@
 For every embedded object: ``apiVersion`` and ``kind`` are required strings (``kind`` a
 DNS-1035 label up to case), and ``metadata`` must decode as ``ObjectMeta`` and pass
 ``ValidateObjectMeta`` with path-segment names (``name`` defaults to ``fakename`` so that only
-what is given is judged; namespaced if a namespace is given). Messages and paths are
-apimachinery's (``spec.template.metadata.labels: Invalid value: "-x": name part must consist
-of alphanumeric characters, ...``).
+what is given is judged; namespaced if a namespace is given). Name, label and key checks come
+from :mod:`setpoint.apimachinery.validation`; messages and paths are apimachinery's
+(``spec.template.metadata.labels: Invalid value: "-x": name part must consist of ...``).
 
 Invariants: only subtrees whose schema contains an embedded resource are visited; nothing is
 mutated; managedFields are not validated.
@@ -18,115 +18,35 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from setpoint.apimachinery import fields
+from setpoint.apimachinery import fields, validation
 from setpoint.apimachinery.fields import FieldError, FieldPath
 from setpoint.schema import govalues
 from setpoint.schema.structural import Node
 
 CheckFn = Callable[[Any, FieldPath, list[FieldError]], None]
 
-_LABEL_KEY_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_LABEL_KEY_MSG = ("must consist of alphanumeric characters, '-', '_' or '.', and must start "
-                  "and end with an alphanumeric character")
-_LABEL_VALUE_FMT = "(" + _LABEL_KEY_FMT + ")?"
-_LABEL_VALUE_MSG = ("a valid label must be an empty string or consist of alphanumeric characters, "
-                    "'-', '_' or '.', and must start and end with an alphanumeric character")
-_DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS1123_LABEL_MSG = ("a lowercase RFC 1123 label must consist of lower case alphanumeric "
-                      "characters or '-', and must start and end with an alphanumeric character")
-_DNS1123_SUBDOMAIN_FMT = _DNS1123_LABEL_FMT + "(\\." + _DNS1123_LABEL_FMT + ")*"
-_DNS1123_SUBDOMAIN_MSG = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
-                          "characters, '-' or '.', and must start and end with an alphanumeric "
-                          "character")
 _DNS1035_LABEL_FMT = "[a-z]([-a-z0-9]*[a-z0-9])?"
 _DNS1035_LABEL_MSG = ("a DNS-1035 label must consist of lower case alphanumeric characters or '-', "
                       "start with an alphabetic character, and end with an alphanumeric character")
-
-_LABEL_KEY_RE = re.compile("^" + _LABEL_KEY_FMT + r"\Z")
-_LABEL_VALUE_RE = re.compile("^" + _LABEL_VALUE_FMT + r"\Z")
-_DNS1123_LABEL_RE = re.compile("^" + _DNS1123_LABEL_FMT + r"\Z")
-_DNS1123_SUBDOMAIN_RE = re.compile("^" + _DNS1123_SUBDOMAIN_FMT + r"\Z")
 _DNS1035_LABEL_RE = re.compile("^" + _DNS1035_LABEL_FMT + r"\Z")
 
-TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024
-
-
-def regex_error(msg: str, fmt: str, *examples: str) -> str:
-    if not examples:
-        return f"{msg} (regex used for validation is '{fmt}')"
-    quoted = " or ".join(f"'{e}', " for e in examples)
-    return f"{msg} (e.g. {quoted}regex used for validation is '{fmt}')"
-
-
-def _max_len(n: int) -> str:
-    return f"must be no more than {n} bytes"
+TOTAL_ANNOTATION_SIZE_LIMIT = validation.TOTAL_ANNOTATION_SIZE_LIMIT
+is_dns1123_label = validation.is_dns1123_label
+is_qualified_name = validation.is_qualified_name
+is_label_value = validation.is_valid_label_value
 
 
 def _blen(s: str) -> int:
     return len(s.encode("utf-8", "surrogatepass"))
 
 
-def is_dns1123_label(value: str) -> list[str]:
-    errs = []
-    if _blen(value) > 63:
-        errs.append(_max_len(63))
-    if not _DNS1123_LABEL_RE.match(value):
-        if _DNS1123_SUBDOMAIN_RE.match(value):
-            errs.append("must not contain dots")
-        else:
-            errs.append(regex_error(_DNS1123_LABEL_MSG, _DNS1123_LABEL_FMT, "my-name", "123-abc"))
-    return errs
-
-
-def is_dns1123_subdomain(value: str) -> list[str]:
-    errs = []
-    if _blen(value) > 253:
-        errs.append(_max_len(253))
-    if not _DNS1123_SUBDOMAIN_RE.match(value):
-        errs.append(regex_error(_DNS1123_SUBDOMAIN_MSG, _DNS1123_SUBDOMAIN_FMT, "example.com"))
-    return errs
-
-
 def is_dns1035_label(value: str) -> list[str]:
     errs = []
     if _blen(value) > 63:
-        errs.append(_max_len(63))
+        errs.append(validation.max_len_error(63))
     if not _DNS1035_LABEL_RE.match(value):
-        errs.append(regex_error(_DNS1035_LABEL_MSG, _DNS1035_LABEL_FMT, "my-name", "abc-123"))
-    return errs
-
-
-def is_qualified_name(value: str) -> list[str]:
-    errs: list[str] = []
-    parts = value.split("/")
-    if len(parts) == 1:
-        name = parts[0]
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix:
-            errs.append("prefix part must be non-empty")
-        else:
-            errs.extend("prefix part " + m for m in is_dns1123_subdomain(prefix))
-    else:
-        return ["a valid label key " + regex_error(_LABEL_KEY_MSG, _LABEL_KEY_FMT, "MyName",
-                                                   "my.name", "123-abc")
-                + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"]
-    if not name:
-        errs.append("name part must be non-empty")
-    elif _blen(name) > 63:
-        errs.append("name part " + _max_len(63))
-    if not _LABEL_KEY_RE.match(name):
-        errs.append("name part " + regex_error(_LABEL_KEY_MSG, _LABEL_KEY_FMT, "MyName",
-                                                "my.name", "123-abc"))
-    return errs
-
-
-def is_label_value(value: str) -> list[str]:
-    errs = []
-    if _blen(value) > 63:
-        errs.append(_max_len(63))
-    if not _LABEL_VALUE_RE.match(value):
-        errs.append(regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
+        errs.append(validation.regex_error(_DNS1035_LABEL_MSG, _DNS1035_LABEL_FMT, "my-name",
+                                           "abc-123"))
     return errs
 
 
