@@ -180,10 +180,6 @@ def test_decode(body: bytes, want: dict[str, Any]) -> None:
     assert list(got)[:2] == ["apiVersion", "kind"]
 
 
-def test_decode_accepts_bytearray() -> None:
-    assert protobuf.decode(bytearray(KUBECTL_CONFIGMAP))["data"] == {"a": "b"}
-
-
 def test_member_order_follows_field_numbers() -> None:
     body = envelope("v1", "Secret", ld(3, "Opaque") + entry(2, "k", b"v") + ld(1, ld(1, "s")))
     assert list(protobuf.decode(body)) == ["apiVersion", "kind", "metadata", "data", "type"]
