@@ -26,7 +26,6 @@ from setpoint.storage.fanout import Fanout
 from setpoint.storage.interface import (
     Event,
     EventType,
-    Expired,
     KeyExists,
     KeyNotFound,
     KeyValue,
@@ -180,8 +179,7 @@ class MemoryBackend:
                            limit: int) -> Sequence[Event]:
         if self._state is not _State.RUNNING:
             raise Unavailable("memory backend is closed")
-        if start <= self._compacted:
-            raise Expired(start, self._compacted)
+        rules.check_watch_start(start, compacted=self._compacted)
         events: builtins.list[Event] = []
         for event in self._log[start - self._compacted - 1:]:
             if event.revision > end or len(events) >= limit:

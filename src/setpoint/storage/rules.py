@@ -4,10 +4,17 @@ They are pure functions, so the memory and sqlite backends cannot drift apart on
 the contract suite asks: which revision a read is served at, when a revision counts as
 compacted, what a compaction request means, and which keys a prefix covers.
 
-The one rule behind all of them: **revisions at or below the compacted revision are gone.**
-A read at such a revision raises :class:`Expired`, as does a watch that starts at one. Reads
-without a revision (``None``, or ``0`` as in etcd) always succeed: the newest value of every
-key survives compaction.
+Compaction to ``c`` keeps every key's value *at* ``c`` and forgets the events *at or below*
+``c``. Hence, as in etcd:
+
+* a ``get`` or ``list`` at a revision below ``c`` raises :class:`Expired`; at ``c`` or above it
+  is served (without a revision, or with ``0``, it always is: the newest value of every key
+  survives compaction);
+* a watch that starts at or below ``c`` raises :class:`Expired` (the event at ``c`` may have
+  been a delete, and deletes at or below ``c`` are dropped).
+
+So "list at ``r``, then watch from ``r + 1``" works for every ``r >= c``, and fails with
+:class:`Expired` on both steps or neither.
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ def read_revision(requested: int | None, *, current: int, compacted: int) -> int
     """The revision a ``get`` or ``list`` is served at.
 
     ``None`` and ``0`` mean the newest revision. Otherwise the revision must lie in
-    ``(compacted, current]``.
+    ``[compacted, current]``: the state at the compacted revision itself is still known.
 
     >>> read_revision(None, current=7, compacted=3)
     7
@@ -36,7 +43,7 @@ def read_revision(requested: int | None, *, current: int, compacted: int) -> int
         return current
     if requested < 0:
         raise ValueError(f"revision must not be negative, got {requested}")
-    if requested <= compacted:
+    if requested < compacted:
         raise Expired(requested, compacted)
     if requested > current:
         raise FutureRevision(requested, current)

@@ -35,8 +35,8 @@ async def test_compaction_keeps_the_newest_values(backend: Backend) -> None:
     assert await backend.get("/c", revision=7) == KeyValue("/c", b"c1", 5, 5)
 
 
-@pytest.mark.parametrize("revision", [1, 3, 4])
-async def test_reads_at_compacted_revisions_raise_expired(backend: Backend,
+@pytest.mark.parametrize("revision", [1, 3])
+async def test_reads_below_the_compacted_revision_raise_expired(backend: Backend,
                                                           revision: int) -> None:
     await _history(backend)
     await backend.compact(4)
@@ -48,12 +48,15 @@ async def test_reads_at_compacted_revisions_raise_expired(backend: Backend,
         await backend.list("/", revision=revision)
 
 
-async def test_reads_just_above_the_compacted_revision_still_work(backend: Backend) -> None:
+@pytest.mark.parametrize(("revision", "keys"), [(4, ["/a"]), (5, ["/a", "/c"])])
+async def test_reads_at_and_above_the_compacted_revision_still_work(
+        backend: Backend, revision: int, keys: list[str]) -> None:
     await _history(backend)
     await backend.compact(4)
 
-    assert (await backend.get("/a", revision=5)).value == b"a2"  # type: ignore[union-attr]
-    assert [kv.key for kv in (await backend.list("/", revision=5)).kvs] == ["/a", "/c"]
+    assert (await backend.get("/a", revision=revision)).value == b"a2"  # type: ignore[union-attr]
+    assert await backend.get("/b", revision=revision) is None
+    assert [kv.key for kv in (await backend.list("/", revision=revision)).kvs] == keys
 
 
 @pytest.mark.parametrize("start", [0, 1, 4])
@@ -113,9 +116,11 @@ async def test_compacting_everything_keeps_the_store_usable(backend: Backend) ->
     await backend.compact(8)
 
     assert await backend.current_revision() == 8
-    assert [kv.key for kv in (await backend.list("/")).kvs] == ["/a", "/c"]
+    assert [kv.key for kv in (await backend.list("/", revision=8)).kvs] == ["/a", "/c"]
     with pytest.raises(Expired):
-        await backend.get("/a", revision=8)
+        await backend.get("/a", revision=7)
+    with pytest.raises(Expired):
+        await anext(backend.watch("/", 8))
     assert (await backend.create("/d", b"d2")).mod_revision == 9
     assert (await backend.create("/b", b"b2")).mod_revision == 10
     assert (await backend.update("/a", b"a4", 6)).mod_revision == 11
@@ -134,7 +139,9 @@ async def test_repeated_compactions_follow_the_log(backend: Backend) -> None:
             assert [e.revision for e in events] == [kv.mod_revision - 1, kv.mod_revision]
 
     assert await backend.compacted_revision() == 27  # the last compaction, at i == 28
-    assert (await backend.get("/k", revision=28)).value == b"27"  # type: ignore[union-attr]
+    assert (await backend.get("/k", revision=27)).value == b"26"  # type: ignore[union-attr]
+    with pytest.raises(Expired):
+        await backend.get("/k", revision=26)
 
 
 async def test_compaction_overtaking_a_replay_ends_it_with_expired(

@@ -15,20 +15,22 @@ from setpoint.storage import Expired, FutureRevision, rules
     (4, 7, 3, 4),
     (7, 7, 3, 7),
     (1, 1, 0, 1),
+    (3, 7, 3, 3),
+    (7, 7, 7, 7),
 ], ids=["empty", "newest", "zero-is-newest", "all-compacted", "above-compacted", "current",
-        "first"])
+        "first", "at-compacted", "at-compacted-current"])
 def test_read_revision_serves(requested: int | None, current: int, compacted: int,
                               served: int) -> None:
     assert rules.read_revision(requested, current=current, compacted=compacted) == served
 
 
 @pytest.mark.parametrize(("requested", "current", "compacted", "error"), [
-    (3, 7, 3, Expired),
+    (2, 7, 3, Expired),
     (1, 7, 3, Expired),
     (8, 7, 3, FutureRevision),
     (1, 0, 0, FutureRevision),
     (-1, 7, 3, ValueError),
-], ids=["at-compacted", "below-compacted", "future", "empty-store", "negative"])
+], ids=["just-below-compacted", "below-compacted", "future", "empty-store", "negative"])
 def test_read_revision_rejects(requested: int, current: int, compacted: int,
                                error: type[Exception]) -> None:
     with pytest.raises(error):

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from setpoint.storage import rules
-from setpoint.storage.interface import Event, Expired, KeyValue, ListResult
+from setpoint.storage.interface import Event, KeyValue, ListResult
 from setpoint.storage.sqlite import schema
 
 
@@ -63,14 +63,16 @@ def list_keys(conn: sqlite3.Connection, prefix: str, revision: int | None,
 
 def events(conn: sqlite3.Connection, prefix: str, start: int, end: int,
            limit: int) -> list[Event]:
-    """Kept events under ``prefix`` in ``[start, end]``; :class:`Expired` if ``start`` is
-    compacted. Each event's previous value is joined from the row it names; compaction never
-    removes the previous row of a kept event (it is that key's newest row at or below the
-    compacted revision)."""
+    """Kept events under ``prefix`` in ``[start, end]``; :class:`Expired` if ``start`` is at
+    or below the compacted revision.
+
+    Each event's previous value is joined from the row it names. Compaction never removes the
+    previous row of a kept event: it is that key's newest row at or below the compacted
+    revision, and only deletes are dropped from those (a delete is never a previous row).
+    """
     where, params = _key_range(prefix, None, column="+l.key")
     with _snapshot(conn) as (_, compacted):
-        if start <= compacted:
-            raise Expired(start, compacted)
+        rules.check_watch_start(start, compacted=compacted)
         rows = conn.execute(
             f"SELECT {_prefixed('l')}, p.value FROM log AS l"
             " LEFT JOIN log AS p ON p.id = l.prev_revision AND l.created = 0"
