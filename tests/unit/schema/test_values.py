@@ -93,15 +93,14 @@ CASES: list[tuple[str, dict[str, Any], Any, list[str]]] = [
       'field.nestedstring: Unsupported value: true: supported values: "a", "b"']),
     ("enum unsupported", obj_schema(color={"type": "string", "enum": ["red", "blue"]}),
      {"color": "pink"}, ['color: Unsupported value: "pink": supported values: "red", "blue"']),
-    ("enum ok", obj_schema(color={"type": "string", "enum": ["red", "blue"]}), {"color": "red"}, []),
+    ("enum ok", obj_schema(color={"type": "string", "enum": ["red", "blue"]}), {"color": "red"},
+     []),
     ("enum int matches float member", obj_schema(n={"enum": [1.0]}), {"n": 1}, []),
     ("enum float truncates to int member", obj_schema(n={"enum": [1]}), {"n": 1.5}, []),
     ("enum int converts to one-rune string", obj_schema(n={"enum": ["a"]}), {"n": 97}, []),
     ("enum object member", obj_schema(o={"enum": [{"a": 1}]}), {"o": {"a": 1}}, []),
     ("enum object mismatch", obj_schema(o={"enum": [{"a": 1}]}), {"o": {"a": 2}},
      ['o: Unsupported value: "object": supported values: "{"a":1}"']),
-    ("enum never matches null", obj_schema(n={"nullable": True, "enum": ["a", None]}),
-     {"n": None}, ['n: Unsupported value: null: supported values: "a", "null"']),
     # --- strings -------------------------------------------------------------------------------
     ("maxLength", obj_schema(fieldX={"type": "string", "maxLength": 2}), {"fieldX": "abc"},
      ["fieldX: Too long: may not be more than 2 bytes"]),
@@ -179,7 +178,8 @@ CASES: list[tuple[str, dict[str, Any], Any, list[str]]] = [
      ["a: Invalid value: 1: a in body should have at least 2 items"]),
     ("maxItems", obj_schema(fieldX={"type": "array", "maxItems": 2}), {"fieldX": ["a", "b", "c"]},
      ["fieldX: Too many: must have at most 2 items"]),
-    ("uniqueItems", obj_schema(a={"type": "array", "uniqueItems": True}), {"a": [{"x": 1}, {"x": 1}]},
+    ("uniqueItems", obj_schema(a={"type": "array", "uniqueItems": True}),
+     {"a": [{"x": 1}, {"x": 1}]},
      ['a: Invalid value: "": a in body shouldn\'t contain duplicates']),
     ("uniqueItems tells 1 and 1.0 apart", obj_schema(a={"type": "array", "uniqueItems": True}),
      {"a": [1, 1.0, True]}, []),
@@ -256,6 +256,13 @@ def test_errors_are_sorted_and_structured() -> None:
     assert (too_many.type, too_many.detail) == (ErrorType.TOO_MANY, "must have at most 1 items")
     assert (invalid.type, invalid.value) == (ErrorType.INVALID, 5)
     assert too_long.type is ErrorType.TOO_LONG
+
+
+def test_enum_never_matches_null() -> None:
+    schema = obj_schema(n={"nullable": True, "enum": ["a", None]})
+    errs = CompiledSchema.from_openapi(schema).validate({"n": None})
+    assert [(e.type, e.field, e.value, e.supported) for e in errs] == [
+        (ErrorType.NOT_SUPPORTED, "n", None, ("a", "null"))]
 
 
 def test_duplicate_errors_collapse() -> None:
