@@ -11,8 +11,8 @@ contract suite in ``tests/integration/storage`` checks against every backend:
   saw; they succeed iff it still is the key's current ``mod_revision``.
 * **Watch is the log.** ``watch(prefix, start)`` yields every event with revision ``>= start``
   on keys under ``prefix``, exactly once, in revision order: first the history still kept,
-  then live events. A ``start`` below the compacted revision raises :class:`Expired` (on the
-  iterator's first step, before any event).
+  then live events. A ``start`` at or below the compacted revision raises :class:`Expired`
+  (on the iterator's first step, before any event); ``start`` 0 means 1 (everything kept).
 * **Bounded.** A watcher that falls more than its buffer behind is ended with
   :class:`WatchLagged`; the caller watches again from the last revision it saw + 1.
 
@@ -163,7 +163,8 @@ class Backend(Protocol):
         """The revision of the newest write (0 for an empty store)."""
 
     async def compacted_revision(self) -> int:
-        """Revisions at or below this are gone (0 when nothing was compacted)."""
+        """Events at or below this revision are gone (0 when nothing was compacted); get
+        and list *at* it still see every key's value there, as etcd's reads do."""
 
     async def create(self, key: str, value: bytes) -> KeyValue:
         """Store a new key; raises :class:`KeyExists` if present."""
@@ -180,7 +181,8 @@ class Backend(Protocol):
         :class:`RevisionConflict`."""
 
     async def get(self, key: str, revision: int | None = None) -> KeyValue | None:
-        """The key's value now, or at ``revision`` (:class:`Expired` if compacted,
+        """The key's value now (``revision`` None or 0), or at ``revision`` (:class:`Expired`
+        if below the compacted revision,
         :class:`FutureRevision` if not reached)."""
 
     async def list(self, prefix: str, *, revision: int | None = None,

@@ -1,0 +1,239 @@
+"""Measure the whole API path of a real ``setpoint serve`` process, beside its ceiling.
+
+Phases, all in one run against one server process started here (port 0, fresh data dir):
+
+1. create N custom resources with C concurrent clients (creates/s, p50/p99 latency);
+2. list them all, several times (best and median time);
+3. W watchers on the collection; then U updates, one at a time: the delay from each update
+   being acknowledged to each watcher receiving its event (p50/p99);
+4. the server's peak RSS (VmHWM from /proc).
+
+The ceiling: the same N writes, same concurrency, straight into the storage backend in this
+process (no HTTP, no registry) — what the API path could at best reach on this machine.
+
+    python benchmarks/api.py [--n 10000] [--concurrency 16] [--watchers 100] [--storage sqlite]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "src"))
+
+from setpoint.storage import StorageConfig, create_backend  # noqa: E402
+from tests.conftest import start_serve  # noqa: E402
+
+CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    "metadata": {"name": "items.bench.example.com"},
+    "spec": {"group": "bench.example.com", "scope": "Namespaced",
+             "names": {"plural": "items", "singular": "item", "kind": "Item"},
+             "versions": [{"name": "v1", "served": True, "storage": True,
+                           "subresources": {"status": {}},
+                           "schema": {"openAPIV3Schema": {
+                               "type": "object", "properties": {
+                                   "spec": {"type": "object", "properties": {
+                                       "size": {"type": "integer", "minimum": 0},
+                                       "owner": {"type": "string"},
+                                       "tags": {"type": "array",
+                                                "items": {"type": "string"}}}},
+                                   "status": {"type": "object",
+                                              "x-kubernetes-preserve-unknown-fields": True}}}}}]},
+}
+PATH = "/apis/bench.example.com/v1/namespaces/default/items"
+
+
+def item(i: int) -> dict[str, Any]:
+    return {"apiVersion": "bench.example.com/v1", "kind": "Item",
+            "metadata": {"name": f"item-{i:06d}", "labels": {"bench": "yes"}},
+            "spec": {"size": i, "owner": "benchmark", "tags": ["a", "b", "c"]}}
+
+
+def pct(values: list[float], p: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(p / 100 * len(ordered)))]
+
+
+async def create_all(session: aiohttp.ClientSession, n: int, concurrency: int
+                     ) -> tuple[float, list[float]]:
+    latencies: list[float] = []
+    counter = iter(range(n))
+
+    async def worker() -> None:
+        for i in counter:
+            body = orjson.dumps(item(i))
+            t0 = time.perf_counter()
+            async with session.post(PATH, data=body,
+                                    headers={"Content-Type": "application/json"}) as r:
+                await r.read()
+                if r.status != 201:
+                    raise RuntimeError(f"create failed: {r.status}")
+            latencies.append(time.perf_counter() - t0)
+
+    started = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return time.perf_counter() - started, latencies
+
+
+async def list_times(session: aiohttp.ClientSession, n: int, repeat: int = 5) -> list[float]:
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        async with session.get(PATH) as r:
+            body = await r.read()
+        times.append(time.perf_counter() - t0)
+        count = len(orjson.loads(body)["items"])
+        if count != n:
+            raise RuntimeError(f"listed {count} of {n}")
+    return times
+
+
+async def watch_latency(session: aiohttp.ClientSession, watchers: int, updates: int
+                        ) -> list[float]:
+    _, body = await get_json(session, PATH + "?limit=1")
+    rv = body["metadata"]["resourceVersion"]
+    received: dict[str, list[float]] = {}
+    ready = 0
+    all_ready = asyncio.Event()
+
+    async def watch() -> None:
+        nonlocal ready
+        async with session.get(f"{PATH}?watch=true&resourceVersion={rv}"
+                               "&fieldSelector=metadata.name%3Ditem-000000") as r:
+            ready += 1
+            if ready == watchers:
+                all_ready.set()
+            while True:
+                line = await r.content.readline()
+                if not line:
+                    return
+                event = orjson.loads(line)
+                stamp = time.perf_counter()
+                key = event["object"]["metadata"]["resourceVersion"]
+                received.setdefault(key, []).append(stamp)
+
+    tasks = [asyncio.create_task(watch()) for _ in range(watchers)]
+    await asyncio.wait_for(all_ready.wait(), 30)
+    await asyncio.sleep(0.2)
+    delays: list[float] = []
+    for u in range(updates):
+        patch = orjson.dumps({"spec": {"size": 1_000_000 + u}})
+        async with session.patch(PATH + "/item-000000", data=patch,
+                                 headers={"Content-Type": "application/merge-patch+json"}) as r:
+            obj = orjson.loads(await r.read())
+        acked = time.perf_counter()
+        key = obj["metadata"]["resourceVersion"]
+        deadline = acked + 5
+        while len(received.get(key, ())) < watchers and time.perf_counter() < deadline:
+            await asyncio.sleep(0.0005)
+        delays.extend(max(0.0, t - acked) for t in received.get(key, ()))
+    for t in tasks:
+        t.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    return delays
+
+
+async def get_json(session: aiohttp.ClientSession, path: str) -> tuple[int, Any]:
+    async with session.get(path) as r:
+        return r.status, orjson.loads(await r.read())
+
+
+async def raw_ceiling(storage: str, n: int, concurrency: int) -> float:
+    with tempfile.TemporaryDirectory() as tmp:
+        config = StorageConfig(kind="sqlite", path=Path(tmp) / "raw.db") if storage == "sqlite" \
+            else StorageConfig(kind="memory")
+        backend = create_backend(config)
+        await backend.start()
+        try:
+            counter = iter(range(n))
+
+            async def worker() -> None:
+                for i in counter:
+                    await backend.create(f"/registry/bench/items/default/item-{i:06d}",
+                                         orjson.dumps(item(i)))
+
+            started = time.perf_counter()
+            await asyncio.gather(*(worker() for _ in range(concurrency)))
+            return time.perf_counter() - started
+        finally:
+            await backend.close()
+
+
+def peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+async def run(args: argparse.Namespace) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        server = start_serve(Path(tmp) / "data", storage=args.storage)
+        try:
+            connector = aiohttp.TCPConnector(limit=args.concurrency + args.watchers + 4)
+            async with aiohttp.ClientSession(base_url=server.url, connector=connector) as s:
+                async with s.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                                  data=orjson.dumps(CRD),
+                                  headers={"Content-Type": "application/json"}) as r:
+                    assert r.status == 201, await r.text()
+                for _ in range(200):
+                    status, _ = await get_json(s, PATH + "?limit=1")
+                    if status == 200:
+                        break
+                    await asyncio.sleep(0.02)
+                seconds, latencies = await create_all(s, args.n, args.concurrency)
+                lists = await list_times(s, args.n)
+                delays = await watch_latency(s, args.watchers, args.updates)
+            rss = peak_rss_mb(server.process.pid)
+        finally:
+            server.stop()
+    raw_seconds = await raw_ceiling(args.storage, args.n, args.concurrency)
+
+    rows = [
+        ("creates/s (API, concurrency %d)" % args.concurrency, f"{args.n / seconds:,.0f}",
+         f"{args.n / raw_seconds:,.0f} raw {args.storage} writes/s"),
+        ("create latency p50 / p99 (ms)",
+         f"{pct(latencies, 50) * 1e3:.1f} / {pct(latencies, 99) * 1e3:.1f}", ""),
+        (f"list {args.n:,} (ms, best / median)",
+         f"{min(lists) * 1e3:.0f} / {statistics.median(lists) * 1e3:.0f}", ""),
+        (f"watch delivery p50 / p99 (ms, {args.watchers} watchers)",
+         f"{pct(delays, 50) * 1e3:.1f} / {pct(delays, 99) * 1e3:.1f}",
+         f"{len(delays)} deliveries"),
+        ("server peak RSS (MiB)", f"{rss:.0f}", ""),
+        ("API / ceiling", f"{raw_seconds / seconds * 100:.0f} %", ""),
+    ]
+    width = max(len(r[0]) for r in rows)
+    print(f"setpoint API benchmark: storage={args.storage} n={args.n} "
+          f"concurrency={args.concurrency} watchers={args.watchers}")
+    print(f"{'measure':<{width}}  {'setpoint':>14}  ceiling (same run)")
+    for name, value, ceiling in rows:
+        print(f"{name:<{width}}  {value:>14}  {ceiling}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--n", type=int, default=10_000)
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--watchers", type=int, default=100)
+    parser.add_argument("--updates", type=int, default=200)
+    parser.add_argument("--storage", choices=("sqlite", "memory"), default="sqlite")
+    asyncio.run(run(parser.parse_args()))
+
+
+if __name__ == "__main__":
+    main()
