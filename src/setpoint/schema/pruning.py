@@ -69,32 +69,40 @@ def coerce_embedded_metadata(obj: dict[str, Any], path: str, out: list[str]) -> 
             del meta[k]
 
 
-def compile_pruner(node: Node | None, *, resource_root: bool = False) -> PruneFn:
-    """Compile the pruner for ``node``; ``resource_root`` treats it as embedded (the CR root)."""
+def compile_pruner(node: Node | None, *, resource_root: bool = False,
+                   coerce_metadata: bool = True) -> PruneFn:
+    """Compile the pruner for ``node``; ``resource_root`` treats it as embedded (the CR root).
+
+    ``coerce_metadata=False`` gives upstream's bare ``Prune`` (embedded ``metadata`` untouched).
+    """
     if node is None:
         return prune_all
-    return _build(node, embedded=node.embedded_resource or resource_root, root=resource_root)
+    return _build(node, embedded=node.embedded_resource or resource_root, root=resource_root,
+                  coerce=coerce_metadata)
 
 
-def _build(node: Node, embedded: bool, root: bool = False) -> PruneFn:
+def _build(node: Node, embedded: bool, root: bool = False, coerce: bool = True) -> PruneFn:
     props: dict[str, PruneFn] = {}
     if node.properties:
-        props = {k: _build(v, v.embedded_resource) for k, v in node.properties.items()}
+        props = {k: _build(v, v.embedded_resource, coerce=coerce)
+                 for k, v in node.properties.items()}
     props_get = props.get
     has_additional = node.additional_properties is not None
     ap = node.additional_schema
     additional: PruneFn | None = None
     if has_additional:
-        additional = _build(ap, ap.embedded_resource) if ap is not None else prune_all
+        additional = (_build(ap, ap.embedded_resource, coerce=coerce) if ap is not None
+                      else prune_all)
     items_node = node.items
-    items: PruneFn = _build(items_node, items_node.embedded_resource) if items_node else prune_all
+    items: PruneFn = (_build(items_node, items_node.embedded_resource, coerce=coerce)
+                      if items_node else prune_all)
     preserve = node.preserve_unknown_fields
-    coerce_meta = embedded and not root
+    coerce_meta = embedded and not root and coerce
 
     if preserve:
         skip_items: PruneFn | None = None
         if items_node is not None:
-            skip_items = _build_skip(items_node)
+            skip_items = _build_skip(items_node, coerce)
 
         def prune_preserving(value: Any, path: str, out: list[str]) -> None:
             t = type(value)
@@ -150,20 +158,23 @@ def _build(node: Node, embedded: bool, root: bool = False) -> PruneFn:
     return prune
 
 
-def _build_skip(node: Node) -> PruneFn | None:
+def _build_skip(node: Node, coerce: bool) -> PruneFn | None:
     """``skipPrune`` for the items of a preserving list: like the preserving object branch."""
     if node.preserve_unknown_fields:
-        return _build(node, node.embedded_resource)
+        return _build(node, node.embedded_resource, coerce=coerce)
     # skipPrune(x, s) with s not preserving still keeps unknown fields of x itself.
     props: dict[str, PruneFn] = {}
     if node.properties:
-        props = {k: _build(v, v.embedded_resource) for k, v in node.properties.items()}
+        props = {k: _build(v, v.embedded_resource, coerce=coerce)
+                 for k, v in node.properties.items()}
     ap = node.additional_schema
     additional: PruneFn | None = None
     if node.additional_properties is not None:
-        additional = _build(ap, ap.embedded_resource) if ap is not None else prune_all
+        additional = (_build(ap, ap.embedded_resource, coerce=coerce) if ap is not None
+                      else prune_all)
     embedded = node.embedded_resource
-    deeper = _build_skip(node.items) if node.items is not None else None
+    coerce_meta = embedded and coerce
+    deeper = _build_skip(node.items, coerce) if node.items is not None else None
 
     def skip(value: Any, path: str, out: list[str]) -> None:
         t = type(value)
@@ -178,7 +189,7 @@ def _build_skip(node: Node) -> PruneFn | None:
                     f(v, _join(path, k), out)
                 elif additional is not None:
                     additional(v, _join(path, k), out)
-            if embedded:
+            if coerce_meta:
                 coerce_embedded_metadata(value, path, out)
         elif t is list and deeper is not None:
             for i, item in enumerate(value):

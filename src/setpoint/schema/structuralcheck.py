@@ -441,7 +441,8 @@ def _defaults(s: Node | None, pth: FieldPath, root: Node, steps: list[Step],
             errs.extend(_meta_default(s, dpath, root, steps, validator))
         else:
             pruned = govalues.deep_copy(s.default)
-            pruning.compile_pruner(s, resource_root=embedded)(pruned, "", [])
+            pruning.compile_pruner(s, resource_root=embedded, coerce_metadata=False)(
+                pruned, "", [])
             if not govalues.deep_equal(pruned, s.default):
                 errs.append(fields.invalid(dpath, s.default, "must not have unknown fields"))
             coerce = _coerce_error(s.default, s, dpath, embedded)
@@ -566,7 +567,8 @@ class _OpenAPIChecker:
         if not isinstance(raw, Mapping):
             return []
         errs = self._node(raw, path, ctx)
-        bad = self.malformed.get(id(raw), ())
+        bad = [k for k in self.malformed.get(id(raw), ())
+               if not (k == "items" and isinstance(raw.get(k), list))]
         errs.extend(fields.invalid(path.child(k), raw.get(k),
                                    f"must be {_EXPECTED_TYPES.get(k, 'valid')}")
                     for k in dict.fromkeys(bad))
