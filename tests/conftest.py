@@ -66,10 +66,11 @@ def start_serve(data_dir: Path, *, storage: str = "sqlite", timeout: float = 20.
     if kubeconfig.exists():
         kubeconfig.unlink()
     log = data_dir / "serve.log"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "setpoint", "serve", "--port", "0", "--data-dir", str(data_dir),
-         "--storage", storage],
-        stdout=log.open("ab"), stderr=subprocess.STDOUT)
+    with log.open("ab") as log_file:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "setpoint", "serve", "--port", "0", "--data-dir",
+             str(data_dir), "--storage", storage],
+            stdout=log_file, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + timeout
     url = ""
     while time.monotonic() < deadline:

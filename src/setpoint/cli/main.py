@@ -36,6 +36,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def serve_config(args: argparse.Namespace) -> ServerConfig:
     data_dir: Path = args.data_dir.resolve()
+    data_dir.mkdir(parents=True, exist_ok=True)
     if args.storage == "sqlite":
         storage = StorageConfig(kind="sqlite", path=data_dir / "state.db")
     else:

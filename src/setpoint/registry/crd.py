@@ -250,21 +250,26 @@ class CRDStrategy(Strategy):
         return errs
 
     def validate_update(self, new: Obj, old: Obj, version: VersionInfo) -> list[FieldError]:
-        errs = self.validate(new, version)
-        errs.extend(validation.validate_object_meta_update(meta_of(new), meta_of(old)))
         old_v1 = v1beta1_to_v1(old) if version.name == "v1beta1" else old
         new_v1 = v1beta1_to_v1(new) if version.name == "v1beta1" else new
         old_spec, new_spec = old_v1.get("spec") or {}, new_v1.get("spec") or {}
+        # a CRD created through v1beta1 keeps that version's allowances when written as v1
+        legacy = version.name == "v1beta1" or old_spec.get("preserveUnknownFields") is True
+        errs = validation.validate_object_meta(meta_of(new), namespaced=False)
+        errs.extend(validate_crd_spec(new_v1, legacy=legacy,
+                                      name=str(meta_of(new).get("name", ""))))
+        errs.extend(validation.validate_object_meta_update(meta_of(new), meta_of(old)))
         if old_spec.get("scope") != new_spec.get("scope"):
             errs.append(fields.invalid("spec.scope", new_spec.get("scope"),
                                        "field is immutable"))
         if old_spec.get("group") != new_spec.get("group"):
             errs.append(fields.invalid("spec.group", new_spec.get("group"),
                                        "field is immutable"))
-        if old_spec.get("preserveUnknownFields") is True:
-            # a CRD created through v1beta1 keeps its allowance when updated through v1
-            errs = [e for e in errs if e.field != "spec.preserveUnknownFields"]
         return errs
+
+    def validate_status_update(self, new: Obj, old: Obj,
+                               version: VersionInfo) -> list[FieldError]:
+        return validation.validate_object_meta_update(meta_of(new), meta_of(old))
 
     def columns(self, version: VersionInfo) -> list[table.Column]:
         return [table.name_column(),

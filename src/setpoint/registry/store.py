@@ -458,7 +458,7 @@ class Store:
 
     async def _write_update(self, kv: st.KeyValue, current: Obj, new: Obj,
                             version: VersionInfo, opts: WriteOptions, subresource: str,
-                            warnings: list[str]) -> WriteResult:
+                            warnings: builtins.list[str]) -> WriteResult:
         """Prepare, validate and compare-and-swap ``new`` over ``current`` (storage form).
 
         Raises :class:`RevisionConflict` when the object moved on; callers retry or 409.
@@ -476,7 +476,10 @@ class Store:
         if "generation" in old_meta:
             new_meta["generation"] = old_meta["generation"]
         self.strategy.prepare_for_update(new, old, version, subresource)
-        errs = self.strategy.validate_update(new, old, version)
+        if subresource == "status":
+            errs = self.strategy.validate_status_update(new, old, version)
+        else:
+            errs = self.strategy.validate_update(new, old, version)
         if old_meta.get("deletionTimestamp"):
             added = [f for f in new_meta.get("finalizers") or []
                      if f not in (old_meta.get("finalizers") or [])]

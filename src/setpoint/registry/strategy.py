@@ -145,6 +145,11 @@ class Strategy:
                                                            old.get("metadata") or {}))
         return errs
 
+    def validate_status_update(self, new: Obj, old: Obj,
+                               version: VersionInfo) -> list[FieldError]:
+        """Validation of a write through ``/status`` (the rest is the old object's)."""
+        return self.validate_update(new, old, version)
+
     # --- presentation --------------------------------------------------------------------
 
     def field_labels(self, obj: Obj) -> dict[str, str]:

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from aiohttp import web
+from multidict import MultiMapping
 
 from setpoint.apimachinery import errors, fields, jsonpath, patch, selectors
 from setpoint.apimachinery.clock import Clock
@@ -169,7 +170,7 @@ class ResourceHandler:
     # --- writes --------------------------------------------------------------------------
 
     def _write_options(self, query: Mapping[str, str]) -> WriteOptions:
-        dry = query.getall("dryRun") if hasattr(query, "getall") else (
+        dry = query.getall("dryRun", []) if isinstance(query, MultiMapping) else (
             [query["dryRun"]] if "dryRun" in query else [])
         for value in dry:
             if value != "All":

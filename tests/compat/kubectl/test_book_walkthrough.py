@@ -75,9 +75,18 @@ def test_validation_rejects_missing_fields(kubectl: Kubectl, proxy: Proxy,
                                            manifest: str) -> None:
     establish(kubectl, manifest)
     try:
-        rejected = kubectl.run("apply", "-f", str(MANIFESTS / "moby-dick.yaml"), check=False)
+        moby = str(MANIFESTS / "moby-dick.yaml")
+        if manifest == "crd-v1.yaml":
+            # a structural schema prunes spec.foo; kubectl's default strict validation makes
+            # that an error of its own before the schema is checked, as Kubernetes does
+            strict = kubectl.run("apply", "-f", moby, check=False)
+            assert strict.returncode != 0
+            assert 'strict decoding error: unknown field "spec.foo"' in strict.stderr
+            rejected = kubectl.run("apply", "--validate=warn", "-f", moby, check=False)
+        else:
+            rejected = kubectl.run("apply", "-f", moby, check=False)
         assert rejected.returncode != 0
-        assert 'Book.christianb93.github.com "moby-dick" is invalid' in rejected.stderr
+        assert 'The Book "moby-dick" is invalid' in rejected.stderr
         assert "spec.author: Required value" in rejected.stderr
         assert "spec.title: Required value" in rejected.stderr
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import io
 from typing import Any
 
 import aiohttp
@@ -52,7 +53,9 @@ async def request(http: aiohttp.ClientSession, method: str, path: str, body: Any
                   content_type: str = "application/json", raw: bytes | None = None,
                   headers: dict[str, str] | None = None,
                   ) -> tuple[int, Any, aiohttp.typedefs.LooseHeaders]:
-    data = raw if raw is not None else (orjson.dumps(body) if body is not None else None)
+    data: Any = raw if raw is not None else (orjson.dumps(body) if body is not None else None)
+    if isinstance(data, bytes) and len(data) > 1024 * 1024:
+        data = io.BytesIO(data)
     hdrs = {"Content-Type": content_type, **(headers or {})}
     async with http.request(method, path, data=data, headers=hdrs) as response:
         payload = await response.read()

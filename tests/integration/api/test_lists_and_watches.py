@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 import orjson
 
+from setpoint.server.server import Server, ServerConfig
+from setpoint.storage import StorageConfig
 from tests.integration.api.helpers import WIDGETS, install_widgets, request, widget
 
 
@@ -69,7 +72,7 @@ async def test_paging_with_continue(http: aiohttp.ClientSession) -> None:
             break
     assert seen == [f"w{i}" for i in range(7)]
     assert pages == 3
-    status, err, _ = await request(http, "GET", f"{WIDGETS}?limit=3&continue=garbage")
+    status, _err, _ = await request(http, "GET", f"{WIDGETS}?limit=3&continue=garbage")
     assert status == 400
 
 
@@ -120,12 +123,22 @@ async def test_watch_selector_transitions(http: aiohttp.ClientSession) -> None:
     assert [e["type"] for e in events] == ["ADDED", "DELETED"]
 
 
-async def test_watch_too_old_is_410_in_band(http: aiohttp.ClientSession) -> None:
-    await install_widgets(http)
-    events = await watch_events(http, f"{WIDGETS}?watch=true&resourceVersion=1", 1)
+async def test_watch_too_old_is_410_in_band(tmp_path: Path) -> None:
+    config = ServerConfig(port=0, storage=StorageConfig(kind="memory"), watch_cache_capacity=20)
+    async with Server(config) as server, aiohttp.ClientSession(base_url=server.url) as http:
+        await install_widgets(http)
+        for i in range(30):
+            await request(http, "POST", WIDGETS, widget(f"w{i}"))
+        events = await watch_events(http, f"{WIDGETS}?watch=true&resourceVersion=1", 1)
+        # a revision inside the window still works
+        _, page, _ = await request(http, "GET", WIDGETS)
+        recent = int(page["metadata"]["resourceVersion"]) - 5
+        replay = await watch_events(http, f"{WIDGETS}?watch=true&resourceVersion={recent}", 5)
+        assert [e["type"] for e in replay] == ["ADDED"] * 5
     assert events[0]["type"] == "ERROR"
     status = events[0]["object"]
-    assert status["code"] == 410 and status["reason"] == "Expired"
+    assert status["code"] == 410
+    assert status["reason"] == "Expired"
     assert status["message"].startswith("too old resource version: 1")
 
 

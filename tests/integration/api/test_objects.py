@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import aiohttp
@@ -58,7 +59,7 @@ async def test_name_conflict_is_reported(http: aiohttp.ClientSession) -> None:
         conditions = {c["type"]: c for c in crd.get("status", {}).get("conditions", [])}
         if "NamesAccepted" in conditions:
             break
-        time.sleep(0.01)
+        await asyncio.sleep(0.01)
     assert conditions["NamesAccepted"]["status"] == "False"
     assert conditions["NamesAccepted"]["reason"] == "NameConflict"
     assert "Established" not in conditions or conditions["Established"]["status"] != "True"
@@ -72,7 +73,8 @@ async def test_create_sets_server_fields(http: aiohttp.ClientSession) -> None:
     assert status == 201, obj
     meta = obj["metadata"]
     assert meta["namespace"] == "default"
-    assert len(meta["uid"]) == 36 and meta["uid"][14] == "4"
+    assert len(meta["uid"]) == 36
+    assert meta["uid"][14] == "4"
     assert meta["generation"] == 1
     assert meta["creationTimestamp"].endswith("Z")
     assert "status" not in obj  # the status subresource owns status
@@ -88,7 +90,8 @@ async def test_generate_name(http: aiohttp.ClientSession) -> None:
     status, obj, _ = await request(http, "POST", WIDGETS, body)
     assert status == 201, obj
     name = obj["metadata"]["name"]
-    assert name.startswith("gen-") and len(name) == 9
+    assert name.startswith("gen-")
+    assert len(name) == 9
     assert all(c in "bcdfghjklmnpqrstvwxz2456789" for c in name[4:])
 
 
@@ -158,7 +161,8 @@ async def test_validation_errors_name_each_field(http: aiohttp.ClientSession) ->
     assert err["details"]["group"] == "example.com"
     fields_ = [c["field"] for c in err["details"]["causes"]]
     assert fields_ == sorted(fields_)
-    assert "spec.size" in fields_ and "spec.color" in fields_
+    assert "spec.size" in fields_
+    assert "spec.color" in fields_
     assert err["message"].startswith('Widget.example.com "bad" is invalid: ')
 
 
@@ -193,7 +197,8 @@ async def test_delete_without_finalizers_answers_status(http: aiohttp.ClientSess
     status, body, _ = await request(http, "DELETE", WIDGETS + "/d",
                                     {"propagationPolicy": "Background"})
     assert status == 200
-    assert body["kind"] == "Status" and body["status"] == "Success"
+    assert body["kind"] == "Status"
+    assert body["status"] == "Success"
     assert body["details"] == {"name": "d", "group": "example.com", "kind": "widgets",
                                "uid": obj["metadata"]["uid"]}
     status, err, _ = await request(http, "DELETE", WIDGETS + "/d")
@@ -217,7 +222,8 @@ async def test_scale_subresource(http: aiohttp.ClientSession) -> None:
                   content_type="application/merge-patch+json")
     status, scale, _ = await request(http, "GET", WIDGETS + "/s/scale")
     assert status == 200
-    assert scale["kind"] == "Scale" and scale["apiVersion"] == "autoscaling/v1"
+    assert scale["kind"] == "Scale"
+    assert scale["apiVersion"] == "autoscaling/v1"
     assert scale["spec"]["replicas"] == 2
     status, scale, _ = await request(http, "PATCH", WIDGETS + "/s/scale",
                                      {"spec": {"replicas": 5}},
@@ -267,7 +273,8 @@ async def test_bad_requests_are_clear_4xx(http: aiohttp.ClientSession) -> None:
                                               content_type=content_type)
         assert status == code, (method, path, status, body)
         assert headers["Content-Type"] == "application/json", (method, path)
-        assert body["kind"] == "Status" and body["code"] == code, body
+        assert body["kind"] == "Status", body
+        assert body["code"] == code, body
 
 
 async def test_mismatched_patch_bodies_are_400(http: aiohttp.ClientSession) -> None:
