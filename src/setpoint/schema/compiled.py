@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from setpoint.apimachinery import fields
-from setpoint.apimachinery.fields import FieldError, FieldPath
+from setpoint.apimachinery.fields import FieldError
 from setpoint.schema import defaulting, listtype, objectmeta, pruning, values
 from setpoint.schema.structural import Node, ValidationRule, parse
 
@@ -85,7 +85,7 @@ class CompiledSchema:
         errs = values.to_field_errors(raw)
         errs.extend(self._extra(obj))
         if self._list_check is not None:
-            self._list_check(obj, FieldPath(), errs)
+            self._list_check(obj, None, errs)
         return fields.sort_errors(errs)
 
     def validate_update(self, new: Any, old: Any) -> list[FieldError]:
@@ -98,15 +98,15 @@ class CompiledSchema:
         errs.extend(self._extra(new))
         if self._list_check is not None:
             old_errs: list[FieldError] = []
-            self._list_check(old, FieldPath(), old_errs)
+            self._list_check(old, None, old_errs)
             if not old_errs:
-                self._list_check(new, FieldPath(), errs)
+                self._list_check(new, None, errs)
         return fields.sort_errors(errs)
 
     def _extra(self, obj: Any) -> list[FieldError]:
         errs: list[FieldError] = []
         if self._embedded is not None:
-            self._embedded(obj, FieldPath(), errs)
+            self._embedded(obj, None, errs)
         return errs
 
 

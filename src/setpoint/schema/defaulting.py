@@ -65,40 +65,48 @@ def _copier(value: Any) -> Callable[[], Any]:
 
 def compile_prune_nulls(node: Node | None) -> DefaultFn:
     """``PruneNonNullableNullsWithoutDefaults`` for ``node``."""
+    return _prune_nulls(node) or _noop
+
+
+def _prune_nulls(node: Node | None) -> DefaultFn | None:
+    """The pruner, or ``None`` where it has nothing to do (no schema below ``node``)."""
     if node is None:
-        return _noop
-    props: dict[str, tuple[bool, DefaultFn]] = {}
-    if node.properties:
-        for k, child in node.properties.items():
-            droppable = not child.nullable and child.default is MISSING
-            props[k] = (droppable, compile_prune_nulls(child))
+        return None
     ap = node.additional_schema
-    add: tuple[bool, DefaultFn] | None = None
-    if ap is not None:
-        add = (not ap.nullable and ap.default is MISSING, compile_prune_nulls(ap))
-    items = compile_prune_nulls(node.items) if node.items is not None else None
+    if not node.properties and ap is None and node.items is None:
+        return None
+    drop: dict[str, bool] = {}
+    recurse: dict[str, DefaultFn | None] = {}
+    for k, child in (node.properties or {}).items():
+        drop[k] = not child.nullable and child.default is MISSING
+        recurse[k] = _prune_nulls(child)
+    add_drop = ap is not None and not ap.nullable and ap.default is MISSING
+    add_fn = _prune_nulls(ap)
+    items = _prune_nulls(node.items)
 
     def prune_nulls(value: Any) -> None:
         t = type(value)
         if t is dict:
             doomed: list[str] | None = None
             for k, v in value.items():
-                entry = props.get(k, add)
-                if entry is None:
-                    continue
                 if v is None:
-                    if entry[0]:
+                    if drop.get(k, add_drop):
                         if doomed is None:
                             doomed = []
                         doomed.append(k)
-                elif type(v) in (dict, list):
-                    entry[1](v)
+                else:
+                    tv = type(v)
+                    if tv is dict or tv is list:
+                        f = recurse.get(k, add_fn)
+                        if f is not None:
+                            f(v)
             if doomed is not None:
                 for k in doomed:
                     del value[k]
         elif t is list and items is not None:
             for v in value:
-                if type(v) in (dict, list):
+                tv = type(v)
+                if tv is dict or tv is list:
                     items(v)
 
     return prune_nulls

@@ -8,8 +8,8 @@
   the key fields (``{"port": 80}``), or an empty map for an element without the key.
 
 Invariants: only subtrees whose schema contains such a list are visited; paths use
-:class:`~setpoint.apimachinery.fields.FieldPath` (``Key`` for map entries, ``Index`` for items),
-as upstream does.
+:class:`~setpoint.apimachinery.fields.FieldPath` semantics (``Key`` for map entries, ``Index``
+for items), as upstream does, built lazily (:mod:`setpoint.schema.paths`).
 """
 
 from __future__ import annotations
@@ -18,11 +18,12 @@ from collections.abc import Callable
 from typing import Any
 
 from setpoint.apimachinery import fields
-from setpoint.apimachinery.fields import FieldError, FieldPath
-from setpoint.schema import govalues
+from setpoint.apimachinery.fields import FieldError
+from setpoint.schema import govalues, paths
+from setpoint.schema.paths import LazyPath
 from setpoint.schema.structural import Node
 
-CheckFn = Callable[[Any, FieldPath, list[FieldError]], None]
+CheckFn = Callable[[Any, LazyPath, list[FieldError]], None]
 
 _UNSPECIFIED = ("unspecified",)
 
@@ -78,15 +79,15 @@ def _object(node: Node) -> CheckFn:
     ap = node.additional_schema
     add = _value(ap) if ap is not None and _has_list_types(ap) else None
 
-    def check(value: Any, path: FieldPath, errs: list[FieldError]) -> None:
+    def check(value: Any, path: LazyPath, errs: list[FieldError]) -> None:
         if type(value) is not dict:
             return
         if add is not None:
             for k, v in value.items():
-                add(v, path.key(k), errs)
+                add(v, (path, paths.KEY, k), errs)
         for k, f in props.items():
             if k in value:
-                f(value[k], path.child(k), errs)
+                f(value[k], (path, paths.CHILD, k), errs)
 
     return check
 
@@ -97,7 +98,7 @@ def _value(node: Node) -> CheckFn:
     list_type = node.list_type
     keys = node.list_map_keys
 
-    def check(value: Any, path: FieldPath, errs: list[FieldError]) -> None:
+    def check(value: Any, path: LazyPath, errs: list[FieldError]) -> None:
         t = type(value)
         if t is dict:
             obj(value, path, errs)
@@ -105,21 +106,23 @@ def _value(node: Node) -> CheckFn:
         if t is not list:
             return
         if list_type == "set":
-            for i in duplicate_indices(value):
-                errs.append(fields.duplicate(path.index(i), value[i]))
+            dups = duplicate_indices(value)
+            if dups:
+                base = paths.resolve(path)
+                errs.extend(fields.duplicate(base.index(i), value[i]) for i in dups)
         elif list_type == "map":
             errs.extend(_check_map(value, keys, path))
         if items is not None:
             for i, v in enumerate(value):
-                items(v, path.index(i), errs)
+                items(v, (path, paths.INDEX, i), errs)
 
     return check
 
 
-def _check_map(value: list[Any], keys: tuple[str, ...], path: FieldPath) -> list[FieldError]:
+def _check_map(value: list[Any], keys: tuple[str, ...], lazy: LazyPath) -> list[FieldError]:
     for i, x in enumerate(value):
         if x is not None and type(x) is not dict:
-            return [fields.invalid(path.index(i), x,
+            return [fields.invalid(paths.resolve(lazy).index(i), x,
                                    "must be an object for an array of list-type map")]
     if len(value) <= 1:
         return []
@@ -134,7 +137,7 @@ def _check_map(value: list[Any], keys: tuple[str, ...], path: FieldPath) -> list
         out = []
         for i in duplicate_indices(vals):
             shown = {} if vals[i] is _UNSPECIFIED else {key: vals[i]}
-            out.append(fields.duplicate(path.index(i), shown))
+            out.append(fields.duplicate(paths.resolve(lazy).index(i), shown))
         return out
     composite: list[Any] = []
     for x in value:
@@ -144,4 +147,5 @@ def _check_map(value: list[Any], keys: tuple[str, ...], path: FieldPath) -> list
                 if k in x:
                     entry[k] = x[k]
         composite.append(entry)
-    return [fields.duplicate(path.index(i), composite[i]) for i in duplicate_indices(composite)]
+    return [fields.duplicate(paths.resolve(lazy).index(i), composite[i])
+            for i in duplicate_indices(composite)]

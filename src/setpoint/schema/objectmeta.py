@@ -20,10 +20,11 @@ from typing import Any
 
 from setpoint.apimachinery import fields, validation
 from setpoint.apimachinery.fields import FieldError, FieldPath
-from setpoint.schema import govalues
+from setpoint.schema import govalues, paths
+from setpoint.schema.paths import LazyPath
 from setpoint.schema.structural import Node
 
-CheckFn = Callable[[Any, FieldPath, list[FieldError]], None]
+CheckFn = Callable[[Any, LazyPath, list[FieldError]], None]
 
 _DNS1035_LABEL_FMT = "[a-z]([-a-z0-9]*[a-z0-9])?"
 _DNS1035_LABEL_MSG = ("a DNS-1035 label must consist of lower case alphanumeric characters or '-', "
@@ -282,19 +283,19 @@ def _build(node: Node) -> CheckFn:
     items = _build(node.items) if node.items is not None and _has_embedded(node.items) else None
     embedded = node.embedded_resource
 
-    def check(value: Any, path: FieldPath, errs: list[FieldError]) -> None:
+    def check(value: Any, path: LazyPath, errs: list[FieldError]) -> None:
         t = type(value)
         if t is dict:
             if embedded:
-                errs.extend(validate_embedded_resource(value, path))
+                errs.extend(validate_embedded_resource(value, paths.resolve(path)))
             for k, v in value.items():
                 f = props.get(k)
                 if f is not None:
-                    f(v, path.child(k), errs)
+                    f(v, (path, paths.CHILD, k), errs)
                 elif add is not None and (node.properties is None or k not in node.properties):
-                    add(v, path.key(k), errs)
+                    add(v, (path, paths.KEY, k), errs)
         elif t is list and items is not None:
             for i, v in enumerate(value):
-                items(v, path.index(i), errs)
+                items(v, (path, paths.INDEX, i), errs)
 
     return check

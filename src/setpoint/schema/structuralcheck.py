@@ -542,7 +542,7 @@ def _embedded_errors(value: Any, s: Node, path: FieldPath | None,
     if checker is None:
         return []
     errs: list[FieldError] = []
-    checker(value, path if path is not None else FieldPath(), errs)
+    checker(value, path, errs)
     return errs
 
 

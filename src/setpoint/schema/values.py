@@ -82,14 +82,20 @@ class CompiledNode:
     old)`` is apiextensions' ``CorrelatedObject.CachedDeepEqual`` for this node.
     """
 
-    __slots__ = ("equal", "node", "ratchet", "validate")
+    __slots__ = ("equal", "node", "ratchet", "trivial", "validate")
 
     def __init__(self, node: Node, validate: ValidateFn, ratchet: RatchetFn,
-                 equal: EqualFn) -> None:
+                 equal: EqualFn, trivial: tuple[type, int] | None = None) -> None:
         self.node = node
         self.validate = validate
         self.ratchet = ratchet
         self.equal = equal
+        # (Python type, match count) when a value of exactly that type has nothing to check.
+        self.trivial = trivial
+
+
+class _Never:
+    """A type no JSON value has: the "no shortcut" marker of object_validate's table."""
 
 
 # --- type checking ----------------------------------------------------------------------------
@@ -363,6 +369,9 @@ class _Compiler:
         if node.properties:
             props = {k: self.build(v) for k, v in node.properties.items()}
         props_get = props.get
+        # name -> (type whose values need no check, their match count, validator)
+        props_table = {k: (*(c.trivial or (_Never, 0)), c.validate) for k, c in props.items()}
+        pv_get = props_table.get
         ap = node.additional_properties
         additional = self.build(ap) if isinstance(ap, Node) else None
         additional_false = ap is False
@@ -396,14 +405,22 @@ class _Compiler:
                 if r not in value:
                     errs.append((REQUIRED, path + "." + r, None, None))
 
+        has_object_own = bool(required or additional_false or min_props is not None
+                              or max_props is not None)
+        has_slice_own = min_items is not None or max_items is not None or unique
+
         def object_validate(value: dict[str, Any], path: str, errs: Errs) -> int:
-            object_own(value, path, errs)
+            if has_object_own:
+                object_own(value, path, errs)
             count = 0
             pfx = path + "." if path else ""
             for k, v in value.items():
-                c = props_get(k)
-                if c is not None:
-                    count += c.validate(v, pfx + k, errs)
+                entry = pv_get(k)
+                if entry is not None:
+                    if type(v) is entry[0]:
+                        count += entry[1]
+                    else:
+                        count += entry[2](v, pfx + k, errs)
                 elif add_validate is not None:
                     count += add_validate(v, path + "." + k, errs)
             return count
@@ -423,7 +440,8 @@ class _Compiler:
             if items_validate is not None:
                 for i, v in enumerate(value):
                     count += items_validate(v, f"{path}[{i}]", errs)
-            slice_own(value, path, errs)
+            if has_slice_own:
+                slice_own(value, path, errs)
             return count
 
         def null_path(path: str, errs: Errs) -> int:
@@ -574,7 +592,145 @@ class _Compiler:
             if enum_check is not None:
                 enum_check(value, path, errs)
 
-        return CompiledNode(node, validate, ratchet, equal)
+        fast = self._fast_path(types, fmt, validate, junctors, str_check, fmt_check, str_count,
+                               num_check, enum_check, object_validate, has_object_checks,
+                               slice_validate, has_slice_checks)
+        trivial: tuple[type, int] | None = None
+        if fast is not validate and junctors is None and enum_check is None:
+            if types == ("string",) and str_check is None and fmt_check is None:
+                trivial = (str, 6 + str_count)
+            elif types == ("boolean",):
+                trivial = (bool, 6)
+        return CompiledNode(node, fast, ratchet, equal, trivial)
+
+    @staticmethod
+    def _fast_path(types: tuple[str, ...], fmt: str, validate: ValidateFn,
+                   junctors: Callable[[Any, str, Errs], int] | None, str_check: StrFn | None,
+                   fmt_check: StrFn | None, str_count: int, num_check: NumFn | None,
+                   enum_check: AnyFn | None,
+                   object_validate: Callable[[dict[str, Any], str, Errs], int],
+                   has_object_checks: bool,
+                   slice_validate: Callable[[list[Any], str, Errs], int],
+                   has_slice_checks: bool) -> ValidateFn:
+        """``validate`` specialised for values of the declared type (the common case).
+
+        Values of any other type go to the generic ``validate``; both give the same errors
+        and match counts.
+        """
+        if types == ("integer", "string") and _type_outcome(types, fmt, "str") is None:
+            k_s = 6 + str_count
+            k_i = 8
+
+            def fast_int_or_string(value: Any, path: str, errs: Errs) -> int:
+                t = type(value)
+                if t is str:
+                    count = k_s
+                    if str_check is not None:
+                        str_check(value, path, errs)
+                    if fmt_check is not None:
+                        fmt_check(value, path, errs)
+                elif t is int and _I64_MIN <= value <= _I64_MAX:
+                    count = k_i
+                    if num_check is not None:
+                        num_check(value, t, path, errs)
+                else:
+                    return validate(value, path, errs)
+                if junctors is not None:
+                    count += junctors(value, path, errs)
+                if enum_check is not None:
+                    enum_check(value, path, errs)
+                return count
+
+            return fast_int_or_string
+        if len(types) != 1:
+            return validate
+        declared = types[0]
+        kind = {"string": "str", "object": "dict", "array": "list", "boolean": "bool",
+                "integer": "int", "number": "int"}.get(declared)
+        if kind is None or _type_outcome(types, fmt, kind) is not None:
+            return validate
+        base = 6  # final + props (2) + common (1) + type validator applied and passed (2)
+
+        if declared == "string":
+            k_str = base + str_count
+
+            def fast_str(value: Any, path: str, errs: Errs) -> int:
+                if type(value) is not str:
+                    return validate(value, path, errs)
+                count = k_str
+                if junctors is not None:
+                    count += junctors(value, path, errs)
+                if str_check is not None:
+                    str_check(value, path, errs)
+                if fmt_check is not None:
+                    fmt_check(value, path, errs)
+                if enum_check is not None:
+                    enum_check(value, path, errs)
+                return count
+
+            return fast_str
+
+        if declared == "object":
+            k_obj = base + 1
+
+            def fast_obj(value: Any, path: str, errs: Errs) -> int:
+                if type(value) is not dict:
+                    return validate(value, path, errs)
+                count = k_obj
+                if junctors is not None:
+                    count += junctors(value, path, errs)
+                if has_object_checks:
+                    count += object_validate(value, path, errs)
+                if enum_check is not None:
+                    enum_check(value, path, errs)
+                return count
+
+            return fast_obj
+
+        if declared == "array":
+            k_list = base + 2
+
+            def fast_list(value: Any, path: str, errs: Errs) -> int:
+                if type(value) is not list:
+                    return validate(value, path, errs)
+                count = k_list
+                if junctors is not None:
+                    count += junctors(value, path, errs)
+                if has_slice_checks:
+                    count += slice_validate(value, path, errs)
+                if enum_check is not None:
+                    enum_check(value, path, errs)
+                return count
+
+            return fast_list
+
+        if declared == "boolean":
+            def fast_bool(value: Any, path: str, errs: Errs) -> int:
+                if type(value) is not bool or junctors is not None:
+                    return validate(value, path, errs)
+                if enum_check is not None:
+                    enum_check(value, path, errs)
+                return base
+
+            return fast_bool
+
+        k_num = base + 2
+        accepts_float = declared == "number"
+
+        def fast_num(value: Any, path: str, errs: Errs) -> int:
+            t = type(value)
+            if not ((t is int and _I64_MIN <= value <= _I64_MAX) or (t is float and accepts_float)):
+                return validate(value, path, errs)
+            count = k_num
+            if junctors is not None:
+                count += junctors(value, path, errs)
+            if num_check is not None:
+                num_check(value, t, path, errs)
+            if enum_check is not None:
+                enum_check(value, path, errs)
+            return count
+
+        return fast_num
 
     def _junctors(self, node: Node) -> Callable[[Any, str, Errs], int] | None:
         if not (node.all_of or node.any_of or node.one_of or node.not_ is not None):

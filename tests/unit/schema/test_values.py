@@ -279,3 +279,52 @@ def test_validation_does_not_mutate() -> None:
     snapshot = repr(obj)
     CompiledSchema.from_openapi(schema).validate(obj)
     assert repr(obj) == snapshot
+
+
+COUNT_SCHEMAS: list[dict[str, Any]] = [
+    {"type": "string", "maxLength": 3, "format": "date", "enum": ["a"]},
+    {"type": "object", "properties": {"a": {"type": "integer", "maximum": 3}},
+     "required": ["b"], "anyOf": [{"minProperties": 5}]},
+    {"type": "array", "items": {"type": "boolean"}, "minItems": 3},
+    {"type": "integer", "format": "int32", "multipleOf": 2},
+    {"type": "number", "minimum": 1},
+    {"type": "boolean", "enum": [True]},
+    {"x-kubernetes-int-or-string": True},
+    {"x-kubernetes-int-or-string": True, "pattern": "^[0-9]+%$", "maximum": 5},
+    {"type": "string"},
+    {"type": "boolean"},
+]
+COUNT_VALUES: list[Any] = ["x", "2024-01-01", 1, 2.0, 2.5, 1 << 70, True, None, [], [True, 1],
+                           {}, {"a": 1}, {"a": "x", "b": None}]
+
+
+@pytest.mark.parametrize("schema", COUNT_SCHEMAS, ids=[str(i) for i in range(len(COUNT_SCHEMAS))])
+def test_fast_paths_agree_with_the_generic_validator(schema: dict[str, Any],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Specialised validators give kube-openapi's errors and match counts, as the generic one."""
+    from setpoint.schema import values
+    from setpoint.schema.structural import parse
+
+    wrapped = {"type": "object", "properties": {"p": schema}}
+    fast = values.compile_validator(parse(schema))
+    fast_wrapped = values.compile_validator(parse(wrapped))
+    monkeypatch.setattr(values._Compiler, "_fast_path", staticmethod(lambda *a: a[2]))
+    monkeypatch.setattr(values.CompiledNode, "__init__", _without_shortcut(values.CompiledNode))
+    generic = values.compile_validator(parse(schema))
+    generic_wrapped = values.compile_validator(parse(wrapped))
+    for value in COUNT_VALUES:
+        for a, b, v in ((fast, generic, value), (fast_wrapped, generic_wrapped, {"p": value})):
+            a_errs: values.Errs = []
+            b_errs: values.Errs = []
+            assert a.validate(v, "v", a_errs) == b.validate(v, "v", b_errs)
+            assert a_errs == b_errs
+
+
+def _without_shortcut(cls: Any) -> Any:
+    original = cls.__init__
+
+    def init(self: Any, node: Any, validate: Any, ratchet: Any, equal: Any,
+             trivial: Any = None) -> None:
+        original(self, node, validate, ratchet, equal, None)
+
+    return init
