@@ -11,7 +11,7 @@ import binascii
 import re
 from typing import Any
 
-from setpoint.apimachinery import fields, validation
+from setpoint.apimachinery import errors, fields, validation
 from setpoint.apimachinery.fields import FieldError, FieldPath
 from setpoint.registry import table
 from setpoint.registry.resources import ResourceInfo, VersionInfo
@@ -74,6 +74,13 @@ class NamespaceStrategy(Strategy):
         meta = meta_of(obj)
         errs = validation.validate_object_meta(meta, namespaced=False, name_is_label=True)
         return errs
+
+    def check_delete(self, obj: Obj) -> None:
+        name = str(meta_of(obj).get("name", ""))
+        if name in PROTECTED_NAMESPACES:
+            raise errors.Forbidden(f'namespaces "{name}" is forbidden: this namespace may not '
+                                   "be deleted",
+                                   details={"name": name, "kind": "namespaces"})
 
     def field_labels(self, obj: Obj) -> dict[str, str]:
         labels = super().field_labels(obj)

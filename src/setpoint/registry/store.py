@@ -606,6 +606,7 @@ class Store:
         for _ in range(MAX_WRITE_ATTEMPTS):
             kv, current = await self._current(namespace, name)
             meta = current["metadata"]
+            self.strategy.check_delete(current)
             if opts.precondition_uid is not None and opts.precondition_uid != meta.get("uid"):
                 raise self._conflict(name, (
                     f"Precondition failed: UID in precondition: {opts.precondition_uid}, "

@@ -150,6 +150,9 @@ class Strategy:
         """Validation of a write through ``/status`` (the rest is the old object's)."""
         return self.validate_update(new, old, version)
 
+    def check_delete(self, obj: Obj) -> None:
+        """Raise an ApiError when ``obj`` may not be deleted at all."""
+
     # --- presentation --------------------------------------------------------------------
 
     def field_labels(self, obj: Obj) -> dict[str, str]:

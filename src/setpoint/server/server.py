@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,7 +62,8 @@ class Server:
         self._backend = backend
         self._owns_backend = backend is None
         self._clock = clock or SystemClock()
-        self._rng = rng or random.SystemRandom()
+        # seeded once from the OS: uids stay unique without a syscall per object
+        self._rng = rng or random.Random(os.urandom(32))
         self._runner: web.AppRunner | None = None
         self._tasks: asyncio.TaskGroup | None = None
         self._stack = contextlib.AsyncExitStack()
