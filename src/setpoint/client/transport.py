@@ -1,0 +1,220 @@
+"""HTTP for the client: the aiohttp session, TLS, credentials, timeouts and failure mapping.
+
+:func:`ssl_context` and :func:`create_session` build what a :class:`ClientConfig` describes;
+:class:`Transport` sends requests over such a session (or one the caller injects) and maps
+every failure to an :mod:`setpoint.apimachinery.errors` exception:
+
+- an error response → the exception its Status names (:mod:`setpoint.client.responses`);
+- a connection failure (refused, reset, TLS handshake, connect timeout, truncated body) →
+  ``ServiceUnavailable``, raised ``from`` the aiohttp error;
+- a request that outlives ``request_timeout`` → ``Timeout``.
+
+Invariants: every response is released before :meth:`Transport.request` returns or raises,
+and :meth:`Transport.stream` hands the caller an open response that the caller must close.
+Credentials are added per request (a rotated token applies at once) and only over https.
+A session passed in by the caller is used as is and never closed here; one created here is
+closed by :meth:`Transport.close`.
+
+Non-guarantees: no retries (not even on 429 or a dropped connection: ``retry_after`` is
+reported on the exception and the caller decides); proxy environment variables are ignored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import ssl
+import tempfile
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any, NoReturn
+
+import aiohttp
+
+from setpoint.apimachinery import errors
+from setpoint.apimachinery.clock import Clock
+from setpoint.client import responses
+from setpoint.client.auth import Credentials
+from setpoint.client.config import ClientConfig
+from setpoint.client.kubeconfig import ConfigError
+
+Params = Mapping[str, str]
+
+
+@contextlib.contextmanager
+def _pem_path(data: bytes, name: str) -> Iterator[str]:
+    """A path holding ``data`` while the context lasts: a memory file where the OS has them,
+    else a file in a private (0700) temporary directory, removed on exit."""
+    memfd_create = getattr(os, "memfd_create", None)
+    if memfd_create is not None and os.path.isdir("/proc/self/fd"):
+        fd = memfd_create(name)
+        try:
+            os.write(fd, data)
+            yield f"/proc/self/fd/{fd}"
+        finally:
+            os.close(fd)
+        return
+    with tempfile.TemporaryDirectory(prefix="setpoint-tls-") as directory:
+        path = os.path.join(directory, name)
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "wb") as f:
+            f.write(data)
+        yield path
+
+
+def _load_client_certificate(context: ssl.SSLContext, config: ClientConfig) -> None:
+    # ssl loads certificates only from paths, so inline PEM is exposed through _pem_path
+    # for the duration of the load.
+    with contextlib.ExitStack() as stack:
+        cert: str | Path | None = config.client_cert_file
+        key: str | Path | None = config.client_key_file
+        if config.client_cert_data is not None:
+            cert = stack.enter_context(_pem_path(config.client_cert_data, "cert.pem"))
+        if config.client_key_data is not None:
+            key = stack.enter_context(_pem_path(config.client_key_data, "key.pem"))
+        if cert is None or key is None:
+            raise ConfigError("a client certificate needs its key")
+        context.load_cert_chain(cert, key)
+
+
+def ssl_context(config: ClientConfig) -> ssl.SSLContext | None:
+    """The TLS context for ``config``'s server, or ``None`` for plain http.
+
+    Without a CA the system trust store is used. Unreadable or malformed certificate material
+    raises :class:`~setpoint.client.kubeconfig.ConfigError` naming the field.
+    """
+    if not config.is_https:
+        return None
+    try:
+        context = ssl.create_default_context(
+            cafile=str(config.ca_file) if config.ca_file is not None else None,
+            cadata=config.ca_data.decode("ascii") if config.ca_data is not None else None)
+    except (OSError, ssl.SSLError, UnicodeDecodeError) as e:
+        raise ConfigError(f"cannot load the certificate authority: {e}") from e
+    if config.insecure_skip_tls_verify:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    has_cert = config.client_cert_data is not None or config.client_cert_file is not None
+    if has_cert:
+        try:
+            _load_client_certificate(context, config)
+        except (OSError, ssl.SSLError) as e:
+            raise ConfigError(f"cannot load the client certificate and key: {e}") from e
+    return context
+
+
+def create_session(config: ClientConfig, *,
+                   context: ssl.SSLContext | None = None) -> aiohttp.ClientSession:
+    """A session with a bounded connection pool and TLS as ``config`` says.
+
+    Must be called with an event loop running. Timeouts are set per request, not here.
+    """
+    tls: ssl.SSLContext | bool = context or ssl_context(config) or False
+    connector = aiohttp.TCPConnector(ssl=tls, limit=config.max_connections,
+                                     keepalive_timeout=30.0)
+    return aiohttp.ClientSession(connector=connector, trust_env=False,
+                                 timeout=aiohttp.ClientTimeout(
+                                     total=None, connect=config.connect_timeout))
+
+
+class Transport:
+    """Sends requests to one API server; owns its session unless one was injected."""
+
+    def __init__(self, config: ClientConfig, *, session: aiohttp.ClientSession | None = None,
+                 clock: Clock | None = None) -> None:
+        self.config = config
+        self._session = session
+        self._owns_session = session is None
+        self._credentials = Credentials(config, clock=clock)
+        self._closed = False
+
+    @property
+    def session(self) -> aiohttp.ClientSession:
+        """The session, created on first use (it needs a running event loop)."""
+        if self._closed:
+            raise RuntimeError("the client is closed")
+        if self._session is None:
+            self._session = create_session(self.config)
+        return self._session
+
+    async def close(self) -> None:
+        """Close the session if it was created here. Idempotent."""
+        self._closed = True
+        session, self._session = self._session, None
+        if session is not None and self._owns_session:
+            await session.close()
+
+    async def _headers(self, content_type: str | None, accept: str) -> dict[str, str]:
+        headers = {"Accept": accept, "User-Agent": self.config.user_agent}
+        if content_type is not None:
+            headers["Content-Type"] = content_type
+        authorization = await self._credentials.authorization()
+        if authorization is not None:
+            headers["Authorization"] = authorization
+        return headers
+
+    def _failure(self, method: str, path: str, error: Exception) -> errors.ApiError:
+        if isinstance(error, aiohttp.ClientError):
+            detail = str(error) or type(error).__name__
+            return errors.ServiceUnavailable(
+                f"{method} {self.config.server}{path}: connection failed: {detail}")
+        return errors.Timeout(f"{method} {self.config.server}{path}: no response within "
+                              f"{self.config.request_timeout:g}s")
+
+    def _raise_for(self, response: aiohttp.ClientResponse, body: bytes) -> NoReturn:
+        if response.status == 401:
+            self._credentials.invalidate()
+        raise responses.error_from_response(
+            response.status, body, reason_phrase=response.reason or "",
+            retry_after=response.headers.get("Retry-After"))
+
+    async def request(self, method: str, path: str, *, params: Params | None = None,
+                      body: bytes | None = None, content_type: str | None = None,
+                      accept: str = "application/json") -> Any:
+        """Send one request and return its decoded JSON body (``None`` when empty)."""
+        headers = await self._headers(content_type, accept)
+        timeout = aiohttp.ClientTimeout(total=self.config.request_timeout,
+                                        connect=self.config.connect_timeout)
+        try:
+            async with self.session.request(
+                    method, self.config.server + path, params=params, data=body,
+                    headers=headers, timeout=timeout, proxy=self.config.proxy_url,
+                    server_hostname=self.config.tls_server_name) as response:
+                payload = await response.read()
+                if response.status >= 400:
+                    self._raise_for(response, payload)
+        except (aiohttp.ClientError, TimeoutError) as e:
+            if isinstance(e, aiohttp.InvalidURL):
+                raise
+            raise self._failure(method, path, e) from e
+        return responses.decode(payload, f"{method} {path}")
+
+    async def stream(self, method: str, path: str, *,
+                     params: Params | None = None) -> aiohttp.ClientResponse:
+        """Open a streaming response with status < 400; the caller must close it.
+
+        Only the connect phase has a timeout here: reading is the caller's to bound.
+        """
+        headers = await self._headers(None, "application/json")
+        timeout = aiohttp.ClientTimeout(total=None, connect=self.config.connect_timeout,
+                                        sock_read=None)
+        try:
+            response = await self.session.request(
+                method, self.config.server + path, params=params, headers=headers,
+                timeout=timeout, proxy=self.config.proxy_url,
+                server_hostname=self.config.tls_server_name)
+        except (aiohttp.ClientError, TimeoutError) as e:
+            if isinstance(e, aiohttp.InvalidURL):
+                raise
+            raise self._failure(method, path, e) from e
+        if response.status < 400:
+            return response
+        try:
+            async with asyncio.timeout(self.config.request_timeout):
+                payload = await response.read()
+        except (aiohttp.ClientError, TimeoutError) as e:
+            raise self._failure(method, path, e) from e
+        finally:
+            response.close()
+        self._raise_for(response, payload)
