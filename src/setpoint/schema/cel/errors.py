@@ -4,9 +4,12 @@
 
     CELError
     ├── CELCompileError        a rule that does not parse or type-check (CRD-time)
-    └── EvalError              a rule that fails while evaluating (object-time)
-        ├── NoSuchOverload     no function accepts these argument types
-        └── CostLimitExceeded  the per-call cost limit was reached; evaluation stopped
+    ├── EvalError              a rule that fails while evaluating (object-time)
+    │   └── NoSuchOverload     no function accepts these argument types
+    └── CostLimitExceeded      the per-call cost limit was reached; evaluation stopped
+
+``CostLimitExceeded`` is deliberately not an ``EvalError``: CEL's logical operators absorb
+errors (``error || true`` is ``true``), but running out of cost ends the evaluation.
 
 An :class:`EvalError`'s text is what cel-go prints for the same failure (``no such key: x``,
 ``division by zero``, ``integer overflow`` ...), because Kubernetes copies it into the
@@ -38,10 +41,12 @@ class EvalError(CELError):
 
 
 class NoSuchOverload(EvalError):
-    def __init__(self, detail: str = "") -> None:
-        super().__init__(f"no such overload: {detail}" if detail else "no such overload")
+    """cel-go's runtime text is exactly ``no such overload``; Kubernetes matches on it."""
+
+    def __init__(self) -> None:
+        super().__init__("no such overload")
 
 
-class CostLimitExceeded(EvalError):
+class CostLimitExceeded(CELError):
     def __init__(self) -> None:
         super().__init__("operation cancelled: actual cost limit exceeded")
