@@ -18,6 +18,9 @@ Invariants:
 * errors are sorted with :func:`~setpoint.apimachinery.fields.sort_errors`, pruned paths with
   ``sorted``.
 
+A CRD served with ``spec.preserveUnknownFields: true`` (v1beta1's default) is not pruned by
+Kubernetes at all: the caller simply does not call :meth:`CompiledSchema.prune` for it.
+
 CEL (``x-kubernetes-validations``) is parsed and kept on the nodes
 (:attr:`CompiledSchema.validation_rules`) but not evaluated here; a CEL evaluator can be
 plugged in by the caller using those rules and their schema paths.
