@@ -36,12 +36,12 @@ from typing import Any, Final, Literal
 import aiohttp
 import orjson
 
+from setpoint.apimachinery import clock as clocks
 from setpoint.apimachinery import errors
-from setpoint.apimachinery.clock import Clock
+from setpoint.client import config as cfg
 from setpoint.client import discovery as disc
+from setpoint.client import transport
 from setpoint.client import watch as watching
-from setpoint.client.config import ClientConfig
-from setpoint.client.transport import Transport
 
 Obj = dict[str, Any]
 #: a JSON patch is a list of operations; every other patch is an object
@@ -118,10 +118,10 @@ class Client:
     ``session`` injects an aiohttp session (e.g. a test server's); the caller then owns it.
     """
 
-    def __init__(self, config: ClientConfig, *, session: aiohttp.ClientSession | None = None,
-                 clock: Clock | None = None, discovery_concurrency: int = 8) -> None:
+    def __init__(self, config: cfg.ClientConfig, *, session: aiohttp.ClientSession | None = None,
+                 clock: clocks.Clock | None = None, discovery_concurrency: int = 8) -> None:
         self.config = config
-        self._transport = Transport(config, session=session, clock=clock)
+        self._transport = transport.Transport(config, session=session, clock=clock)
         self.discovery = disc.Discovery(self._get, concurrency=discovery_concurrency)
 
     async def __aenter__(self) -> Client:

@@ -20,17 +20,17 @@ import asyncio
 import base64
 from pathlib import Path
 
-from setpoint.apimachinery.clock import Clock, SystemClock
-from setpoint.client.config import ClientConfig
-from setpoint.client.kubeconfig import ConfigError
+from setpoint.apimachinery import clock as clocks
+from setpoint.client import config as cfg
+from setpoint.client import kubeconfig
 
 
 class Credentials:
     """Produces the ``Authorization`` header value for one :class:`ClientConfig`."""
 
-    def __init__(self, config: ClientConfig, *, clock: Clock | None = None) -> None:
+    def __init__(self, config: cfg.ClientConfig, *, clock: clocks.Clock | None = None) -> None:
         self._config = config
-        self._clock = clock or SystemClock()
+        self._clock = clock or clocks.SystemClock()
         self._file_token: str | None = None
         self._read_at: float | None = None
         self._lock = asyncio.Lock()
@@ -65,7 +65,7 @@ class Credentials:
                     text = await asyncio.to_thread(_read, path)
                 except OSError as e:
                     if self._file_token is None and not self._config.token:
-                        raise ConfigError(f"cannot read token file {path}: "
+                        raise kubeconfig.ConfigError(f"cannot read token file {path}: "
                                           f"{e.strerror or e}") from e
                 else:
                     if text:

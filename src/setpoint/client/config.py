@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import Any
 
 from setpoint.client import kubeconfig
-from setpoint.client.kubeconfig import ConfigError
 
 #: where a pod's service-account credentials are mounted
 INCLUSTER_ROOT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
@@ -74,34 +73,37 @@ class ClientConfig:
     def __post_init__(self) -> None:
         parsed = urllib.parse.urlsplit(self.server)
         if parsed.scheme not in ("http", "https") or not parsed.hostname:
-            raise ConfigError(f"server must be an http:// or https:// URL, not {self.server!r}")
+            raise kubeconfig.ConfigError(
+                f"server must be an http:// or https:// URL, not {self.server!r}")
         if self.server.endswith("/"):
             object.__setattr__(self, "server", self.server.rstrip("/"))
         pairs = (("ca_data", "ca_file"), ("client_cert_data", "client_cert_file"),
                  ("client_key_data", "client_key_file"))
         for data_name, file_name in pairs:
             if getattr(self, data_name) is not None and getattr(self, file_name) is not None:
-                raise ConfigError(f"{data_name} and {file_name} are mutually exclusive")
+                raise kubeconfig.ConfigError(f"{data_name} and {file_name} are mutually exclusive")
         has_cert = self.client_cert_data is not None or self.client_cert_file is not None
         has_key = self.client_key_data is not None or self.client_key_file is not None
         if has_cert != has_key:
-            raise ConfigError("a client certificate needs its key, and a key its certificate")
+            raise kubeconfig.ConfigError(
+                "a client certificate needs its key, and a key its certificate")
         if self.insecure_skip_tls_verify and (self.ca_data is not None
                                               or self.ca_file is not None):
-            raise ConfigError("a certificate authority cannot be combined with "
+            raise kubeconfig.ConfigError("a certificate authority cannot be combined with "
                               "insecure_skip_tls_verify")
         if (self.username is None) != (self.password is None):
-            raise ConfigError("basic authentication needs both username and password")
+            raise kubeconfig.ConfigError("basic authentication needs both username and password")
         if self.proxy_url is not None and not self.proxy_url.startswith("http://"):
-            raise ConfigError(f"only http:// proxies are supported, not {self.proxy_url!r}")
+            raise kubeconfig.ConfigError(
+                f"only http:// proxies are supported, not {self.proxy_url!r}")
         for name in ("connect_timeout", "request_timeout", "watch_inactivity_timeout",
                      "token_refresh_interval"):
             if not getattr(self, name) > 0:
-                raise ConfigError(f"{name} must be positive")
+                raise kubeconfig.ConfigError(f"{name} must be positive")
         if self.max_connections < 1:
-            raise ConfigError("max_connections must be at least 1")
+            raise kubeconfig.ConfigError("max_connections must be at least 1")
         if not self.namespace:
-            raise ConfigError("namespace must not be empty")
+            raise kubeconfig.ConfigError("namespace must not be empty")
 
     @property
     def is_https(self) -> bool:
@@ -116,11 +118,11 @@ def _decode(entry: Mapping[str, Any], key: str, where: str) -> bytes | None:
     if value in (None, ""):
         return None
     if not isinstance(value, str):
-        raise ConfigError(f"{where}: {key} must be a base64 string")
+        raise kubeconfig.ConfigError(f"{where}: {key} must be a base64 string")
     try:
         return base64.b64decode(value, validate=True)
     except (binascii.Error, ValueError) as e:
-        raise ConfigError(f"{where}: {key} is not valid base64") from e
+        raise kubeconfig.ConfigError(f"{where}: {key} is not valid base64") from e
 
 
 def _path(entry: Mapping[str, Any], key: str) -> Path | None:
@@ -137,7 +139,7 @@ def _pick(entry: Mapping[str, Any], data_key: str, file_key: str,
 
 def _server_url(value: Any, where: str) -> str:
     if not isinstance(value, str) or not value:
-        raise ConfigError(f"{where}: no server URL")
+        raise kubeconfig.ConfigError(f"{where}: no server URL")
     # kubectl's default scheme for a bare host:port
     return value if "://" in value else "https://" + value
 
@@ -148,12 +150,12 @@ def config_from_selection(selection: kubeconfig.Selection, **overrides: Any) -> 
     where = f"context {selection.context!r}"
     if user.get("exec"):
         command = user["exec"].get("command") if isinstance(user["exec"], Mapping) else None
-        raise ConfigError(f"{where}: exec credential plugins are not supported "
+        raise kubeconfig.ConfigError(f"{where}: exec credential plugins are not supported "
                           f"(the user runs {command!r}); use a token or client certificate")
     if user.get("auth-provider"):
         provider = user["auth-provider"]
         name = provider.get("name") if isinstance(provider, Mapping) else provider
-        raise ConfigError(f"{where}: auth-provider {name!r} is not supported")
+        raise kubeconfig.ConfigError(f"{where}: auth-provider {name!r} is not supported")
     ca_data, ca_file = _pick(cluster, "certificate-authority-data", "certificate-authority",
                              where)
     cert_data, cert_file = _pick(user, "client-certificate-data", "client-certificate", where)
@@ -177,8 +179,8 @@ def config_from_selection(selection: kubeconfig.Selection, **overrides: Any) -> 
     values.update(overrides)
     try:
         return ClientConfig(**values)
-    except ConfigError as e:
-        raise ConfigError(f"{where}: {e}") from e
+    except kubeconfig.ConfigError as e:
+        raise kubeconfig.ConfigError(f"{where}: {e}") from e
 
 
 def load_kubeconfig(path: str | os.PathLike[str] | None = None, context: str | None = None,
@@ -215,11 +217,12 @@ def load_incluster(root: str | os.PathLike[str] = INCLUSTER_ROOT, *,
     host = env.get("KUBERNETES_SERVICE_HOST", "")
     port = env.get("KUBERNETES_SERVICE_PORT", "")
     if not host or not port:
-        raise ConfigError("not running in a cluster: KUBERNETES_SERVICE_HOST and "
+        raise kubeconfig.ConfigError("not running in a cluster: KUBERNETES_SERVICE_HOST and "
                           "KUBERNETES_SERVICE_PORT must be set")
     token_file = base / "token"
     if not token_file.is_file():
-        raise ConfigError(f"not running in a cluster: no service-account token at {token_file}")
+        raise kubeconfig.ConfigError(
+            f"not running in a cluster: no service-account token at {token_file}")
     try:
         is_v6 = ipaddress.ip_address(host).version == 6
     except ValueError:
@@ -257,5 +260,5 @@ def auto_config(*, environ: Mapping[str, str] | None = None,
     if default[0].exists():
         return config_from_selection(
             kubeconfig.select(kubeconfig.merge(default, require_all=True)), **overrides)
-    raise ConfigError("no configuration found: KUBECONFIG is unset, this is not a pod, and "
-                      f"{default[0]} does not exist")
+    raise kubeconfig.ConfigError("no configuration found: KUBECONFIG is unset, this is not a "
+                                 f"pod, and {default[0]} does not exist")

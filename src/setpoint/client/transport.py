@@ -32,12 +32,10 @@ from typing import Any, NoReturn
 
 import aiohttp
 
+from setpoint.apimachinery import clock as clocks
 from setpoint.apimachinery import errors
-from setpoint.apimachinery.clock import Clock
-from setpoint.client import responses
-from setpoint.client.auth import Credentials
-from setpoint.client.config import ClientConfig
-from setpoint.client.kubeconfig import ConfigError
+from setpoint.client import auth, kubeconfig, responses
+from setpoint.client import config as cfg
 
 Params = Mapping[str, str]
 
@@ -63,7 +61,7 @@ def _pem_path(data: bytes, name: str) -> Iterator[str]:
         yield path
 
 
-def _load_client_certificate(context: ssl.SSLContext, config: ClientConfig) -> None:
+def _load_client_certificate(context: ssl.SSLContext, config: cfg.ClientConfig) -> None:
     # ssl loads certificates only from paths, so inline PEM is exposed through _pem_path
     # for the duration of the load.
     with contextlib.ExitStack() as stack:
@@ -74,11 +72,11 @@ def _load_client_certificate(context: ssl.SSLContext, config: ClientConfig) -> N
         if config.client_key_data is not None:
             key = stack.enter_context(_pem_path(config.client_key_data, "key.pem"))
         if cert is None or key is None:
-            raise ConfigError("a client certificate needs its key")
+            raise kubeconfig.ConfigError("a client certificate needs its key")
         context.load_cert_chain(cert, key)
 
 
-def ssl_context(config: ClientConfig) -> ssl.SSLContext | None:
+def ssl_context(config: cfg.ClientConfig) -> ssl.SSLContext | None:
     """The TLS context for ``config``'s server, or ``None`` for plain http.
 
     Without a CA the system trust store is used. Unreadable or malformed certificate material
@@ -91,7 +89,7 @@ def ssl_context(config: ClientConfig) -> ssl.SSLContext | None:
             cafile=str(config.ca_file) if config.ca_file is not None else None,
             cadata=config.ca_data.decode("ascii") if config.ca_data is not None else None)
     except (OSError, ssl.SSLError, UnicodeDecodeError) as e:
-        raise ConfigError(f"cannot load the certificate authority: {e}") from e
+        raise kubeconfig.ConfigError(f"cannot load the certificate authority: {e}") from e
     if config.insecure_skip_tls_verify:
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
@@ -100,11 +98,11 @@ def ssl_context(config: ClientConfig) -> ssl.SSLContext | None:
         try:
             _load_client_certificate(context, config)
         except (OSError, ssl.SSLError) as e:
-            raise ConfigError(f"cannot load the client certificate and key: {e}") from e
+            raise kubeconfig.ConfigError(f"cannot load the client certificate and key: {e}") from e
     return context
 
 
-def create_session(config: ClientConfig, *,
+def create_session(config: cfg.ClientConfig, *,
                    context: ssl.SSLContext | None = None) -> aiohttp.ClientSession:
     """A session with a bounded connection pool and TLS as ``config`` says.
 
@@ -121,12 +119,12 @@ def create_session(config: ClientConfig, *,
 class Transport:
     """Sends requests to one API server; owns its session unless one was injected."""
 
-    def __init__(self, config: ClientConfig, *, session: aiohttp.ClientSession | None = None,
-                 clock: Clock | None = None) -> None:
+    def __init__(self, config: cfg.ClientConfig, *, session: aiohttp.ClientSession | None = None,
+                 clock: clocks.Clock | None = None) -> None:
         self.config = config
         self._session = session
         self._owns_session = session is None
-        self._credentials = Credentials(config, clock=clock)
+        self._credentials = auth.Credentials(config, clock=clock)
         self._closed = False
 
     @property
