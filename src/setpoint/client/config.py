@@ -137,6 +137,15 @@ def _pick(entry: Mapping[str, Any], data_key: str, file_key: str,
     return (data, None) if data is not None else (None, _path(entry, file_key))
 
 
+def _flag(entry: Mapping[str, Any], key: str, where: str) -> bool:
+    value = entry.get(key, False)
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    raise kubeconfig.ConfigError(f"{where}: {key} must be true or false, not {value!r}")
+
+
 def _server_url(value: Any, where: str) -> str:
     if not isinstance(value, str) or not value:
         raise kubeconfig.ConfigError(f"{where}: no server URL")
@@ -171,7 +180,7 @@ def config_from_selection(selection: kubeconfig.Selection, **overrides: Any) -> 
         "token_file": _path(user, "tokenFile"),
         "username": user.get("username") or None,
         "password": user.get("password") or None,
-        "insecure_skip_tls_verify": bool(cluster.get("insecure-skip-tls-verify", False)),
+        "insecure_skip_tls_verify": _flag(cluster, "insecure-skip-tls-verify", where),
         "tls_server_name": cluster.get("tls-server-name") or None,
         "proxy_url": proxy or None,
         "namespace": selection.namespace,

@@ -152,11 +152,11 @@ def select(config: Kubeconfig, context: str | None = None) -> Selection:
     if ctx is None:
         raise ConfigError(f"context {name!r} not found in {where}")
     cluster_name = ctx.get("cluster")
-    if not cluster_name or cluster_name not in config.clusters:
+    if not isinstance(cluster_name, str) or cluster_name not in config.clusters:
         raise ConfigError(f"context {name!r} names cluster {cluster_name!r}, "
                           f"which is not defined in {where}")
     user_name = ctx.get("user")
-    if user_name and user_name not in config.users:
+    if user_name and (not isinstance(user_name, str) or user_name not in config.users):
         raise ConfigError(f"context {name!r} names user {user_name!r}, "
                           f"which is not defined in {where}")
     user = config.users[user_name] if user_name else {}

@@ -96,9 +96,12 @@ def test_explicit_context_wins_over_current(tmp_path: Path) -> None:
     (simple(cluster={"insecure-skip-tls-verify": True,
                      "certificate-authority-data": b64(CA_PEM)}), None, "insecure"),
     (simple(server="ftp://x"), None, "http:// or https://"),
+    (simple(cluster={"insecure-skip-tls-verify": "maybe"}), None, "must be true or false"),
+    (kubeconfig(clusters={"x": {"server": "https://x"}},
+                contexts={"c": {"cluster": ["x"]}}, current="c"), None, "names cluster"),
 ], ids=["unknown-context", "no-current", "missing-cluster", "missing-user", "no-server",
         "exec", "auth-provider", "bad-base64", "cert-without-key", "insecure-with-ca",
-        "bad-scheme"])
+        "bad-scheme", "bad-flag", "cluster-not-a-name"])
 def test_unusable_kubeconfigs(tmp_path: Path, doc: dict[str, Any], context: str | None,
                               message: str) -> None:
     with pytest.raises(kc.ConfigError, match=message):
@@ -140,6 +143,11 @@ def test_inline_data_wins_over_files(tmp_path: Path) -> None:
     assert (config.ca_data, config.ca_file) == (CA_PEM, None)
     assert (config.client_cert_data, config.client_cert_file) == (b"CERT", None)
     assert (config.client_key_data, config.client_key_file) == (b"KEY", None)
+
+
+def test_string_flags_are_accepted(tmp_path: Path) -> None:
+    path = write(tmp_path / "c", simple(cluster={"insecure-skip-tls-verify": "True"}))
+    assert cfg.load_kubeconfig(path).insecure_skip_tls_verify
 
 
 def test_cluster_options(tmp_path: Path) -> None:
