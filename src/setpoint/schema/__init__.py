@@ -14,10 +14,13 @@ and judge a schema when a CRD is written::
 
 Modules: :mod:`~setpoint.schema.structural` (model), :mod:`~setpoint.schema.pruning`,
 :mod:`~setpoint.schema.defaulting`, :mod:`~setpoint.schema.values` (value validation and
-ratcheting), :mod:`~setpoint.schema.formats`, :mod:`~setpoint.schema.regex` (RE2),
+ratcheting) with :mod:`~setpoint.schema.keywords` and :mod:`~setpoint.schema.correlation`,
+:mod:`~setpoint.schema.formats`, :mod:`~setpoint.schema.regex` (RE2),
 :mod:`~setpoint.schema.listtype`, :mod:`~setpoint.schema.objectmeta` (embedded resources),
-:mod:`~setpoint.schema.structuralcheck` (CRD-time checks), :mod:`~setpoint.schema.govalues`
-(Go value semantics). CEL rules are parsed and exposed, not evaluated.
+:mod:`~setpoint.schema.structuralcheck` (CRD-time checks) with
+:mod:`~setpoint.schema.defaultcheck` and :mod:`~setpoint.schema.openapicheck`,
+:mod:`~setpoint.schema.govalues` (Go value semantics), :mod:`~setpoint.schema.paths`.
+CEL rules are parsed and exposed, not evaluated.
 """
 
 from setpoint.schema.compiled import CompiledSchema

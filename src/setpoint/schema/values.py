@@ -28,35 +28,36 @@ only by :func:`to_field_errors`, which also deduplicates as kube-openapi's ``Res
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from setpoint.apimachinery import fields
-from setpoint.schema import formats, govalues, regex
+from setpoint.schema import correlation, formats, govalues, keywords
+from setpoint.schema.correlation import NO_MATCH
+from setpoint.schema.keywords import (
+    COMPOSITE,
+    ENUM,
+    INVALID,
+    REQUIRED,
+    TOO_MANY,
+    TYPE,
+    AnyFn,
+    EqualFn,
+    Errs,
+    NumFn,
+    RatchetFn,
+    StrFn,
+    ValidateFn,
+    to_field_errors,
+)
 from setpoint.schema.structural import Node
 
-REQUIRED = "required"
-ENUM = "enum"
-TOO_LONG = "toolong"
-TOO_MANY = "toomany"
-TYPE = "type"
-INVALID = "invalid"
-COMPOSITE = "composite"
-
-RawError = tuple[str, Any, Any, Any]
-Errs = list[RawError]
-ValidateFn = Callable[[Any, str, Errs], int]
-RatchetFn = Callable[[Any, Any, str, Errs], None]
-EqualFn = Callable[[Any, Any], bool]
+__all__ = ["DEFAULTS", "RUNTIME", "CompiledNode", "Errs", "Options", "compile_validator",
+           "to_field_errors"]
 
 _I64_MIN = govalues.INT64_MIN
 _I64_MAX = govalues.INT64_MAX
 _quote = govalues.quote
-_fv = govalues.format_float_v
-
-
 @dataclass(frozen=True, slots=True)
 class Options:
     """How Kubernetes builds the validator.
@@ -97,236 +98,6 @@ class CompiledNode:
 class _Never:
     """A type no JSON value has: the "no shortcut" marker of object_validate's table."""
 
-
-# --- type checking ----------------------------------------------------------------------------
-
-# kind -> (JSON schema type, Go format) as typeValidator.schemaInfoForType reports them.
-_SCHEMA_INFO = {
-    "str": ("string", ""), "dict": ("object", ""), "list": ("array", ""),
-    "bool": ("boolean", ""), "int": ("integer", "int64"),
-    "float": ("number", "float64"), "floatint": ("number", "float64"),
-}
-
-
-def _type_outcome(types: tuple[str, ...], fmt: str, kind: str) -> str | None:
-    """The bad-value text of typeValidator's error for ``kind``, or ``None`` if it passes."""
-    sch, gofmt = _SCHEMA_INFO[kind]
-    is_float_int = kind == "floatint" and "integer" in types
-    is_int_float = sch == "integer" and "number" in types
-    go_kind_is_str_or_slice = kind in ("str", "list")
-    if (not go_kind_is_str_or_slice and fmt
-            and not (sch in types or gofmt == fmt or is_float_int or is_int_float)):
-        return "\x00" + fmt + "\x00" + gofmt
-    if not ("number" in types or "integer" in types) and fmt and go_kind_is_str_or_slice:
-        return None
-    if not (sch in types or is_float_int or is_int_float):
-        return "\x00" + ",".join(types) + "\x00" + sch
-    return None
-
-
-TypeFn = Callable[[Any, type, str, Errs], int]
-
-
-def _type_checker(types: tuple[str, ...], fmt: str) -> TypeFn | None:
-    if not types and not fmt:
-        return None
-    table: dict[type, tuple[str, str] | None] = {}
-    for py, kind in ((str, "str"), (dict, "dict"), (list, "list"), (bool, "bool"), (int, "int")):
-        out = _type_outcome(types, fmt, kind)
-        table[py] = None if out is None else _split(out)
-    out_float = _type_outcome(types, fmt, "float")
-    out_floatint = _type_outcome(types, fmt, "floatint")
-    f_bad = None if out_float is None else _split(out_float)
-    fi_bad = None if out_floatint is None else _split(out_floatint)
-    float_depends = f_bad != fi_bad
-    table[float] = f_bad
-
-    if all(v is None for v in table.values()) and fi_bad is None:
-        return None
-
-    def check(value: Any, t: type, path: str, errs: Errs) -> int:
-        if t is float and float_depends and govalues.is_json_integer(value):
-            bad = fi_bad
-        else:
-            bad = table.get(t, f_bad)
-        if bad is None:
-            return 1
-        tname, shown = bad
-        errs.append((TYPE, path, shown, f"{path} in body must be of type {tname}: {_quote(shown)}"))
-        return 0
-
-    return check
-
-
-def _split(out: str) -> tuple[str, str]:
-    _, tname, shown = out.split("\x00")
-    return tname, shown
-
-
-# --- per-keyword checks -----------------------------------------------------------------------
-
-StrFn = Callable[[str, str, Errs], None]
-
-
-def _string_checker(node: Node) -> StrFn | None:
-    max_len = node.max_length
-    min_len = node.min_length
-    pattern = node.pattern
-    compiled = None
-    pattern_error = None
-    if pattern:
-        tr = regex.translate(pattern)
-        pattern_error = tr.error
-        if tr.python is not None:
-            compiled = regex.compile_pattern(pattern)
-    if max_len is None and min_len is None and not pattern:
-        return None
-    search = compiled.search if compiled is not None else None
-
-    def check(value: str, path: str, errs: Errs) -> None:
-        if max_len is not None and len(value) > max_len:
-            errs.append((TOO_LONG, path, None, max_len))
-            return
-        if min_len is not None and len(value) < min_len:
-            errs.append((INVALID, path, value,
-                         f"{path} in body should be at least {min_len} chars long"))
-            return
-        if search is not None:
-            if search(value) is None:
-                errs.append((INVALID, path, value, f"{path} in body should match '{pattern}'"))
-        elif pattern_error is not None:
-            errs.append((INVALID, path, value,
-                         f"{path} in body should match '{pattern}, but pattern is invalid: "
-                         f"{pattern_error}'"))
-
-    return check
-
-
-def _format_checker(fmt: str) -> StrFn | None:
-    if not fmt:
-        return None
-    valid = formats.validator(fmt)
-    if valid is None:
-        return None
-
-    def check(value: str, path: str, errs: Errs) -> None:
-        if not valid(value):
-            errs.append((TYPE, path, value,
-                         f"{path} in body must be of type {fmt}: {_quote(value)}"))
-
-    return check
-
-
-NumFn = Callable[[Any, type, str, Errs], None]
-
-
-def _number_checker(node: Node) -> NumFn | None:
-    mult = node.multiple_of
-    mx = node.maximum
-    mn = node.minimum
-    ex_max = node.exclusive_maximum
-    ex_min = node.exclusive_minimum
-    if mult is None and mx is None and mn is None:
-        return None
-    mult_i = govalues.float_to_int64(mult) if mult is not None else 0
-    mx_i = govalues.float_to_int64(mx) if mx is not None else 0
-    mn_i = govalues.float_to_int64(mn) if mn is not None else 0
-    max_word = "less than" if ex_max else "less than or equal to"
-    min_word = "greater than" if ex_min else "greater than or equal to"
-
-    def check(value: Any, t: type, path: str, errs: Errs) -> None:
-        if t is int:
-            if mult is not None:
-                if mult_i <= 0:
-                    errs.append((INVALID, path, mult_i, f"factor MultipleOf declared for {path} "
-                                 f"must be positive: {mult_i}"))
-                elif value % mult_i != 0:
-                    errs.append((INVALID, path, value,
-                                 f"{path} in body should be a multiple of {mult_i}"))
-            if mn is not None and (value <= mn_i if ex_min else value < mn_i):
-                errs.append((INVALID, path, value, f"{path} in body should be {min_word} {mn_i}"))
-            if mx is not None and (value >= mx_i if ex_max else value > mx_i):
-                errs.append((INVALID, path, value, f"{path} in body should be {max_word} {mx_i}"))
-            return
-        if mult is not None:
-            if mult <= 0:
-                errs.append((INVALID, path, mult, f"factor MultipleOf declared for {path} "
-                             f"must be positive: {_fv(mult)}"))
-            else:
-                try:
-                    q = (1 / mult * value) if mult < 1 else (value / mult)
-                except (OverflowError, ZeroDivisionError):
-                    q = math.inf
-                if not govalues.is_json_integer(q):
-                    errs.append((INVALID, path, value,
-                                 f"{path} in body should be a multiple of {_fv(mult)}"))
-        if mn is not None and (value <= mn if ex_min else value < mn):
-            errs.append((INVALID, path, value, f"{path} in body should be {min_word} {_fv(mn)}"))
-        if mx is not None and (value >= mx if ex_max else value > mx):
-            errs.append((INVALID, path, value, f"{path} in body should be {max_word} {_fv(mx)}"))
-
-    return check
-
-
-AnyFn = Callable[[Any, str, Errs], None]
-
-
-def _enum_checker(node: Node) -> AnyFn | None:
-    enum = node.enum
-    if not enum:
-        return None
-    supported = tuple(e if isinstance(e, str) else govalues.to_json(e) for e in enum)
-    str_set = frozenset(e for e in enum if type(e) is str)
-    others = tuple(e for e in enum if type(e) is not str)
-    strings = tuple(e for e in enum if type(e) is str)
-
-    def check(value: Any, path: str, errs: Errs) -> None:
-        if type(value) is str:
-            if value in str_set:
-                return
-        elif value is not None:
-            for e in others:
-                if govalues.enum_matches(value, e):
-                    return
-            if type(value) is int:
-                for e in strings:
-                    if govalues.enum_matches(value, e):
-                        return
-        errs.append((ENUM, path, value, supported))
-
-    return check
-
-
-def _canonical(value: Any) -> Any:
-    """A hashable key equal for two values iff ``reflect.DeepEqual`` holds."""
-    t = type(value)
-    if t is str:
-        return ("s", value)
-    if t is bool:
-        return ("b", value)
-    if t is int:
-        return ("i", value) if _I64_MIN <= value <= _I64_MAX else ("f", float(value))
-    if t is float:
-        return ("f", value) if value == value else ("nan", id(value))
-    if value is None:
-        return ("n",)
-    if t is dict:
-        return ("m", tuple(sorted((k, _canonical(v)) for k, v in value.items())))
-    if t is list:
-        return ("l", tuple(_canonical(v) for v in value))
-    return ("s", str(value))
-
-
-def _has_duplicates(items: list[Any]) -> bool:
-    seen: set[Any] = set()
-    for item in items:
-        key = _canonical(item)
-        if key in seen:
-            return True
-        seen.add(key)
-    return False
-
-
 # --- compiling a node -------------------------------------------------------------------------
 
 def compile_validator(node: Node, options: Options = RUNTIME, *,
@@ -354,15 +125,15 @@ class _Compiler:
         opts = self.options
         types = _effective_types(node, opts)
         fmt = _effective_format(node, types, opts)
-        type_check = _type_checker(types, fmt)
+        type_check = keywords.type_checker(types, fmt)
         nullable = node.nullable
         null_fails = bool(types) and not nullable
         null_type_msg = ",".join(types)
-        str_check = _string_checker(node)
-        fmt_check = _format_checker(fmt) if fmt else None
+        str_check = keywords.string_checker(node)
+        fmt_check = keywords.format_checker(fmt) if fmt else None
         str_count = 1 + (1 if fmt_check is not None else 0)
-        num_check = _number_checker(node)
-        enum_check = _enum_checker(node)
+        num_check = keywords.number_checker(node)
+        enum_check = keywords.enum_checker(node)
         junctors = self._junctors(node)
 
         props: dict[str, CompiledNode] = {}
@@ -432,7 +203,7 @@ class _Compiler:
                              f"{path} in body should have at least {min_items} items"))
             if max_items is not None and size > max_items:
                 errs.append((TOO_MANY, path, size, max_items))
-            if unique and size > 1 and _has_duplicates(value):
+            if unique and size > 1 and keywords.has_duplicates(value):
                 errs.append((INVALID, path, None, f"{path} in body shouldn't contain duplicates"))
 
         def slice_validate(value: list[Any], path: str, errs: Errs) -> int:
@@ -491,7 +262,7 @@ class _Compiler:
 
         # --- ratcheting ---------------------------------------------------------------------
 
-        list_key = _list_key_fn(node)
+        list_key = correlation.list_key_fn(node)
         items_ratchet = items.ratchet if items is not None else None
         items_equal = items.equal if items is not None else None
         add_ratchet = additional.ratchet if additional is not None else None
@@ -511,10 +282,10 @@ class _Compiler:
                     return govalues.deep_equal(new, old)
                 if items_equal is None:
                     return False
-                index = _index_list(old, list_key)
+                index = correlation.index_list(old, list_key)
                 for v in new:
-                    ov = _correlate(v, index, list_key)
-                    if ov is _NO_MATCH or not items_equal(v, ov):
+                    ov = correlation.correlate(v, index, list_key)
+                    if ov is NO_MATCH or not items_equal(v, ov):
                         return False
                 return True
             if tn is dict or to is dict:
@@ -577,12 +348,13 @@ class _Compiler:
                             additional.validate(v, path + "." + k, errs)
             elif t is list:
                 if items is not None:
-                    index = (_index_list(old, list_key)
+                    index = (correlation.index_list(old, list_key)
                              if list_key is not None and type(old) is list and old else None)
                     for i, v in enumerate(value):
                         item_path = f"{path}[{i}]"
-                        ov = _correlate(v, index, list_key) if index is not None else _NO_MATCH
-                        if ov is _NO_MATCH:
+                        ov = (correlation.correlate(v, index, list_key) if index is not None
+                              else NO_MATCH)
+                        if ov is NO_MATCH:
                             items.validate(v, item_path, errs)
                         else:
                             items_ratchet(v, ov, item_path, errs)  # type: ignore[misc]
@@ -617,7 +389,7 @@ class _Compiler:
         Values of any other type go to the generic ``validate``; both give the same errors
         and match counts.
         """
-        if types == ("integer", "string") and _type_outcome(types, fmt, "str") is None:
+        if types == ("integer", "string") and keywords.type_outcome(types, fmt, "str") is None:
             k_s = 6 + str_count
             k_i = 8
 
@@ -647,7 +419,7 @@ class _Compiler:
         declared = types[0]
         kind = {"string": "str", "object": "dict", "array": "list", "boolean": "bool",
                 "integer": "int", "number": "int"}.get(declared)
-        if kind is None or _type_outcome(types, fmt, kind) is not None:
+        if kind is None or keywords.type_outcome(types, fmt, kind) is not None:
             return validate
         base = 6  # final + props (2) + common (1) + type validator applied and passed (2)
 
@@ -813,119 +585,3 @@ class _Compiler:
             return count
 
         return check
-
-
-# --- list-map correlation ---------------------------------------------------------------------
-
-class _NoMatch:
-    __slots__ = ()
-
-
-_NO_MATCH: Any = _NoMatch()
-KeyFn = Callable[[Mapping[str, Any]], Any]
-
-
-def _scalar_key(v: Any) -> Any:
-    t = type(v)
-    if t is str or t is bool:
-        return (t.__name__, v)
-    if t is int:
-        return ("int", v) if _I64_MIN <= v <= _I64_MAX else ("float", float(v))
-    if t is float:
-        return ("float", v)
-    return None
-
-
-def _list_key_fn(node: Node) -> KeyFn | None:
-    """The map-list key of an item (``None`` = not keyable), or ``None`` for other lists."""
-    if node.type != "array" or node.list_type != "map" or not node.list_map_keys:
-        return None
-    keys = node.list_map_keys
-    if len(keys) == 1:
-        key = keys[0]
-
-        def single(item: Mapping[str, Any]) -> Any:
-            if key not in item:
-                return None
-            return _scalar_key(item[key])
-
-        return single
-
-    def multi(item: Mapping[str, Any]) -> Any:
-        parts = []
-        for key in keys:
-            if key not in item:
-                return None
-            v = item[key]
-            t = type(v)
-            if t is float or (t is int and not (_I64_MIN <= v <= _I64_MAX)):
-                parts.append(("f", f"{float(v):f}"))
-            elif t is int or t is str or t is bool:
-                parts.append((t.__name__, v))
-            else:
-                return None
-        return tuple(parts)
-
-    return multi
-
-
-def _index_list(old: Any, key_fn: KeyFn) -> dict[Any, Any]:
-    index: dict[Any, Any] = {}
-    if type(old) is not list:
-        return index
-    for item in old:
-        if type(item) is dict:
-            k = key_fn(item)
-            if k is not None and k not in index:
-                index[k] = item
-    return index
-
-
-def _correlate(value: Any, index: dict[Any, Any] | None, key_fn: KeyFn | None) -> Any:
-    if index is None or key_fn is None or type(value) is not dict:
-        return _NO_MATCH
-    k = key_fn(value)
-    if k is None:
-        return _NO_MATCH
-    return index.get(k, _NO_MATCH)
-
-
-# --- conversion to field errors ---------------------------------------------------------------
-
-def _field_name(name: Any, prefix: str | None) -> str:
-    if name and name != ".":
-        child = name[1:] if name.startswith(".") else name
-        return f"{prefix}.{child}" if prefix else child
-    return prefix if prefix else "<nil>"
-
-
-def to_field_errors(raw: Errs, prefix: str | None = None) -> list[fields.FieldError]:
-    """Map raw errors to field errors as ``kubeOpenAPIResultToFieldErrors`` does.
-
-    ``prefix`` is the field path the validated value sits at (``None`` for a whole object).
-    Duplicates (the same check reached twice, e.g. through two ``allOf`` branches) collapse.
-    """
-    out: list[fields.FieldError] = []
-    seen: set[tuple[str, Any, Any]] = set()
-    for code, name, value, detail in raw:
-        key = (code, name, detail)
-        if key in seen:
-            continue
-        seen.add(key)
-        if code == COMPOSITE:
-            out.append(fields.invalid(prefix if prefix else "<nil>", "", detail))
-            continue
-        field_name = _field_name(name, prefix)
-        if code == REQUIRED:
-            out.append(fields.required(field_name))
-        elif code == ENUM:
-            out.append(fields.not_supported(field_name, value, detail))
-        elif code == TOO_LONG:
-            out.append(fields.too_long(field_name, detail))
-        elif code == TOO_MANY:
-            out.append(fields.too_many(field_name, value, detail))
-        elif code == TYPE:
-            out.append(fields.type_invalid(field_name, "" if value is None else value, detail))
-        else:
-            out.append(fields.invalid(field_name, "" if value is None else value, detail))
-    return out
