@@ -205,9 +205,14 @@ class Watch:
                 return b""
             self.timed_out = True
             return b""
-        except aiohttp.ClientError as e:
+        except (aiohttp.ClientError, RuntimeError) as e:
             if self._done:
                 return b""
+            # aiohttp raises RuntimeError when the connection was closed under the reader
+            # (e.g. the session was closed); anything else is not ours to translate.
+            connection = response.connection
+            if isinstance(e, RuntimeError) and connection is not None and not connection.closed:
+                raise
             raise errors.ServiceUnavailable(
                 f"watch {response.url}: connection lost: {e or type(e).__name__}") from e
 

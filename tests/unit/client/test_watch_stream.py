@@ -283,3 +283,16 @@ async def test_all_namespaces_watch(fake: FakeAPI) -> None:
     fake.route("GET", "/api/v1/configmaps", streaming(script))
     async with serve(fake) as client, client.watch(CM, namespace=api.ALL_NAMESPACES) as events:
         assert len([ev async for ev in events]) == 1
+
+
+async def test_closing_the_client_breaks_open_watches(fake: FakeAPI) -> None:
+    async def script(request: web.Request, response: web.StreamResponse) -> None:
+        await response.write(event("ADDED", "a", "1"))
+        await hold(request)
+
+    fake.route("GET", PATH, streaming(script))
+    async with serve(fake) as client, client.watch(CM) as events:
+        assert (await anext(events)).type == "ADDED"
+        await client.close()
+        with pytest.raises((errors.ServiceUnavailable, StopAsyncIteration)):
+            await asyncio.wait_for(anext(events), 5)
