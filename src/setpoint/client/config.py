@@ -66,7 +66,8 @@ class ClientConfig:
     #: a watch that delivers no byte for this long ends (the caller re-watches)
     watch_inactivity_timeout: float = 90.0
     token_refresh_interval: float = 60.0
-    #: connection-pool size; every open watch holds one connection
+    #: connection-pool size. Every open watch holds one connection; a request that finds the
+    #: pool full waits for a free connection for up to ``connect_timeout``
     max_connections: int = 100
     user_agent: str = "setpoint-client"
 
