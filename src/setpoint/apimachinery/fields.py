@@ -11,8 +11,10 @@ A :class:`FieldError` names one problem at one path of an object. Lists of them 
 from __future__ import annotations
 
 import enum
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 import orjson
@@ -75,6 +77,32 @@ class ErrorType(enum.Enum):
 _OMIT = object()
 
 
+def go_float(value: float) -> str:
+    """A float as Go's ``%v`` prints it: the shortest digits that round-trip, in exponent
+    form when the decimal exponent is below -4 or at least 6 (``2.5e+08``, ``1e-05``),
+    and without a trailing ``.0`` otherwise (``100``, ``0.5``)."""
+    if value != value:
+        return "NaN"
+    if value in (math.inf, -math.inf):
+        return "+Inf" if value > 0 else "-Inf"
+    if value == 0:
+        return "0"
+    sign = "-" if value < 0 else ""
+    _, digit_tuple, exp = Decimal(repr(abs(value))).normalize().as_tuple()
+    assert isinstance(exp, int)
+    digits = "".join(str(d) for d in digit_tuple)
+    exponent = len(digits) - 1 + exp  # the decimal exponent of the first digit
+    if exponent < -4 or exponent >= 6:
+        mantissa = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
+        return f"{sign}{mantissa}e{'+' if exponent >= 0 else '-'}{abs(exponent):02d}"
+    if exponent >= 0:
+        whole = digits[: exponent + 1].ljust(exponent + 1, "0")
+        frac = digits[exponent + 1:]
+    else:
+        whole, frac = "0", "0" * (-exponent - 1) + digits
+    return sign + whole + ("." + frac if frac else "")
+
+
 def _render_value(value: Any) -> str:
     """Render a bad value the way Go's ``%#v`` of JSON-decoded data reads to users."""
     if isinstance(value, str):
@@ -82,9 +110,11 @@ def _render_value(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if value is None:
-        return "null"
-    if isinstance(value, int | float):
-        return repr(value)
+        return '"null"'  # Go substitutes the string "null" for a nil value, then quotes it
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return go_float(value)
     if isinstance(value, dict):
         return '"object"'
     if isinstance(value, list):
@@ -114,8 +144,11 @@ class FieldError:
             if self.has_value:
                 text += f": {_render_value(self.value)}"
             if self.supported:
-                text += ": supported values: " + ", ".join(f'"{s}"' for s in self.supported)
+                text += ": supported values: " + ", ".join(
+                    orjson.dumps(s).decode() for s in self.supported)
             return text
+        if self.type is ErrorType.TOO_MANY and self.has_value:
+            return f"{words}: {_render_value(self.value)}: {self.detail}"
         if self.type in (ErrorType.REQUIRED, ErrorType.FORBIDDEN, ErrorType.TOO_LONG,
                          ErrorType.TOO_MANY, ErrorType.INTERNAL):
             return f"{words}: {self.detail}" if self.detail else words
@@ -158,7 +191,7 @@ def too_long(path: FieldPath | str, max_length: int) -> FieldError:
 
 def too_many(path: FieldPath | str, actual: int, max_items: int) -> FieldError:
     return FieldError(ErrorType.TOO_MANY, str(path),
-                      f"must have at most {max_items} items")
+                      f"must have at most {max_items} items", actual)
 
 
 def type_invalid(path: FieldPath | str, value: Any, detail: str) -> FieldError:

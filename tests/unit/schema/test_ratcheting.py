@@ -58,7 +58,7 @@ CASES: list[tuple[str, dict[str, Any], Any, Any, list[str]]] = [
      obj_schema(spec={"type": "object", "maxProperties": 1,
                       "x-kubernetes-preserve-unknown-fields": True}),
      {"spec": {"a": 1, "b": 2}}, {"spec": {"a": 1, "b": 2}},
-     ["spec: Too many: must have at most 1 items"]),
+     ["spec: Too many: 2: must have at most 1 items"]),
     ("declared fields ratchet",
      obj_schema(spec={"type": "object", "maxProperties": 1,
                       "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}}),

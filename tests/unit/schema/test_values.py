@@ -100,7 +100,7 @@ CASES: list[tuple[str, dict[str, Any], Any, list[str]]] = [
     ("enum int converts to one-rune string", obj_schema(n={"enum": ["a"]}), {"n": 97}, []),
     ("enum object member", obj_schema(o={"enum": [{"a": 1}]}), {"o": {"a": 1}}, []),
     ("enum object mismatch", obj_schema(o={"enum": [{"a": 1}]}), {"o": {"a": 2}},
-     ['o: Unsupported value: "object": supported values: "{"a":1}"']),
+     ['o: Unsupported value: "object": supported values: "{\\"a\\":1}"']),
     # --- strings -------------------------------------------------------------------------------
     ("maxLength", obj_schema(fieldX={"type": "string", "maxLength": 2}), {"fieldX": "abc"},
      ["fieldX: Too long: may not be more than 2 bytes"]),
@@ -161,7 +161,7 @@ CASES: list[tuple[str, dict[str, Any], Any, list[str]]] = [
     ("number maximum", obj_schema(n={"type": "number", "maximum": 1.5}), {"n": 2.5},
      ["n: Invalid value: 2.5: n in body should be less than or equal to 1.5"]),
     ("float maximum printed like Go", obj_schema(n={"type": "number", "maximum": 1e8}),
-     {"n": 2.5e8}, ["n: Invalid value: 250000000.0: n in body should be less than or equal to "
+     {"n": 2.5e8}, ["n: Invalid value: 2.5e+08: n in body should be less than or equal to "
                     "1e+08"]),
     ("multipleOf int", obj_schema(n={"type": "integer", "multipleOf": 3}), {"n": 7},
      ["n: Invalid value: 7: n in body should be a multiple of 3"]),
@@ -177,7 +177,7 @@ CASES: list[tuple[str, dict[str, Any], Any, list[str]]] = [
     ("minItems", obj_schema(a={"type": "array", "items": {}, "minItems": 2}), {"a": [1]},
      ["a: Invalid value: 1: a in body should have at least 2 items"]),
     ("maxItems", obj_schema(fieldX={"type": "array", "maxItems": 2}), {"fieldX": ["a", "b", "c"]},
-     ["fieldX: Too many: must have at most 2 items"]),
+     ["fieldX: Too many: 3: must have at most 2 items"]),
     ("uniqueItems", obj_schema(a={"type": "array", "uniqueItems": True}),
      {"a": [{"x": 1}, {"x": 1}]},
      ['a: Invalid value: "": a in body shouldn\'t contain duplicates']),
@@ -188,7 +188,7 @@ CASES: list[tuple[str, dict[str, Any], Any, list[str]]] = [
      ["o: Invalid value: 1: o in body should have at least 2 properties"]),
     ("maxProperties", obj_schema(fieldX={"type": "object", "maxProperties": 2}),
      {"fieldX": {"a": True, "b": True, "c": True}},
-     ["fieldX: Too many: must have at most 2 items"]),
+     ["fieldX: Too many: 3: must have at most 2 items"]),
     ("additionalProperties schema",
      obj_schema(labels={"type": "object", "additionalProperties": {"type": "string"}}),
      {"labels": {"a": "b", "c": 1}},
