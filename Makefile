@@ -25,7 +25,7 @@ test: check
 check: lint typecheck imports
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks examples
+	$(BIN)/ruff check $(wildcard src tests benchmarks examples)
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

@@ -215,8 +215,9 @@ def already_exists(resource: str, group: str, name: str) -> AlreadyExists:
 def conflict(resource: str, group: str, name: str, reason: str | None = None) -> Conflict:
     why = reason or ("the object has been modified; please apply your changes to the "
                      "latest version and try again")
-    return Conflict(f'Operation cannot be fulfilled on {qualified(resource, group)} "{name}": {why}',
-                    details=_details(name, group, resource))
+    return Conflict(
+        f'Operation cannot be fulfilled on {qualified(resource, group)} "{name}": {why}',
+        details=_details(name, group, resource))
 
 
 def invalid(kind: str, group: str, name: str,
@@ -248,9 +249,10 @@ def too_old_resource_version(requested: int, oldest: int) -> Expired:
 
 
 def method_not_allowed(verb: str, resource: str, group: str) -> MethodNotAllowed:
+    # Kubernetes quotes the kind with Go's %q, i.e. double quotes.
     return MethodNotAllowed(
-        f"{verb} is not supported on resources of kind {qualified(resource, group)!r}"
-        if resource else f"the server does not allow this method on the requested resource",
+        f'{verb} is not supported on resources of kind "{qualified(resource, group)}"'
+        if resource else "the server does not allow this method on the requested resource",
         details=_details("", group, resource),
     )
 
