@@ -19,7 +19,11 @@ Invariants:
 
 Non-guarantees: errors are logged (at INFO, as they are all retried), not yielded; the
 generator never ends by itself; close it with ``contextlib.aclosing`` or cancel its consumer.
-An abandoned, unclosed generator keeps its read task until it is garbage-collected.
+An abandoned, unclosed generator keeps its read task until it is garbage-collected. The
+resync timer is checked only while a stream is read: one due during a list or a backoff
+fires when reading resumes. Silence is measured from when the driver starts waiting for the
+next event, so a slow consumer never makes a healthy stream look dead (nor can it tell a dead
+one sooner).
 """
 
 from __future__ import annotations
@@ -130,10 +134,12 @@ class _Stream:
         self.stream = stream
         self.read: asyncio.Task[Obj] | None = None
 
-    def pending_read(self) -> asyncio.Task[Obj]:
+    def pending_read(self) -> tuple[asyncio.Task[Obj], bool]:
+        """The read in progress, and whether it was just started."""
         if self.read is None:
             self.read = asyncio.ensure_future(_next(self.stream))
-        return self.read
+            return self.read, True
+        return self.read, False
 
     async def close(self) -> None:
         read, self.read = self.read, None
@@ -182,7 +188,7 @@ async def run_watcher(lw: ListWatcher, *, clock: rtclock.AsyncClock,
     backoff = ReconnectBackoff(config.backoff, clock, rng)
     _, state, action = watcher.initial(config.initial_list == "consistent")
     stream: _Stream | None = None
-    last_activity = clock.monotonic()
+    waiting_since = clock.monotonic()  # when the pending read started
     period = config.resync_period
     next_resync = clock.monotonic() + period if period is not None else float("inf")
     try:
@@ -212,15 +218,15 @@ async def run_watcher(lw: ListWatcher, *, clock: rtclock.AsyncClock,
                     timeout = int(config.watch_timeout * (1.0 + rng.random()))
                     stream = _Stream(lw.watch(resource_version=action.resource_version,
                                               timeout_seconds=timeout))
-                    last_activity = clock.monotonic()
                 if stream is None:  # pragma: no cover - step() never asks for it
                     raise RuntimeError(f"{action!r} without an open stream")
-                read = stream.pending_read()
-                await _wait(clock, read, min(last_activity + config.inactivity_timeout,
+                read, started = stream.pending_read()
+                if started:
+                    waiting_since = clock.monotonic()
+                await _wait(clock, read, min(waiting_since + config.inactivity_timeout,
                                              next_resync))
                 if read.done():
                     stream.read = None
-                    last_activity = clock.monotonic()
                     try:
                         inp = watcher.WatchEventReceived(read.result())
                     except StopAsyncIteration:

@@ -348,9 +348,9 @@ def _on_event(state: InitListed | Watching, event: Obj) -> Step:
     return Step(events, Watching(new_rv), NextEvent())
 
 
-def step(state: State, event: Input) -> Step:
+def step(state: State, observed: Input) -> Step:
     """The pure transition function; raises ``ValueError`` for an input the state never gets."""
-    match state, event:
+    match state, observed:
         case Empty() | InitListing(), ListResult(page):
             return _on_page(state, page)
         case Empty() | InitListing(), ListFailed(error):
@@ -368,4 +368,4 @@ def step(state: State, event: Input) -> Step:
             return Step((), state, Backoff(StartWatch(rv), "the watch delivered nothing"))
         case InitListed() | Watching(), ResyncDue():
             return Step((Resync(),), state, Continue())
-    raise ValueError(f"{type(event).__name__} cannot happen in {state!r}")
+    raise ValueError(f"{type(observed).__name__} cannot happen in {state!r}")

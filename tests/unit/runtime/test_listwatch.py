@@ -267,6 +267,18 @@ async def test_the_inactivity_timer_restarts_with_each_event(clock: FakeAsyncClo
     assert len(api.calls) == 2  # one list, one watch: never timed out
 
 
+async def test_a_slow_consumer_does_not_look_like_a_dead_stream(
+        clock: FakeAsyncClock) -> None:
+    api = Scripted(clock, lists=[page(rv="10")],
+                   watches=[[ev("ADDED", obj("a", "11")), Pause(10),
+                             ev("ADDED", obj("b", "12"))]])
+    async with watch_events(api, clock) as events:
+        await take(clock, events, 3)
+        clock.advance(100)  # the consumer takes longer than the inactivity timeout
+        assert await clock.drive(anext(events)) == w.Apply(obj("b", "12"))
+    assert len(api.calls) == 2  # one list, one watch: no reconnect
+
+
 async def test_resync_replays_without_touching_the_stream(clock: FakeAsyncClock) -> None:
     api = Scripted(clock, lists=[page(obj("a", "5"), rv="10")],
                    watches=[[Pause(20), bookmark("20"), Pause(20), bookmark("21"), Pause(25),
