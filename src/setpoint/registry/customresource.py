@@ -8,7 +8,10 @@ then validate the object metadata and the schema.
 
 from __future__ import annotations
 
+import collections
 from typing import Any
+
+import orjson
 
 from setpoint.apimachinery import jsonpath, validation
 from setpoint.apimachinery.fields import FieldError
@@ -18,6 +21,18 @@ from setpoint.registry.strategy import Strategy
 from setpoint.schema import CompiledSchema
 
 Obj = dict[str, Any]
+
+#: converted copies kept per served version (a bound on the memory defaulting on read costs)
+READ_MEMO_SIZE = 50_000
+
+
+def _has_defaults(schema: Any) -> bool:
+    """Whether a schema sets a ``default`` anywhere."""
+    if isinstance(schema, dict):
+        return "default" in schema or any(_has_defaults(v) for v in schema.values())
+    if isinstance(schema, list):
+        return any(_has_defaults(v) for v in schema)
+    return False
 
 
 class CustomResourceStrategy(Strategy):
@@ -31,6 +46,9 @@ class CustomResourceStrategy(Strategy):
         for v in info.versions:
             if v.schema is not None:
                 self._schemas[v.name] = CompiledSchema.from_openapi(v.schema)
+        self._defaulted_versions = {v.name for v in info.versions
+                                    if v.schema is not None and _has_defaults(v.schema)}
+        self._read_memo: dict[str, collections.OrderedDict[int, tuple[Obj, Obj]]] = {}
         self._selectors: dict[str, dict[str, jsonpath.JSONPath]] = {}
         for v in info.versions:
             compiled = {}
@@ -43,6 +61,29 @@ class CustomResourceStrategy(Strategy):
 
     def schema(self, version: VersionInfo) -> CompiledSchema | None:
         return self._schemas.get(version.name)
+
+    def from_storage(self, obj: Obj, version: str) -> Obj:
+        """The stored object through ``version``: apiVersion rewritten (conversion None),
+        then that version's defaults applied, as Kubernetes defaults objects it reads.
+
+        Objects in the watch cache are immutable and replaced on every write, so a converted
+        copy is memoised per stored object (by identity, bounded) and reads stay cheap.
+        """
+        converted = super().from_storage(obj, version)
+        schema = self._schemas.get(version)
+        if schema is None or version not in self._defaulted_versions:
+            return converted
+        memo = self._read_memo.setdefault(version, collections.OrderedDict())
+        hit = memo.get(id(obj))
+        if hit is not None and hit[0] is obj:
+            memo.move_to_end(id(obj))
+            return hit[1]
+        copy: Obj = orjson.loads(orjson.dumps(converted))
+        schema.default(copy)
+        memo[id(obj)] = (obj, copy)
+        if len(memo) > READ_MEMO_SIZE:
+            memo.popitem(last=False)
+        return copy
 
     def prune(self, obj: Obj, version: VersionInfo) -> list[str]:
         pruned = super().prune(obj, version)

@@ -480,14 +480,6 @@ class Store:
             errs = self.strategy.validate_status_update(new, old, version)
         else:
             errs = self.strategy.validate_update(new, old, version)
-        if old_meta.get("deletionTimestamp"):
-            added = [f for f in new_meta.get("finalizers") or []
-                     if f not in (old_meta.get("finalizers") or [])]
-            if added:
-                errs.append(fields.forbidden(
-                    "metadata.finalizers",
-                    f"no new finalizers can be added if the object is being deleted, found "
-                    f"new finalizers {_go_list(added)}"))
         if errs:
             raise self._invalid(name, errs)
         if new == old:
@@ -736,10 +728,6 @@ def _json_type(value: Any) -> str:
     if value is None:
         return "null"
     return "a scalar"
-
-
-def _go_list(items: list[str]) -> str:
-    return "[" + " ".join(items) + "]"
 
 
 def _unavailable(e: Exception) -> errors.ServiceUnavailable:
