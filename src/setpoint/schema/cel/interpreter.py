@@ -1,0 +1,675 @@
+"""Turns a checked syntax tree into a tree of Python closures, and runs it with cost tracking.
+
+:func:`plan` is done once per rule; a :class:`Program` is then evaluated any number of times,
+concurrently if need be (all per-evaluation state lives in the :class:`Activation`).
+
+Semantics that differ from plain Python and are implemented here:
+
+* ``&&`` and ``||`` are commutative over errors: ``error || true`` is ``true`` and
+  ``error && false`` is ``false``; otherwise the left error wins. ``all``/``exists`` behave
+  the same way over their elements.
+* A comprehension variable shadows an outer name only inside the comprehension.
+* ``a.b.c()`` where ``a`` is not a variable is a call of the qualified function ``a.b.c``
+  (``optional.of``, ``format.dns1123Label``, ``sets.contains`` ...).
+
+Cost: every evaluation step adds cel-go's cost for it to ``Activation.cost`` (variables and
+field selections 1, function calls 1 or the function's own cost, list literals 10, map
+literals 30, and the accumulator steps of each macro iteration), and exceeding
+``Activation.limit`` raises :class:`~setpoint.schema.cel.errors.CostLimitExceeded` at once.
+The totals track cel-go's closely but are not guaranteed to be identical.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any, Final
+
+from setpoint.schema.cel import ast
+from setpoint.schema.cel import types as t
+from setpoint.schema.cel.errors import CostLimitExceeded, EvalError, NoSuchOverload
+from setpoint.schema.cel.functions import Function, Library
+from setpoint.schema.cel.objects import (
+    NONE,
+    CelList,
+    CelMap,
+    Duration,
+    Optional,
+    Timestamp,
+    TypeValue,
+    UInt,
+)
+from setpoint.schema.cel.stdlib import (
+    add,
+    compare,
+    equals,
+    find,
+    index,
+    is_list,
+    is_map,
+    optional_index,
+)
+
+LIST_CREATE_COST: Final = 10
+MAP_CREATE_COST: Final = 30
+STRUCT_CREATE_COST: Final = 40
+
+# Per-iteration cost of each macro's accumulator bookkeeping in cel-go's expansion.
+_STEP_COST: Final = {
+    ast.Kind.ALL: 3, ast.Kind.EXISTS: 4, ast.Kind.EXISTS_ONE: 2, ast.Kind.MAP: 12,
+    ast.Kind.FILTER: 1, ast.Kind.TRANSFORM_LIST: 12, ast.Kind.TRANSFORM_MAP: 3,
+    ast.Kind.TRANSFORM_MAP_ENTRY: 3, ast.Kind.OPT_MAP: 1, ast.Kind.OPT_FLAT_MAP: 1,
+    ast.Kind.SORT_BY: 12,
+}
+
+
+class Activation:
+    """The variables and the running cost of one evaluation."""
+
+    __slots__ = ("cost", "limit", "vars")
+
+    def __init__(self, variables: dict[str, Any], limit: int) -> None:
+        self.vars = variables
+        self.cost = 0
+        self.limit = limit
+
+    def charge(self, amount: int) -> None:
+        self.cost += amount
+        if self.cost > self.limit:
+            raise CostLimitExceeded()
+
+
+Eval = Callable[[Activation], Any]
+
+
+class Program:
+    """A planned expression. ``evaluate`` returns the value or raises."""
+
+    __slots__ = ("_root",)
+
+    def __init__(self, root: Eval) -> None:
+        self._root = root
+
+    def evaluate(self, activation: Activation) -> Any:
+        try:
+            return self._root(activation)
+        except RecursionError:
+            raise EvalError("max recursion depth exceeded") from None
+
+
+def plan(node: ast.Node, functions: Library, variables: Iterable[str]) -> Program:
+    return Program(_Planner(functions).plan(node, frozenset(variables)))
+
+
+def qualified_name(node: ast.Node, scope: frozenset[str]) -> str | None:
+    """``a.b.c`` as a dotted name when ``a`` is not a variable in scope, else ``None``."""
+    parts: list[str] = []
+    while isinstance(node, ast.Select) and not node.test_only and not node.optional:
+        parts.append(node.field)
+        node = node.operand
+    if isinstance(node, ast.Ident) and node.name not in scope:
+        parts.append(node.name)
+        return ".".join(reversed(parts))
+    return None
+
+
+_MISSING: Final = object()
+
+
+def _no_such_key(field: str) -> EvalError:
+    return EvalError(f"no such key: {field}")
+
+
+def select_field(obj: Any, field: str) -> Any:
+    if type(obj) is dict:
+        v = obj.get(field, _MISSING)
+        if v is _MISSING:
+            raise _no_such_key(field)
+        return v
+    if isinstance(obj, CelMap):
+        found, v = obj.find(field)
+        if not found:
+            raise _no_such_key(field)
+        return v
+    if type(obj) is Optional:
+        if not obj.present:
+            return NONE
+        return Optional.of(select_field(obj.value, field))
+    raise NoSuchOverload()
+
+
+def _has_field(obj: Any, field: str) -> bool:
+    if type(obj) is dict:
+        return field in obj
+    if isinstance(obj, CelMap):
+        return obj.find(field)[0]
+    if type(obj) is Optional:
+        return obj.present and _has_field(obj.value, field)
+    raise NoSuchOverload()
+
+
+def _optional_select(obj: Any, field: str) -> Optional:
+    if type(obj) is Optional:
+        if not obj.present:
+            return NONE
+        obj = obj.value
+    if is_map(obj):
+        found, v = find(obj, field)
+        return Optional.of(v) if found else NONE
+    raise NoSuchOverload()
+
+
+def _iterable(value: Any) -> list[Any]:
+    if type(value) is list:
+        return value
+    if isinstance(value, CelList):
+        return list(value)
+    if type(value) is dict:
+        return list(value)
+    if isinstance(value, CelMap):
+        return list(value)
+    raise EvalError(f"got '{type(value).__name__}', expected iterable type")
+
+
+def _pairs(value: Any) -> list[tuple[Any, Any]]:
+    if is_list(value):
+        return list(enumerate(value))
+    if type(value) is dict:
+        return list(value.items())
+    if isinstance(value, CelMap):
+        return list(value.items())
+    raise EvalError(f"got '{type(value).__name__}', expected iterable type")
+
+
+def _map_key(k: Any) -> Any:
+    if type(k) in (str, int, UInt, bool):
+        return k
+    raise EvalError(f"unsupported key type: {type(k).__name__}")
+
+
+class _Planner:
+    def __init__(self, functions: Library) -> None:
+        self.functions = functions
+
+    def plan(self, node: ast.Node, scope: frozenset[str]) -> Eval:
+        if isinstance(node, ast.Literal):
+            value = node.value
+            return lambda a: value
+        if isinstance(node, ast.Ident):
+            return self.ident(node.name, scope)
+        if isinstance(node, ast.Select):
+            name = qualified_name(node, scope)
+            if name is not None and name in t.NAMED_TYPES:
+                tv = TypeValue(t.runtime_name(t.NAMED_TYPES[name]))
+                return lambda a: tv
+            return self.select(node, scope)
+        if isinstance(node, ast.Call):
+            return self.call(node, scope)
+        if isinstance(node, ast.CreateList):
+            return self.create_list(node, scope)
+        if isinstance(node, ast.CreateMap):
+            return self.create_map(node, scope)
+        if isinstance(node, ast.Comprehension):
+            return self.comprehension(node, scope)
+        if isinstance(node, ast.CreateStruct):
+            type_name = node.type_name
+
+            def struct(a: Activation) -> Any:
+                raise EvalError(f"unknown type: {type_name}")
+            return struct
+        raise EvalError(f"unsupported expression {type(node).__name__}")
+
+    # -- names --------------------------------------------------------------------------
+
+    def ident(self, name: str, scope: frozenset[str]) -> Eval:
+        if name not in scope and name in t.NAMED_TYPES:
+            tv = TypeValue(t.runtime_name(t.NAMED_TYPES[name]))
+            return lambda a: tv
+
+        def ident(a: Activation) -> Any:
+            a.cost += 1
+            try:
+                return a.vars[name]
+            except KeyError:
+                raise EvalError(f"no such attribute(s): {name}") from None
+        return ident
+
+    def select(self, node: ast.Select, scope: frozenset[str]) -> Eval:
+        operand = self.plan(node.operand, scope)
+        field = node.field
+        if node.test_only:
+            def has(a: Activation) -> bool:
+                return _has_field(operand(a), field)
+            return has
+        if node.optional:
+            def opt_select(a: Activation) -> Any:
+                obj = operand(a)
+                a.cost += 1
+                return _optional_select(obj, field)
+            return opt_select
+
+        def select(a: Activation) -> Any:
+            obj = operand(a)
+            a.cost += 1
+            if type(obj) is dict:
+                v = obj.get(field, _MISSING)
+                if v is _MISSING:
+                    raise _no_such_key(field)
+                return v
+            return select_field(obj, field)
+        return select
+
+    # -- calls --------------------------------------------------------------------------
+
+    def call(self, node: ast.Call, scope: frozenset[str]) -> Eval:
+        name = node.function
+        if name == "_&&_":
+            return self.logical(node, scope, short=False)
+        if name == "_||_":
+            return self.logical(node, scope, short=True)
+        if name == "_?_:_":
+            return self.conditional(node, scope)
+        if name in ("_[_]", "_[?_]"):
+            container = self.plan(node.args[0], scope)
+            key = self.plan(node.args[1], scope)
+            getter = index if name == "_[_]" else optional_index
+
+            def index_(a: Activation) -> Any:
+                c = container(a)
+                k = key(a)
+                a.cost += 1
+                return getter(c, k)
+            return index_
+        target = node.target
+        if target is not None:
+            qualified = qualified_name(target, scope)
+            if qualified is not None and f"{qualified}.{name}" in self.functions.functions:
+                name, target = f"{qualified}.{name}", None
+        fn = self.functions.get(name)
+        if fn is None:
+            def missing(a: Activation) -> Any:
+                raise EvalError(f"no such overload: {name}")
+            return missing
+        args = [self.plan(arg, scope) for arg in node.args]
+        if target is not None:
+            args.insert(0, self.plan(target, scope))
+        if fn.prepare is not None and node.args and isinstance(node.args[-1], ast.Literal):
+            prepared = fn.prepare(node.args[-1].value)
+            args[-1] = lambda a: prepared
+        fast = _FAST_BINARY.get(name)
+        if fast is not None and len(args) == 2:
+            return self.binary(fn, fast, args[0], args[1])
+        return _generic_call(fn, args)
+
+    def binary(self, fn: Function, fast: Callable[[Any, Any], Any], left: Eval,
+               right: Eval) -> Eval:
+        """Operators on two ints, floats or short strings skip dispatch and cost functions."""
+        impl, cost = fn.impl, fn.cost
+
+        def op(a: Activation) -> Any:
+            lv = left(a)
+            rv = right(a)
+            tl = type(lv)
+            if tl is type(rv) and (tl is int or tl is float):
+                a.cost += 1
+                return fast(lv, rv)
+            result = impl(lv, rv)
+            a.charge(cost((lv, rv), result) if cost is not None else 1)
+            return result
+        return op
+
+    def logical(self, node: ast.Call, scope: frozenset[str], *, short: bool) -> Eval:
+        """``||`` (``short=True``: true decides) and ``&&`` (false decides)."""
+        left = self.plan(node.args[0], scope)
+        right = self.plan(node.args[1], scope)
+        decisive = short
+
+        def logical(a: Activation) -> bool:
+            try:
+                lv = left(a)
+            except EvalError as e:
+                lerr: EvalError | None = e
+                lv = None
+            else:
+                if lv is decisive:
+                    return bool(decisive)
+                lerr = None if type(lv) is bool else NoSuchOverload()
+            try:
+                rv = right(a)
+            except EvalError:
+                if lerr is not None:
+                    raise lerr from None
+                raise
+            if rv is decisive:
+                return bool(decisive)
+            if lerr is not None:
+                raise lerr
+            if type(rv) is not bool:
+                raise NoSuchOverload()
+            return not decisive
+        return logical
+
+    def conditional(self, node: ast.Call, scope: frozenset[str]) -> Eval:
+        cond, yes, no = (self.plan(arg, scope) for arg in node.args)
+
+        def conditional(a: Activation) -> Any:
+            c = cond(a)
+            if c is True:
+                return yes(a)
+            if c is False:
+                return no(a)
+            raise NoSuchOverload()
+        return conditional
+
+    # -- literals -----------------------------------------------------------------------
+
+    def create_list(self, node: ast.CreateList, scope: frozenset[str]) -> Eval:
+        elements = [self.plan(e, scope) for e in node.elements]
+        optional = node.optional_indices
+        if not optional:
+            def create(a: Activation) -> list[Any]:
+                a.cost += LIST_CREATE_COST
+                return [e(a) for e in elements]
+            return create
+
+        def create_optional(a: Activation) -> list[Any]:
+            a.cost += LIST_CREATE_COST
+            out: list[Any] = []
+            for i, e in enumerate(elements):
+                v = e(a)
+                if i in optional:
+                    if type(v) is not Optional:
+                        raise EvalError(
+                            f"cannot initialize optional list element from non-optional value {v}")
+                    if v.present:
+                        out.append(v.value)
+                else:
+                    out.append(v)
+            return out
+        return create_optional
+
+    def create_map(self, node: ast.CreateMap, scope: frozenset[str]) -> Eval:
+        entries = [(self.plan(e.key, scope), self.plan(e.value, scope), e.optional)
+                   for e in node.entries]
+
+        def create(a: Activation) -> dict[Any, Any]:
+            a.cost += MAP_CREATE_COST
+            out: dict[Any, Any] = {}
+            for key, value, optional in entries:
+                k = _map_key(key(a))
+                v = value(a)
+                if optional:
+                    if type(v) is not Optional:
+                        raise EvalError(
+                            f"cannot initialize optional entry '{k}' from non-optional value {v}")
+                    if not v.present:
+                        continue
+                    v = v.value
+                if find(out, k)[0]:
+                    raise EvalError(f"Failed with repeated key: {k}")
+                out[k] = v
+            return out
+        return create
+
+    # -- comprehensions -----------------------------------------------------------------
+
+    def comprehension(self, node: ast.Comprehension, scope: frozenset[str]) -> Eval:
+        rng = self.plan(node.range, scope)
+        inner = scope | {node.var} | ({node.var2} if node.var2 else set())
+        step = self.plan(node.step, inner)
+        guard = self.plan(node.guard, inner) if node.guard is not None else None
+        kind = node.kind
+        per_step = _STEP_COST[kind]
+        var, var2 = node.var, node.var2
+        if kind in (ast.Kind.OPT_MAP, ast.Kind.OPT_FLAT_MAP):
+            return _optional_map(rng, step, var, flat=kind is ast.Kind.OPT_FLAT_MAP)
+        body = _BODIES[kind]
+
+        def comprehension(a: Activation) -> Any:
+            r = rng(a)
+            items: list[Any] = _pairs(r) if var2 is not None else _iterable(r)
+            vs = a.vars
+            saved = (vs.get(var, _MISSING), vs.get(var2, _MISSING) if var2 else _MISSING)
+            try:
+                return body(a, items, var, var2, step, guard, per_step, r)
+            finally:
+                for name, old in ((var, saved[0]), (var2, saved[1])):
+                    if name is None:
+                        continue
+                    if old is _MISSING:
+                        vs.pop(name, None)
+                    else:
+                        vs[name] = old
+        return comprehension
+
+
+def _generic_call(fn: Function, args: list[Eval]) -> Eval:
+    impl, cost = fn.impl, fn.cost
+    if len(args) == 1:
+        (arg0,) = args
+
+        def call1(a: Activation) -> Any:
+            v = arg0(a)
+            result = impl(v)
+            a.charge(cost((v,), result) if cost is not None else 1)
+            return result
+        return call1
+
+    def call(a: Activation) -> Any:
+        values = [arg(a) for arg in args]
+        result = impl(*values)
+        a.charge(cost(values, result) if cost is not None else 1)
+        return result
+    return call
+
+
+def _compare_fast(op: Callable[[int], bool]) -> Callable[[Any, Any], Any]:
+    return lambda x, y: op((x > y) - (x < y)) if x == x and y == y else op(compare(x, y))
+
+
+_FAST_BINARY: Final[dict[str, Callable[[Any, Any], Any]]] = {
+    "_==_": lambda x, y: x == y,
+    "_!=_": lambda x, y: x != y,
+    "_<_": _compare_fast(lambda c: c < 0),
+    "_<=_": _compare_fast(lambda c: c <= 0),
+    "_>_": _compare_fast(lambda c: c > 0),
+    "_>=_": _compare_fast(lambda c: c >= 0),
+}
+
+
+def _bind(a: Activation, var: str, var2: str | None, item: Any) -> None:
+    if var2 is None:
+        a.vars[var] = item
+    else:
+        a.vars[var], a.vars[var2] = item
+
+
+def _tick(a: Activation, amount: int) -> None:
+    a.cost += amount
+    if a.cost > a.limit:
+        raise CostLimitExceeded()
+
+
+Body = Callable[[Activation, list[Any], str, "str | None", Eval, "Eval | None", int, Any], Any]
+
+
+def _all(a: Activation, items: list[Any], var: str, var2: str | None, step: Eval,
+         guard: Eval | None, per_step: int, rng: Any) -> Any:
+    err: EvalError | None = None
+    for item in items:
+        _tick(a, per_step)
+        _bind(a, var, var2, item)
+        try:
+            v = step(a)
+        except EvalError as e:
+            err = err or e
+            continue
+        if v is False:
+            return False
+        if v is not True:
+            err = err or NoSuchOverload()
+    a.cost += 1
+    if err is not None:
+        raise err
+    return True
+
+
+def _exists(a: Activation, items: list[Any], var: str, var2: str | None, step: Eval,
+            guard: Eval | None, per_step: int, rng: Any) -> Any:
+    err: EvalError | None = None
+    for item in items:
+        _tick(a, per_step)
+        _bind(a, var, var2, item)
+        try:
+            v = step(a)
+        except EvalError as e:
+            err = err or e
+            continue
+        if v is True:
+            return True
+        if v is not False:
+            err = err or NoSuchOverload()
+    a.cost += 1
+    if err is not None:
+        raise err
+    return False
+
+
+def _exists_one(a: Activation, items: list[Any], var: str, var2: str | None, step: Eval,
+                guard: Eval | None, per_step: int, rng: Any) -> Any:
+    count = 0
+    for item in items:
+        _tick(a, per_step)
+        _bind(a, var, var2, item)
+        v = step(a)
+        if v is True:
+            count += 1
+        elif v is not False:
+            raise NoSuchOverload()
+    a.cost += 2
+    return count == 1
+
+
+def _map(a: Activation, items: list[Any], var: str, var2: str | None, step: Eval,
+         guard: Eval | None, per_step: int, rng: Any) -> Any:
+    out: list[Any] = []
+    for item in items:
+        _tick(a, per_step)
+        _bind(a, var, var2, item)
+        if guard is not None:
+            g = guard(a)
+            if g is False:
+                continue
+            if g is not True:
+                raise NoSuchOverload()
+        out.append(step(a))
+    a.cost += 1
+    return out
+
+
+def _filter(a: Activation, items: list[Any], var: str, var2: str | None, step: Eval,
+            guard: Eval | None, per_step: int, rng: Any) -> Any:
+    out: list[Any] = []
+    for item in items:
+        _tick(a, per_step)
+        _bind(a, var, var2, item)
+        v = step(a)
+        if v is True:
+            a.cost += LIST_CREATE_COST + 3
+            out.append(item)
+        elif v is not False:
+            raise NoSuchOverload()
+    a.cost += 1
+    return out
+
+
+def _transform_map(a: Activation, items: list[Any], var: str, var2: str | None, step: Eval,
+                   guard: Eval | None, per_step: int, rng: Any, *, entry: bool = False) -> Any:
+    if not is_map(rng) and not entry and not is_list(rng):
+        raise NoSuchOverload()
+    out: dict[Any, Any] = {}
+    for item in items:
+        _tick(a, per_step)
+        _bind(a, var, var2, item)
+        if guard is not None:
+            g = guard(a)
+            if g is False:
+                continue
+            if g is not True:
+                raise NoSuchOverload()
+        v = step(a)
+        if entry:
+            if not is_map(v):
+                raise NoSuchOverload()
+            for k in v:
+                k = _map_key(k)
+                if find(out, k)[0]:
+                    raise EvalError(f"insert failed: key {k} already exists")
+                out[k] = find(v, k)[1]
+        else:
+            out[_map_key(item[0])] = v
+    a.cost += 1
+    return out
+
+
+def _transform_map_entry(a: Activation, items: list[Any], var: str, var2: str | None,
+                         step: Eval, guard: Eval | None, per_step: int, rng: Any) -> Any:
+    return _transform_map(a, items, var, var2, step, guard, per_step, rng, entry=True)
+
+
+def _sort_by(a: Activation, items: list[Any], var: str, var2: str | None, step: Eval,
+             guard: Eval | None, per_step: int, rng: Any) -> Any:
+    keyed: list[tuple[Any, Any]] = []
+    for item in items:
+        _tick(a, per_step)
+        _bind(a, var, var2, item)
+        keyed.append((step(a), item))
+    key_types = {type(k) for k, _ in keyed}
+    if len(key_types) > 1:
+        raise EvalError("list elements must have the same type")
+    if key_types and key_types.pop() not in (int, UInt, float, bool, str, bytes,
+                                              Timestamp, Duration):
+        raise EvalError("list elements must be comparable")
+    _tick(a, len(keyed) * max(1, len(keyed).bit_length()))
+    return [item for _, item in sorted(keyed, key=lambda pair: pair[0])]
+
+
+_BODIES: Final[dict[ast.Kind, Body]] = {
+    ast.Kind.ALL: _all,
+    ast.Kind.EXISTS: _exists,
+    ast.Kind.EXISTS_ONE: _exists_one,
+    ast.Kind.MAP: _map,
+    ast.Kind.TRANSFORM_LIST: _map,
+    ast.Kind.FILTER: _filter,
+    ast.Kind.TRANSFORM_MAP: _transform_map,
+    ast.Kind.TRANSFORM_MAP_ENTRY: _transform_map_entry,
+    ast.Kind.SORT_BY: _sort_by,
+}
+
+
+def _optional_map(rng: Eval, step: Eval, var: str, *, flat: bool) -> Eval:
+    def optional_map(a: Activation) -> Any:
+        opt = rng(a)
+        if type(opt) is not Optional:
+            raise NoSuchOverload()
+        if not opt.present:
+            return NONE
+        vs = a.vars
+        saved = vs.get(var, _MISSING)
+        vs[var] = opt.value
+        try:
+            v = step(a)
+        finally:
+            if saved is _MISSING:
+                vs.pop(var, None)
+            else:
+                vs[var] = saved
+        if flat:
+            if type(v) is not Optional:
+                raise NoSuchOverload()
+            return v
+        return Optional.of(v)
+    return optional_map
+
+
+# ``add`` is re-exported for libraries that extend ``+`` (kept here to avoid a cycle).
+__all__ = ["Activation", "Program", "add", "equals", "plan", "qualified_name", "select_field"]

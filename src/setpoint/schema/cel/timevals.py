@@ -1,0 +1,163 @@
+"""Timestamps and durations as cel-go reads and prints them (Go's ``time`` package rules).
+
+* :func:`parse_timestamp`: RFC 3339 (``time.RFC3339``), fractional seconds to nanoseconds,
+  ``Z`` or a numeric offset; the result must lie in years 0001..9999.
+* :func:`parse_duration`: Go's ``time.ParseDuration`` (``1h30m``, ``-1.5s``, ``300ms``,
+  ``2us``/``2µs``), exact to the nanosecond, within int64 nanoseconds.
+* :func:`format_timestamp` / :func:`format_duration`: ``string(ts)`` and ``string(d)``.
+* :func:`local_fields`: calendar fields of an instant in a time zone (IANA name, ``UTC``, or a
+  ``±HH:MM`` offset), for ``getHours()`` and friends.
+
+Not guaranteed: IANA zone names need the system time-zone database (``zoneinfo``); without
+it such a name is an error, while ``UTC`` and numeric offsets always work.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta, timezone, tzinfo
+from typing import Final
+from zoneinfo import ZoneInfo
+
+from setpoint.schema.cel.errors import EvalError
+from setpoint.schema.cel.objects import NANOS, Duration, Timestamp
+
+_RFC3339: Final = re.compile(
+    r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(Z|[+-]\d{2}:\d{2})",
+    re.ASCII)
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+_LAYOUT: Final = "2006-01-02T15:04:05Z07:00"
+
+_UNITS: Final = {
+    "ns": 1, "us": 1_000, "\u00b5s": 1_000, "\u03bcs": 1_000, "ms": 1_000_000,
+    "s": NANOS, "m": 60 * NANOS, "h": 3600 * NANOS,
+}
+_INT64_MAX: Final = (1 << 63) - 1
+
+
+def parse_timestamp(text: str) -> Timestamp:
+    m = _RFC3339.fullmatch(text)
+    if m is None:
+        raise EvalError(f'parsing time "{text}" as "{_LAYOUT}": cannot parse "{text}"')
+    year, month, day, hour, minute, second = (int(g) for g in m.groups()[:6])
+    frac, zone = m.group(7) or "", m.group(8)
+    try:
+        naive = datetime(year, month, day, hour, minute, second)
+    except ValueError:
+        raise EvalError(f'parsing time "{text}": day out of range') from None
+    if hour > 23 or minute > 59 or second > 59:
+        raise EvalError(f'parsing time "{text}": out of range')
+    offset = 0
+    if zone != "Z":
+        sign = -1 if zone[0] == "-" else 1
+        oh, om = int(zone[1:3]), int(zone[4:6])
+        if oh > 24 or om > 59:
+            raise EvalError(f'parsing time "{text}": time zone offset out of range')
+        offset = sign * (oh * 3600 + om * 60)
+    whole = (naive - datetime(1970, 1, 1)) // timedelta(seconds=1) - offset
+    nanos = int((frac + "000000000")[:9]) if frac else 0
+    return Timestamp(whole * NANOS + nanos)
+
+
+def format_timestamp(ts: Timestamp) -> str:
+    """Go's ``time.RFC3339Nano`` in UTC: trailing zeros of the fraction trimmed."""
+    seconds, nanos = divmod(ts.nanos, NANOS)
+    dt = _EPOCH + timedelta(seconds=seconds)
+    text = (f"{dt.year:04d}-{dt.month:02d}-{dt.day:02d}"
+            f"T{dt.hour:02d}:{dt.minute:02d}:{dt.second:02d}")
+    if nanos:
+        text += "." + f"{nanos:09d}".rstrip("0")
+    return text + "Z"
+
+
+def parse_duration(text: str) -> Duration:
+    """Go's ``time.ParseDuration``; errors read ``time: invalid duration "x"``."""
+    s = text
+    neg = False
+    if s and s[0] in "+-":
+        neg = s[0] == "-"
+        s = s[1:]
+    if s == "0":
+        return Duration(0)
+    if not s:
+        raise EvalError(f'time: invalid duration "{text}"')
+    total = 0
+    while s:
+        i = 0
+        while i < len(s) and s[i].isascii() and s[i].isdigit():
+            i += 1
+        whole = s[:i]
+        s = s[i:]
+        frac = ""
+        if s.startswith("."):
+            j = 1
+            while j < len(s) and s[j].isascii() and s[j].isdigit():
+                j += 1
+            frac = s[1:j]
+            s = s[j:]
+        if not whole and not frac:
+            raise EvalError(f'time: invalid duration "{text}"')
+        j = 0
+        while j < len(s) and not (s[j] == "." or (s[j].isascii() and s[j].isdigit())):
+            j += 1
+        unit = s[:j]
+        s = s[j:]
+        if not unit:
+            raise EvalError(f'time: missing unit in duration "{text}"')
+        scale = _UNITS.get(unit)
+        if scale is None:
+            raise EvalError(f'time: unknown unit "{unit}" in duration "{text}"')
+        value = int(whole or "0") * scale
+        if frac:
+            value += int(frac) * scale // 10 ** len(frac)
+        total += value
+        if total > _INT64_MAX + (1 if neg else 0):
+            raise EvalError(f'time: invalid duration "{text}"')
+    return Duration(-total if neg else total)
+
+
+def format_duration(d: Duration) -> str:
+    """``string(duration)``: seconds with the shortest decimal fraction, then ``s``."""
+    sign = "-" if d.nanos < 0 else ""
+    whole, nanos = divmod(abs(d.nanos), NANOS)
+    if nanos:
+        return f"{sign}{whole}.{f'{nanos:09d}'.rstrip('0')}s"
+    return f"{sign}{whole}s"
+
+
+@dataclass(frozen=True, slots=True)
+class LocalFields:
+    year: int
+    month: int  # 1..12
+    day: int  # 1..31
+    weekday: int  # 0 = Sunday
+    yearday: int  # 1..366
+    hour: int
+    minute: int
+    second: int
+    millisecond: int
+
+
+def _zone(name: str) -> tzinfo:
+    if name in ("UTC", "Z", ""):
+        return UTC
+    m = re.fullmatch(r"([+-]?)(\d{2}):(\d{2})", name, re.ASCII)
+    if m:
+        delta = timedelta(hours=int(m.group(2)), minutes=int(m.group(3)))
+        return timezone(-delta if m.group(1) == "-" else delta)
+    try:
+        return ZoneInfo(name)
+    except (ValueError, OSError, KeyError):
+        raise EvalError(f"unknown time zone {name}") from None
+
+
+def local_fields(ts: Timestamp, zone: str = "UTC") -> LocalFields:
+    seconds, nanos = divmod(ts.nanos, NANOS)
+    try:
+        dt = (_EPOCH + timedelta(seconds=seconds)).astimezone(_zone(zone))
+    except OverflowError:
+        raise EvalError("timestamp overflow") from None
+    return LocalFields(dt.year, dt.month, dt.day, (dt.weekday() + 1) % 7,
+                       dt.timetuple().tm_yday, dt.hour, dt.minute, dt.second,
+                       nanos // 1_000_000)
