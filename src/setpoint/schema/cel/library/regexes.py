@@ -1,0 +1,88 @@
+"""Kubernetes' regex library: ``s.find(re)`` and ``s.findAll(re[, n])``.
+
+Patterns are RE2 (translated by :mod:`setpoint.schema.regex`); matching follows Go's
+``FindString``/``FindAllString``: leftmost-first, and an empty match right after the previous
+match is skipped. An invalid pattern is the error ``Illegal regex: error parsing regexp: ...``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from setpoint.schema.cel import types as t
+from setpoint.schema.cel.errors import EvalError, NoSuchOverload
+from setpoint.schema.cel.functions import (
+    REGEX_LENGTH_FACTOR,
+    Function,
+    actual_size,
+    library,
+    member,
+)
+from setpoint.schema.cel.stdlib import compile_regex
+
+
+def _compile(p: Any) -> re.Pattern[str]:
+    if isinstance(p, re.Pattern):
+        return p
+    if type(p) is not str:
+        raise NoSuchOverload()
+    try:
+        return compile_regex(p)
+    except EvalError as e:
+        raise EvalError(f"Illegal regex: {e}") from None
+
+
+def _prepare(p: Any) -> Any:
+    try:
+        return _compile(p)
+    except EvalError:
+        return p
+
+
+def find(s: Any, p: Any) -> str:
+    if type(s) is not str:
+        raise NoSuchOverload()
+    m = _compile(p).search(s)
+    return m.group() if m else ""
+
+
+def find_all(s: Any, p: Any, n: Any = -1) -> list[str]:
+    if type(s) is not str or type(n) is not int:
+        raise NoSuchOverload()
+    pattern = _compile(p)
+    out: list[str] = []
+    pos, prev_end = 0, -1
+    while (n < 0 or len(out) < n) and pos <= len(s):
+        m = pattern.search(s, pos)
+        if m is None:
+            break
+        accept = True
+        if m.end() == pos:
+            # An empty match: skip it when it abuts the previous match, then move one rune on.
+            accept = m.start() != prev_end
+            pos += 1
+        else:
+            pos = m.end()
+        prev_end = m.end()
+        if accept:
+            out.append(m.group())
+    return out
+
+
+def _cost(args: Sequence[Any], result: Any) -> int:
+    s, p = args[0], args[1]
+    pattern_size = len(p.pattern) if isinstance(p, re.Pattern) else actual_size(p)
+    return math.ceil((1 + actual_size(s)) * 0.1) * math.ceil(pattern_size * REGEX_LENGTH_FACTOR)
+
+
+REGEXES = library(
+    Function("find", (member("string_find_string", (t.STRING, t.STRING), t.STRING),),
+             find, _cost, prepare=_prepare),
+    Function("findAll", (
+        member("string_find_all_string", (t.STRING, t.STRING), t.list_of(t.STRING)),
+        member("string_find_all_string_int", (t.STRING, t.STRING, t.INT), t.list_of(t.STRING)),
+    ), find_all, _cost),
+)
