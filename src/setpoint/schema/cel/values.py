@@ -1,0 +1,313 @@
+"""JSON values as CEL sees them, guided by the structural schema node they validate against.
+
+Two views of one schema node, mirroring Kubernetes' ``SchemaDeclType`` (static types, for the
+checker) and ``UnstructuredToVal`` (runtime values):
+
+================================  =========================  ===============================
+schema                            CEL type                   runtime value
+================================  =========================  ===============================
+``x-kubernetes-int-or-string``    ``dyn``                    the ``int`` or ``str``
+object with ``properties``        object with those fields   :class:`ObjectView`
+object, ``additionalProperties``  ``map(string, V)``         :class:`MapView`
+array                             ``list(E)``                :class:`ListView` (or the list)
+string, ``format: date-time``     ``timestamp``              :class:`~.objects.Timestamp`
+string, ``format: date``          ``timestamp``              midnight UTC of that date
+string, ``format: duration``      ``duration``               :class:`~.objects.Duration`
+string, ``format: byte``          ``bytes``                  the base64-decoded bytes
+number                            ``double``                 ``float`` (also for ``1``)
+integer / boolean / string        ``int`` / ``bool`` / ...   the JSON value itself
+================================  =========================  ===============================
+
+Views are lazy: a child is converted when a rule reads it, so ``self.a < self.b`` on a large
+object costs two lookups. Invariants of :class:`ObjectView` (Kubernetes' ``unstructuredMap``):
+only declared properties are visible; a property whose JSON value is ``null`` is absent
+(``has()`` is false); CEL names are escaped property names (``foo-bar`` is
+``self.foo__dash__bar``, ``namespace`` is ``self.__namespace__``). The root of a resource and
+every ``x-kubernetes-embedded-resource`` object also show ``apiVersion``, ``kind`` and
+``metadata.name``/``metadata.generateName`` (and no other metadata).
+
+A JSON value that does not fit its schema (which schema validation reports separately)
+becomes an :class:`~setpoint.schema.cel.errors.EvalError` when a rule reads it, with
+Kubernetes' wording (``invalid data, expected ...``).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any, Final
+
+from setpoint.schema.cel import types as t
+from setpoint.schema.cel.errors import EvalError, NoSuchOverload
+from setpoint.schema.cel.objects import NANOS, CelList, CelMap, Timestamp
+from setpoint.schema.cel.timevals import parse_duration, parse_timestamp
+from setpoint.schema.structural import Node, parse
+
+# -- property-name escaping (k8s.io/apiserver/pkg/cel/escaping.go) --------------------------
+
+RESERVED_SYMBOLS: Final = frozenset({
+    "true", "false", "null", "in", "as", "break", "const", "continue", "else", "for",
+    "function", "if", "import", "let", "loop", "package", "namespace", "return", "var", "void",
+    "while",
+})
+_PLAIN: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*", re.ASCII)
+_ESCAPABLE: Final = re.compile(r"[A-Za-z_./-][A-Za-z0-9_./-]*", re.ASCII)
+_EXPAND: Final = re.compile(r"__|[-./]")
+_UNEXPAND: Final = re.compile(r"__[^_]+__")
+_EXPANSIONS: Final = {"__": "__underscores__", ".": "__dot__", "-": "__dash__", "/": "__slash__"}
+_CONTRACTIONS: Final = {"underscores": "__", "dot": ".", "dash": "-", "slash": "/"}
+
+
+def escape(name: str) -> str | None:
+    """The CEL field name of a property, or ``None`` when it cannot be expressed."""
+    if not name or name[0].isdigit():
+        return None
+    if name in RESERVED_SYMBOLS:
+        return f"__{name}__"
+    if _PLAIN.fullmatch(name) and "__" not in name:
+        return name
+    if not _ESCAPABLE.fullmatch(name):
+        return None
+    return _EXPAND.sub(lambda m: _EXPANSIONS[m.group()], name)
+
+
+def unescape(name: str) -> str | None:
+    """The property a CEL field name refers to, or ``None`` when it names none."""
+    if "__" not in name:
+        return name
+    ok = True
+
+    def contract(m: re.Match[str]) -> str:
+        nonlocal ok
+        inner = m.group()[2:-2]
+        if inner in _CONTRACTIONS:
+            return _CONTRACTIONS[inner]
+        if inner in RESERVED_SYMBOLS and len(m.group()) == len(name):
+            return inner
+        ok = False
+        return ""
+
+    result = _UNEXPAND.sub(contract, name)
+    return result if ok else None
+
+
+# -- the resource root: apiVersion, kind, metadata.name/generateName -------------------------
+
+_STRING_NODE: Final = parse({"type": "string"})
+_METADATA_NODE: Final = parse({"type": "object", "properties": {
+    "name": {"type": "string"}, "generateName": {"type": "string"}}})
+
+
+def visible_properties(node: Node, *, resource_root: bool) -> dict[str, Node]:
+    """Declared properties, plus ``apiVersion``/``kind``/``metadata`` at a resource root."""
+    props = dict(node.properties or {})
+    if resource_root or node.embedded_resource:
+        props["apiVersion"] = _STRING_NODE
+        props["kind"] = _STRING_NODE
+        props["metadata"] = _METADATA_NODE
+    return props
+
+
+# -- static types --------------------------------------------------------------------------
+
+def decl_type(node: Node, *, resource_root: bool = False) -> t.Type | None:
+    """``SchemaDeclType``: the CEL type of values of ``node``; ``None`` if CEL cannot see them."""
+    if node.int_or_string:
+        return t.DYN
+    kind = node.type
+    if resource_root or node.embedded_resource:
+        kind = "object"
+    if kind == "array":
+        if node.items is None:
+            return None
+        elem = decl_type(node.items)
+        return t.list_of(elem) if elem is not None else None
+    if kind == "object":
+        ap = node.additional_schema
+        if ap is not None and not resource_root and not node.embedded_resource:
+            value = decl_type(ap)
+            return t.map_of(t.STRING, value) if value is not None else None
+        fields: dict[str, t.Type] = {}
+        for name, prop in visible_properties(node, resource_root=resource_root).items():
+            ft = decl_type(prop)
+            cel_name = escape(name)
+            if ft is not None and cel_name is not None:
+                fields[cel_name] = ft
+        return t.object_type("object", fields)
+    if kind == "string":
+        return {"byte": t.BYTES, "duration": t.DURATION, "date": t.TIMESTAMP,
+                "date-time": t.TIMESTAMP}.get(node.format, t.STRING)
+    return {"boolean": t.BOOL, "number": t.DOUBLE, "integer": t.INT}.get(kind)
+
+
+# -- runtime values ------------------------------------------------------------------------
+
+def _plain(node: Node) -> bool:
+    """Whether JSON values of ``node`` are already their CEL values (no view, no conversion)."""
+    if node.int_or_string:
+        return True
+    if node.type in ("integer", "boolean"):
+        return True
+    return node.type == "string" and node.format not in ("byte", "duration", "date", "date-time")
+
+
+def to_cel(value: Any, node: Node, *, resource_root: bool = False) -> Any:
+    """The CEL value of a JSON value at ``node`` (``UnstructuredToVal``)."""
+    if value is None:
+        if node.nullable:
+            return None
+        raise EvalError("invalid data, got null for schema with nullable=false")
+    if node.int_or_string:
+        if type(value) in (int, str):
+            return value
+        raise EvalError("invalid data, expected XIntOrString value to be either a string or "
+                        "integer")
+    kind = "object" if resource_root or node.embedded_resource else node.type
+    if kind == "object":
+        if type(value) is not dict:
+            raise EvalError("invalid data, expected a map for the provided schema with "
+                            "type=object")
+        ap = node.additional_schema
+        if node.properties or resource_root or node.embedded_resource or ap is None:
+            return ObjectView(value, visible_properties(node, resource_root=resource_root))
+        return MapView(value, ap)
+    if kind == "array":
+        if type(value) is not list:
+            raise EvalError("invalid data, expected an array for the provided schema with "
+                            "type=array")
+        items = node.items
+        if items is None:
+            raise EvalError("invalid array type, expected Items with a non-empty Schema")
+        list_type = node.list_type or "atomic"
+        if list_type == "atomic" and _plain(items):
+            return value
+        return ListView(value, items, list_type, tuple(node.list_map_keys))
+    if kind == "string":
+        if type(value) is not str:
+            raise EvalError(f"invalid data, expected string, got {type(value).__name__}")
+        return _string_value(value, node.format)
+    if kind == "number":
+        if type(value) in (int, float):
+            return float(value)
+        raise EvalError(f"invalid data, expected float, got {type(value).__name__}")
+    if kind == "integer":
+        if type(value) is int:
+            return value
+        if type(value) is float and value.is_integer():
+            return int(value)
+        raise EvalError(f"invalid data, expected int, got {type(value).__name__}")
+    if kind == "boolean":
+        if type(value) is bool:
+            return value
+        raise EvalError(f"invalid data, expected bool, got {type(value).__name__}")
+    if node.preserve_unknown_fields:
+        return value
+    raise EvalError("invalid type, expected object, array, number, integer, boolean or string, "
+                    "or no type with x-kubernetes-int-or-string or "
+                    f"x-kubernetes-preserve-unknown-fields is true, got {node.type}")
+
+
+def _string_value(value: str, fmt: str) -> Any:
+    if fmt == "date-time":
+        try:
+            return parse_timestamp(value)
+        except EvalError as e:
+            raise EvalError(f"Invalid date-time formatted string {value}: {e}") from None
+    if fmt == "date":
+        if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", value, re.ASCII):
+            raise EvalError(f'Invalid date formatted string {value}: parsing time "{value}" '
+                            f'as "2006-01-02": cannot parse "{value}"')
+        ts = parse_timestamp(value + "T00:00:00Z")
+        return Timestamp(ts.nanos - ts.nanos % NANOS)
+    if fmt == "duration":
+        try:
+            return parse_duration(value)
+        except EvalError as e:
+            raise EvalError(f"Invalid duration {value}: {e}") from None
+    if fmt == "byte":
+        try:
+            return base64.b64decode(value, validate=True)
+        except (binascii.Error, ValueError) as e:
+            raise EvalError(f"Invalid byte formatted string {value}: {e}") from None
+    return value
+
+
+class ObjectView(CelMap):
+    """An object with declared properties; see the module invariants."""
+
+    __slots__ = ("props", "raw")
+
+    def __init__(self, raw: dict[str, Any], props: Mapping[str, Node]) -> None:
+        self.raw = raw
+        self.props = props
+
+    def find(self, key: Any) -> tuple[bool, Any]:
+        if type(key) is not str:
+            raise NoSuchOverload()
+        name = unescape(key)
+        if name is None:
+            return False, None
+        value = self.raw.get(name)
+        if value is None:
+            return False, None
+        node = self.props.get(name)
+        if node is None:
+            return False, None
+        return True, to_cel(value, node)
+
+    def __iter__(self) -> Iterator[str]:
+        for name in self.raw:
+            if name in self.props:
+                yield escape(name) or name
+
+    def __len__(self) -> int:
+        return len(self.raw)
+
+
+class MapView(CelMap):
+    """An object whose values follow ``additionalProperties`` (a CEL map of strings)."""
+
+    __slots__ = ("node", "raw")
+
+    def __init__(self, raw: dict[str, Any], node: Node) -> None:
+        self.raw = raw
+        self.node = node
+
+    def find(self, key: Any) -> tuple[bool, Any]:
+        if type(key) is not str:
+            raise NoSuchOverload()
+        if key not in self.raw:
+            return False, None
+        return True, to_cel(self.raw[key], self.node)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.raw)
+
+    def __len__(self) -> int:
+        return len(self.raw)
+
+
+class ListView(CelList):
+    """An array whose items need converting, or whose list type changes ``==`` and ``+``."""
+
+    __slots__ = ("items", "list_type", "map_keys", "raw")
+
+    def __init__(self, raw: list[Any], items: Node, list_type: str,
+                 map_keys: tuple[str, ...]) -> None:
+        self.raw = raw
+        self.items = items
+        self.list_type = list_type
+        self.map_keys = tuple(escape(k) or k for k in map_keys)
+
+    def __len__(self) -> int:
+        return len(self.raw)
+
+    def __getitem__(self, index: int) -> Any:
+        return to_cel(self.raw[index], self.items)
+
+    def __iter__(self) -> Iterator[Any]:
+        items = self.items
+        for v in self.raw:
+            yield to_cel(v, items)
