@@ -246,6 +246,18 @@ _NEW_TO_OLD = {"regarding": "involvedObject", "note": "message",
 _SAME = ("reason", "type", "eventTime", "series", "action", "related", "reportingInstance")
 
 
+def _map_event(obj: Obj, api_version: str, renames: dict[str, str]) -> Obj:
+    """An Event in the other view: fields renamed by ``renames``, the shared ones kept."""
+    out: Obj = {"apiVersion": api_version, "kind": "Event", "metadata": obj.get("metadata", {})}
+    for source, target in renames.items():
+        if source in obj:
+            out[target] = obj[source]
+    for name in _SAME:
+        if name in obj:
+            out[name] = obj[name]
+    return out
+
+
 class EventsV1Strategy(EventStrategy):
     """events.k8s.io/v1 Event: the same objects, renamed fields (regarding, note, ...)."""
 
@@ -253,25 +265,10 @@ class EventsV1Strategy(EventStrategy):
     selectable_fields = EVENT_SELECTORS
 
     def to_storage(self, obj: Obj, version: str) -> Obj:
-        out: Obj = {"apiVersion": "v1", "kind": "Event", "metadata": obj.get("metadata", {})}
-        for new, old in _NEW_TO_OLD.items():
-            if new in obj:
-                out[old] = obj[new]
-        for name in _SAME:
-            if name in obj:
-                out[name] = obj[name]
-        return out
+        return _map_event(obj, "v1", {new: old for new, old in _NEW_TO_OLD.items()})
 
     def from_storage(self, obj: Obj, version: str) -> Obj:
-        out: Obj = {"apiVersion": "events.k8s.io/v1", "kind": "Event",
-                    "metadata": obj.get("metadata", {})}
-        for new, old in _NEW_TO_OLD.items():
-            if old in obj:
-                out[new] = obj[old]
-        for name in _SAME:
-            if name in obj:
-                out[name] = obj[name]
-        return out
+        return _map_event(obj, "events.k8s.io/v1", {old: new for new, old in _NEW_TO_OLD.items()})
 
     def field_labels(self, obj: Obj) -> dict[str, str]:
         return super().field_labels(obj)

@@ -49,24 +49,16 @@ def crd_resource() -> ResourceInfo:
 # --- conversion -----------------------------------------------------------------------------
 
 
-def _columns_to_v1(columns: Any) -> list[Obj]:
+def _rename_column_key(columns: Any, old: str, new: str) -> list[Obj]:
+    """Printer columns with their JSONPath key renamed (``JSONPath`` in v1beta1,
+    ``jsonPath`` in v1); entries that are not objects are dropped."""
     out = []
     for col in columns or []:
         if not isinstance(col, dict):
             continue
         c = dict(col)
-        if "JSONPath" in c:
-            c["jsonPath"] = c.pop("JSONPath")
-        out.append(c)
-    return out
-
-
-def _columns_to_v1beta1(columns: Any) -> list[Obj]:
-    out = []
-    for col in columns or []:
-        c = dict(col)
-        if "jsonPath" in c:
-            c["JSONPath"] = c.pop("jsonPath")
+        if old in c:
+            c[new] = c.pop(old)
         out.append(c)
     return out
 
@@ -96,9 +88,10 @@ def v1beta1_to_v1(obj: Obj) -> Obj:
         if "subresources" not in nv and isinstance(top_subresources, dict):
             nv["subresources"] = copy.deepcopy(top_subresources)
         if "additionalPrinterColumns" in nv:
-            nv["additionalPrinterColumns"] = _columns_to_v1(nv["additionalPrinterColumns"])
+            nv["additionalPrinterColumns"] = _rename_column_key(
+                nv["additionalPrinterColumns"], "JSONPath", "jsonPath")
         elif top_columns:
-            nv["additionalPrinterColumns"] = _columns_to_v1(top_columns)
+            nv["additionalPrinterColumns"] = _rename_column_key(top_columns, "JSONPath", "jsonPath")
         new_versions.append(nv)
     spec["versions"] = new_versions
     spec.setdefault("preserveUnknownFields", True)
@@ -129,14 +122,14 @@ def v1_to_v1beta1(obj: Obj) -> Obj:
             if values[0] is not None and all(x == values[0] for x in values):
                 value = values[0]
                 if name == "additionalPrinterColumns":
-                    value = _columns_to_v1beta1(value)
+                    value = _rename_column_key(value, "jsonPath", "JSONPath")
                 spec[target] = value
                 for v in versions:
                     v.pop(name, None)
             else:
                 for v in versions:
                     if name == "additionalPrinterColumns" and name in v:
-                        v[name] = _columns_to_v1beta1(v[name])
+                        v[name] = _rename_column_key(v[name], "jsonPath", "JSONPath")
     return out
 
 
