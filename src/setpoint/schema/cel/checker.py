@@ -175,12 +175,13 @@ def _call(s: _State, node: ast.Call, scope: dict[str, t.Type], *, in_format: boo
         return _resolve(s, node.pos, name, _CONDITIONAL, arg_types, member=False)
     if name in ("_[_]", "_[?_]"):
         container = arg_types[0]
-        if container.kind == "optional" and name == "_[?_]":
+        optional = name == "_[?_]" or container.kind == "optional"
+        if container.kind == "optional":
             container = container.params[0]
         if container.kind == "object":
             container = t.map_of(t.STRING, t.DYN)
         elem = _resolve(s, node.pos, "_[_]", _INDEX, [container, arg_types[1]], member=False)
-        return t.optional_of(elem) if name == "_[?_]" else elem
+        return t.optional_of(elem) if optional else elem
     fn = s.functions.get(name)
     if fn is None:
         return s.error(node.pos, f"undeclared reference to '{name}' (in container '')")

@@ -94,16 +94,20 @@ def _compile_expression(src: str, variables: Mapping[str, t.Type], functions: Li
     prefix = "compilation failed: " if what == "rule" else "messageExpression compilation failed: "
     try:
         tree = parser.parse(src)
+        result, issues = checker.check(tree, functions, variables)
+        if issues:
+            raise CELCompileError(prefix + _issues_text(src, issues))
+        program = interpreter.plan(tree, functions, variables)
     except CELCompileError as e:
-        raise CELCompileError(prefix + e.detail) from None
-    result, issues = checker.check(tree, functions, variables)
-    if issues:
-        raise CELCompileError(prefix + _issues_text(src, issues))
+        detail = e.detail if e.detail.startswith(prefix) else prefix + e.detail
+        raise CELCompileError(detail) from None
+    except RecursionError:
+        raise CELCompileError(prefix + "expression recursion limit exceeded") from None
     if not t.is_dyn_like(expect) and not t.is_dyn_like(result) and result != expect:
         if what == "rule":
             raise CELCompileError("cel expression must evaluate to a bool")
         raise CELCompileError("messageExpression must evaluate to a string")
-    return tree, interpreter.plan(tree, functions, variables)
+    return tree, program
 
 
 def compile_rule(rule: Rule | ValidationRule | str, *, self_type: t.Type = t.DYN,

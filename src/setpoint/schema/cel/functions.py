@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from setpoint.schema.cel.errors import NoSuchOverload
+from setpoint.schema.cel.errors import CostLimitExceeded, NoSuchOverload
 from setpoint.schema.cel.objects import CelList, CelMap, Optional
 from setpoint.schema.cel.types import Type
 
@@ -126,6 +126,18 @@ def actual_size(value: Any) -> int:
 
 def string_cost(size: int, factor: float = 1.0) -> int:
     return math.ceil(size * factor * STRING_TRAVERSAL_FACTOR)
+
+
+# No single call may build a list or string larger than this: its cost (a tenth of a unit per
+# element or character at the least) would exceed the per-call limit anyway, and checking
+# before building keeps one call from exhausting memory.
+MAX_RESULT_ELEMENTS = 1_000_000
+MAX_RESULT_CHARS = 10_000_000
+
+
+def guard_size(size: int, limit: int) -> None:
+    if size > limit:
+        raise CostLimitExceeded()
 
 
 def cost_first_arg_traversal(args: Sequence[Any], result: Any) -> int:

@@ -53,13 +53,6 @@ LIST_CREATE_COST: Final = 10
 MAP_CREATE_COST: Final = 30
 STRUCT_CREATE_COST: Final = 40
 
-# Per-iteration cost of each macro's accumulator bookkeeping in cel-go's expansion.
-_STEP_COST: Final = {
-    ast.Kind.ALL: 3, ast.Kind.EXISTS: 4, ast.Kind.EXISTS_ONE: 2, ast.Kind.MAP: 12,
-    ast.Kind.FILTER: 1, ast.Kind.TRANSFORM_LIST: 12, ast.Kind.TRANSFORM_MAP: 3,
-    ast.Kind.TRANSFORM_MAP_ENTRY: 3, ast.Kind.OPT_MAP: 1, ast.Kind.OPT_FLAT_MAP: 1,
-    ast.Kind.SORT_BY: 12,
-}
 
 
 class Activation:
@@ -270,7 +263,12 @@ class _Planner:
             return self.conditional(node, scope)
         if name in ("_[_]", "_[?_]"):
             container = self.plan(node.args[0], scope)
-            key = self.plan(node.args[1], scope)
+            key_node = node.args[1]
+            if isinstance(key_node, ast.Ident) and key_node.name in scope:
+                # cel-go charges a variable used as an index as part of the qualifier.
+                key = _free_ident(key_node.name)
+            else:
+                key = self.plan(key_node, scope)
             getter = index if name == "_[_]" else optional_index
 
             def index_(a: Activation) -> Any:
@@ -306,8 +304,12 @@ class _Planner:
         impl, cost = fn.impl, fn.cost
 
         def op(a: Activation) -> Any:
-            lv = left(a)
-            rv = right(a)
+            try:
+                lv = left(a)
+                rv = right(a)
+            except EvalError:
+                a.cost += 1  # cel-go charges the call even when an argument failed
+                raise
             tl = type(lv)
             if tl is type(rv) and (tl is int or tl is float):
                 a.cost += 1
@@ -363,8 +365,12 @@ class _Planner:
     # -- literals -----------------------------------------------------------------------
 
     def create_list(self, node: ast.CreateList, scope: frozenset[str]) -> Eval:
-        elements = [self.plan(e, scope) for e in node.elements]
         optional = node.optional_indices
+        if not optional and all(isinstance(e, ast.Literal) for e in node.elements):
+            # cel-go folds constant literals when planning: no cost at run time.
+            constant = [e.value for e in node.elements if isinstance(e, ast.Literal)]
+            return lambda a: list(constant)
+        elements = [self.plan(e, scope) for e in node.elements]
         if not optional:
             def create(a: Activation) -> list[Any]:
                 a.cost += LIST_CREATE_COST
@@ -388,6 +394,11 @@ class _Planner:
         return create_optional
 
     def create_map(self, node: ast.CreateMap, scope: frozenset[str]) -> Eval:
+        if all(isinstance(e.key, ast.Literal) and isinstance(e.value, ast.Literal)
+               and not e.optional for e in node.entries):
+            folded = self._constant_map(node)
+            if folded is not None:
+                return lambda a: dict(folded)
         entries = [(self.plan(e.key, scope), self.plan(e.value, scope), e.optional)
                    for e in node.entries]
 
@@ -410,6 +421,18 @@ class _Planner:
             return out
         return create
 
+    @staticmethod
+    def _constant_map(node: ast.CreateMap) -> dict[Any, Any] | None:
+        out: dict[Any, Any] = {}
+        for e in node.entries:
+            if not isinstance(e.key, ast.Literal) or not isinstance(e.value, ast.Literal):
+                return None
+            k = e.key.value
+            if type(k) not in (str, int, UInt, bool) or find(out, k)[0]:
+                return None  # left to fail at run time, with cel-go's message
+            out[k] = e.value.value
+        return out
+
     # -- comprehensions -----------------------------------------------------------------
 
     def comprehension(self, node: ast.Comprehension, scope: frozenset[str]) -> Eval:
@@ -418,7 +441,6 @@ class _Planner:
         step = self.plan(node.step, inner)
         guard = self.plan(node.guard, inner) if node.guard is not None else None
         kind = node.kind
-        per_step = _STEP_COST[kind]
         var, var2 = node.var, node.var2
         if kind in (ast.Kind.OPT_MAP, ast.Kind.OPT_FLAT_MAP):
             return _optional_map(rng, step, var, flat=kind is ast.Kind.OPT_FLAT_MAP)
@@ -430,7 +452,7 @@ class _Planner:
             vs = a.vars
             saved = (vs.get(var, _MISSING), vs.get(var2, _MISSING) if var2 else _MISSING)
             try:
-                return body(a, items, var, var2, step, guard, per_step, r)
+                return body(a, items, var, var2, step, guard, r)
             finally:
                 for name, old in ((var, saved[0]), (var2, saved[1])):
                     if name is None:
@@ -442,20 +464,37 @@ class _Planner:
         return comprehension
 
 
+def _free_ident(name: str) -> Eval:
+    def ident(a: Activation) -> Any:
+        try:
+            return a.vars[name]
+        except KeyError:
+            raise EvalError(f"no such attribute(s): {name}") from None
+    return ident
+
+
 def _generic_call(fn: Function, args: list[Eval]) -> Eval:
     impl, cost = fn.impl, fn.cost
     if len(args) == 1:
         (arg0,) = args
 
         def call1(a: Activation) -> Any:
-            v = arg0(a)
+            try:
+                v = arg0(a)
+            except EvalError:
+                a.cost += 1
+                raise
             result = impl(v)
             a.charge(cost((v,), result) if cost is not None else 1)
             return result
         return call1
 
     def call(a: Activation) -> Any:
-        values = [arg(a) for arg in args]
+        try:
+            values = [arg(a) for arg in args]
+        except EvalError:
+            a.cost += 1
+            raise
         result = impl(*values)
         a.charge(cost(values, result) if cost is not None else 1)
         return result
@@ -483,30 +522,41 @@ def _bind(a: Activation, var: str, var2: str | None, item: Any) -> None:
         a.vars[var], a.vars[var2] = item
 
 
-def _tick(a: Activation, amount: int) -> None:
-    a.cost += amount
+def _tick(a: Activation, since: int) -> None:
+    """End of one iteration: charge at least one unit (so that even a constant predicate
+    bounds a loop), then enforce the limit."""
+    if a.cost == since:
+        a.cost += 1
     if a.cost > a.limit:
         raise CostLimitExceeded()
 
 
-Body = Callable[[Activation, list[Any], str, "str | None", Eval, "Eval | None", int, Any], Any]
+Body = Callable[[Activation, list[Any], str, "str | None", Eval, "Eval | None", Any], Any]
+
+# The costs below reproduce cel-go's expansion of each macro into a fold (accumulator reads,
+# loop-condition calls, list and map insertions), as measured by Kubernetes' cost tests.
 
 
 def _all(a: Activation, items: list[Any], var: str, var2: str | None, step: Eval,
-         guard: Eval | None, per_step: int, rng: Any) -> Any:
+         guard: Eval | None, rng: Any) -> Any:
     err: EvalError | None = None
-    for item in items:
-        _tick(a, per_step)
+    last = len(items) - 1
+    for i, item in enumerate(items):
+        since = a.cost
+        a.cost += 3
         _bind(a, var, var2, item)
         try:
             v = step(a)
         except EvalError as e:
             err = err or e
-            continue
+            v = None
+        _tick(a, since)
         if v is False:
+            # cel-go checks the loop condition once more when elements remain.
+            a.cost += 3 if i < last else 1
             return False
-        if v is not True:
-            err = err or NoSuchOverload()
+        if v is not True and err is None:
+            err = NoSuchOverload()
     a.cost += 1
     if err is not None:
         raise err
@@ -514,20 +564,24 @@ def _all(a: Activation, items: list[Any], var: str, var2: str | None, step: Eval
 
 
 def _exists(a: Activation, items: list[Any], var: str, var2: str | None, step: Eval,
-            guard: Eval | None, per_step: int, rng: Any) -> Any:
+            guard: Eval | None, rng: Any) -> Any:
     err: EvalError | None = None
-    for item in items:
-        _tick(a, per_step)
+    last = len(items) - 1
+    for i, item in enumerate(items):
+        since = a.cost
+        a.cost += 4
         _bind(a, var, var2, item)
         try:
             v = step(a)
         except EvalError as e:
             err = err or e
-            continue
+            v = None
+        _tick(a, since)
         if v is True:
+            a.cost += 4 if i < last else 1
             return True
-        if v is not False:
-            err = err or NoSuchOverload()
+        if v is not False and err is None:
+            err = NoSuchOverload()
     a.cost += 1
     if err is not None:
         raise err
@@ -535,42 +589,52 @@ def _exists(a: Activation, items: list[Any], var: str, var2: str | None, step: E
 
 
 def _exists_one(a: Activation, items: list[Any], var: str, var2: str | None, step: Eval,
-                guard: Eval | None, per_step: int, rng: Any) -> Any:
+                guard: Eval | None, rng: Any) -> Any:
     count = 0
     for item in items:
-        _tick(a, per_step)
+        since = a.cost
         _bind(a, var, var2, item)
         v = step(a)
         if v is True:
             count += 1
+            a.cost += 2
         elif v is not False:
             raise NoSuchOverload()
+        _tick(a, since)
     a.cost += 2
     return count == 1
 
 
+def _keep(a: Activation, guard: Eval | None) -> bool:
+    if guard is None:
+        return True
+    g = guard(a)
+    if g is True:
+        return True
+    if g is False:
+        return False
+    raise NoSuchOverload()
+
+
 def _map(a: Activation, items: list[Any], var: str, var2: str | None, step: Eval,
-         guard: Eval | None, per_step: int, rng: Any) -> Any:
+         guard: Eval | None, rng: Any) -> Any:
     out: list[Any] = []
     for item in items:
-        _tick(a, per_step)
+        since = a.cost
         _bind(a, var, var2, item)
-        if guard is not None:
-            g = guard(a)
-            if g is False:
-                continue
-            if g is not True:
-                raise NoSuchOverload()
-        out.append(step(a))
+        if _keep(a, guard):
+            a.cost += LIST_CREATE_COST + 2
+            out.append(step(a))
+        _tick(a, since)
     a.cost += 1
     return out
 
 
 def _filter(a: Activation, items: list[Any], var: str, var2: str | None, step: Eval,
-            guard: Eval | None, per_step: int, rng: Any) -> Any:
+            guard: Eval | None, rng: Any) -> Any:
     out: list[Any] = []
     for item in items:
-        _tick(a, per_step)
+        since = a.cost
         _bind(a, var, var2, item)
         v = step(a)
         if v is True:
@@ -578,58 +642,56 @@ def _filter(a: Activation, items: list[Any], var: str, var2: str | None, step: E
             out.append(item)
         elif v is not False:
             raise NoSuchOverload()
+        _tick(a, since)
     a.cost += 1
     return out
 
 
 def _transform_map(a: Activation, items: list[Any], var: str, var2: str | None, step: Eval,
-                   guard: Eval | None, per_step: int, rng: Any, *, entry: bool = False) -> Any:
-    if not is_map(rng) and not entry and not is_list(rng):
-        raise NoSuchOverload()
+                   guard: Eval | None, rng: Any, *, entry: bool = False) -> Any:
     out: dict[Any, Any] = {}
     for item in items:
-        _tick(a, per_step)
+        since = a.cost
         _bind(a, var, var2, item)
-        if guard is not None:
-            g = guard(a)
-            if g is False:
-                continue
-            if g is not True:
-                raise NoSuchOverload()
-        v = step(a)
-        if entry:
-            if not is_map(v):
-                raise NoSuchOverload()
-            for k in v:
-                k = _map_key(k)
-                if find(out, k)[0]:
-                    raise EvalError(f"insert failed: key {k} already exists")
-                out[k] = find(v, k)[1]
-        else:
-            out[_map_key(item[0])] = v
+        if _keep(a, guard):
+            a.cost += 2 if entry else 3
+            v = step(a)
+            if entry:
+                if not is_map(v):
+                    raise NoSuchOverload()
+                for k in v:
+                    k = _map_key(k)
+                    if find(out, k)[0]:
+                        raise EvalError(f"insert failed: key {k} already exists")
+                    out[k] = find(v, k)[1]
+            else:
+                out[_map_key(item[0])] = v
+        _tick(a, since)
     a.cost += 1
     return out
 
 
 def _transform_map_entry(a: Activation, items: list[Any], var: str, var2: str | None,
-                         step: Eval, guard: Eval | None, per_step: int, rng: Any) -> Any:
-    return _transform_map(a, items, var, var2, step, guard, per_step, rng, entry=True)
+                         step: Eval, guard: Eval | None, rng: Any) -> Any:
+    return _transform_map(a, items, var, var2, step, guard, rng, entry=True)
 
 
 def _sort_by(a: Activation, items: list[Any], var: str, var2: str | None, step: Eval,
-             guard: Eval | None, per_step: int, rng: Any) -> Any:
+             guard: Eval | None, rng: Any) -> Any:
     keyed: list[tuple[Any, Any]] = []
     for item in items:
-        _tick(a, per_step)
+        since = a.cost
+        a.cost += LIST_CREATE_COST + 2
         _bind(a, var, var2, item)
         keyed.append((step(a), item))
+        _tick(a, since)
     key_types = {type(k) for k, _ in keyed}
     if len(key_types) > 1:
         raise EvalError("list elements must have the same type")
     if key_types and key_types.pop() not in (int, UInt, float, bool, str, bytes,
                                               Timestamp, Duration):
         raise EvalError("list elements must be comparable")
-    _tick(a, len(keyed) * max(1, len(keyed).bit_length()))
+    a.charge(len(keyed) * max(1, len(keyed).bit_length()))
     return [item for _, item in sorted(keyed, key=lambda pair: pair[0])]
 
 

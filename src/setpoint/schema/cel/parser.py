@@ -29,10 +29,15 @@ from setpoint.schema.cel.objects import INT64_MAX
 MAX_SOURCE: Final = 100_000
 MAX_DEPTH: Final = 96
 
-_RELATIONS: Final = {"<": "_<_", "<=": "_<=_", ">": "_>_", ">=": "_>=_", "==": "_==_",
-                     "!=": "_!=_"}
-_ADDITIVE: Final = {"+": "_+_", "-": "_-_"}
-_MULTIPLICATIVE: Final = {"*": "_*_", "/": "_/_", "%": "_%_"}
+_OPERATOR_NAMES: Final = {
+    "||": "_||_", "&&": "_&&_", "<": "_<_", "<=": "_<=_", ">": "_>_", ">=": "_>=_",
+    "==": "_==_", "!=": "_!=_", "in": "@in", "+": "_+_", "-": "_-_", "*": "_*_", "/": "_/_",
+    "%": "_%_",
+}
+_PRECEDENCE: Final = {
+    "||": 1, "&&": 2, "<": 3, "<=": 3, ">": 3, ">=": 3, "==": 3, "!=": 3, "in": 3,
+    "+": 4, "-": 4, "*": 5, "/": 5, "%": 5,
+}
 
 
 def format_issue(src: str, pos: int, message: str) -> str:
@@ -110,11 +115,11 @@ class _Parser:
         if self.depth > MAX_DEPTH:
             raise SyntaxErrorAt(self.tok.pos, "expression recursion limit exceeded")
         try:
-            cond = self.logical("||")
+            cond = self.binary(1)
             if self.at("?"):
                 pos = self.tok.pos
                 self.i += 1
-                yes = self.logical("||")
+                yes = self.binary(1)
                 self.expect(":")
                 no = self.expr()
                 return ast.Call(pos, "_?_:_", (cond, yes, no))
@@ -122,49 +127,36 @@ class _Parser:
         finally:
             self.depth -= 1
 
-    def logical(self, op: str) -> ast.Node:
-        """A chain of ``||`` (of ``&&`` chains), built balanced as cel-go does."""
-        terms = [self._logical_term(op)]
-        positions: list[int] = []
-        while self.at(op):
-            positions.append(self.tok.pos)
-            self.i += 1
-            terms.append(self._logical_term(op))
-        if len(terms) == 1:
-            return terms[0]
-        return _balance("_||_" if op == "||" else "_&&_", terms, positions)
+    def binary_op(self) -> tuple[str, int] | None:
+        t = self.tok
+        if t.kind is T.OP and t.text in _PRECEDENCE:
+            return t.text, _PRECEDENCE[t.text]
+        if t.kind is T.IDENT and t.text == "in":
+            return "in", _PRECEDENCE["in"]
+        return None
 
-    def _logical_term(self, op: str) -> ast.Node:
-        return self.logical("&&") if op == "||" else self.relation()
-
-    def relation(self) -> ast.Node:
-        left = self.additive()
-        while True:
-            t = self.tok
-            if t.kind is T.OP and t.text in _RELATIONS:
-                self.i += 1
-                left = ast.Call(t.pos, _RELATIONS[t.text], (left, self.additive()))
-            elif t.kind is T.IDENT and t.text == "in":
-                self.i += 1
-                left = ast.Call(t.pos, "@in", (left, self.additive()))
-            else:
-                return left
-
-    def additive(self) -> ast.Node:
-        left = self.multiplicative()
-        while self.tok.kind is T.OP and self.tok.text in _ADDITIVE:
-            t = self.tok
-            self.i += 1
-            left = ast.Call(t.pos, _ADDITIVE[t.text], (left, self.multiplicative()))
-        return left
-
-    def multiplicative(self) -> ast.Node:
+    def binary(self, min_prec: int) -> ast.Node:
+        """Binary operators by precedence climbing (one stack frame per precedence step, so
+        nesting depth, not expression length, bounds recursion). ``&&``/``||`` chains are
+        built balanced, as cel-go builds them."""
         left = self.unary()
-        while self.tok.kind is T.OP and self.tok.text in _MULTIPLICATIVE:
-            t = self.tok
+        while True:
+            found = self.binary_op()
+            if found is None or found[1] < min_prec:
+                return left
+            op, prec = found
+            if op in ("&&", "||"):
+                terms, positions = [left], []
+                while self.at(op):
+                    positions.append(self.tok.pos)
+                    self.i += 1
+                    terms.append(self.binary(prec + 1))
+                left = _balance(_OPERATOR_NAMES[op], terms, positions)
+                continue
+            pos = self.tok.pos
             self.i += 1
-            left = ast.Call(t.pos, _MULTIPLICATIVE[t.text], (left, self.unary()))
-        return left
+            right = self.binary(prec + 1)
+            left = ast.Call(pos, _OPERATOR_NAMES[op], (left, right))
 
     def unary(self) -> ast.Node:
         if self.at("!"):

@@ -178,6 +178,11 @@ def assignable(param: Type, arg: Type, bindings: dict[str, Type]) -> bool:
 def _generalizes(general: Type, specific: Type, bindings: dict[str, Type]) -> bool:
     if is_dyn_like(general):
         return True
+    if general.kind == "type" and specific.kind == "type" and not (
+            general.params and specific.params):
+        return True
+    if {general.kind, specific.kind} == {"object", "map"}:
+        return True  # lenient: an object literal is written as a map
     if general.kind != specific.kind or len(general.params) != len(specific.params):
         return general == specific
     return all(_generalizes(g, s, bindings)

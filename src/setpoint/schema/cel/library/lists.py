@@ -18,8 +18,10 @@ from typing import Any, Final
 from setpoint.schema.cel import types as t
 from setpoint.schema.cel.errors import EvalError, NoSuchOverload
 from setpoint.schema.cel.functions import (
+    MAX_RESULT_ELEMENTS,
     Function,
     actual_size,
+    guard_size,
     library,
     member,
     overload,
@@ -99,12 +101,17 @@ def slice_list(lst: Any, start: Any, end: Any) -> list[Any]:
     return items[start:end]
 
 
+def _flat_size(items: list[Any], depth: int) -> int:
+    return sum(_flat_size(list(x), depth - 1) if is_list(x) and depth > 0 else 1 for x in items)
+
+
 def flatten(lst: Any, depth: Any = 1) -> list[Any]:
     items = _items(lst)
     if type(depth) is not int:
         raise NoSuchOverload()
     if depth < 0:
         raise EvalError("level must be non-negative")
+    guard_size(_flat_size(items, depth), MAX_RESULT_ELEMENTS)
     out: list[Any] = []
     for x in items:
         if is_list(x) and depth > 0:
@@ -117,6 +124,7 @@ def flatten(lst: Any, depth: Any = 1) -> list[Any]:
 def lists_range(n: Any) -> list[int]:
     if type(n) is not int:
         raise NoSuchOverload()
+    guard_size(n, MAX_RESULT_ELEMENTS)
     return list(range(n))
 
 

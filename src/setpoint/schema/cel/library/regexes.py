@@ -8,7 +8,6 @@ match is skipped. An invalid pattern is the error ``Illegal regex: error parsing
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,11 +20,11 @@ from setpoint.schema.cel.functions import (
     library,
     member,
 )
-from setpoint.schema.cel.stdlib import compile_regex
+from setpoint.schema.cel.stdlib import Regex, compile_regex, regex_size
 
 
-def _compile(p: Any) -> re.Pattern[str]:
-    if isinstance(p, re.Pattern):
+def _compile(p: Any) -> Regex:
+    if type(p) is Regex:
         return p
     if type(p) is not str:
         raise NoSuchOverload()
@@ -36,6 +35,8 @@ def _compile(p: Any) -> re.Pattern[str]:
 
 
 def _prepare(p: Any) -> Any:
+    if type(p) is not str:
+        return p
     try:
         return _compile(p)
     except EvalError:
@@ -74,8 +75,7 @@ def find_all(s: Any, p: Any, n: Any = -1) -> list[str]:
 
 def _cost(args: Sequence[Any], result: Any) -> int:
     s, p = args[0], args[1]
-    pattern_size = len(p.pattern) if isinstance(p, re.Pattern) else actual_size(p)
-    return math.ceil((1 + actual_size(s)) * 0.1) * math.ceil(pattern_size * REGEX_LENGTH_FACTOR)
+    return math.ceil((1 + actual_size(s)) * 0.1) * math.ceil(regex_size(p) * REGEX_LENGTH_FACTOR)
 
 
 REGEXES = library(

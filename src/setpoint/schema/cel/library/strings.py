@@ -17,8 +17,10 @@ from typing import Any, Final
 from setpoint.schema.cel import types as t
 from setpoint.schema.cel.errors import EvalError, NoSuchOverload
 from setpoint.schema.cel.functions import (
+    MAX_RESULT_CHARS,
     Function,
     actual_size,
+    guard_size,
     library,
     member,
     overload,
@@ -90,6 +92,10 @@ def upper_ascii(s: Any) -> str:
 def replace(s: Any, old: Any, new: Any, n: Any = -1) -> str:
     _s(s, old, new)
     _i(n)
+    count = s.count(old) if old else len(s) + 1
+    if n >= 0:
+        count = min(count, n)
+    guard_size(len(s) + count * (len(new) - len(old)), MAX_RESULT_CHARS)
     return str(s.replace(old, new, n if n >= 0 else -1))
 
 
@@ -139,6 +145,7 @@ def join(items: Any, sep: Any = "") -> str:
     values = list(items)
     if any(type(v) is not str for v in values):
         raise EvalError("join: list elements must be strings")
+    guard_size(sum(len(v) for v in values) + len(sep) * len(values), MAX_RESULT_CHARS)
     return str(sep).join(values)
 
 
