@@ -1,0 +1,143 @@
+"""Event handlers: from a change to a cached object, to the requests it should enqueue.
+
+A :class:`Handler` maps one object to the :class:`~setpoint.runtime.reconcile.Request` s it
+concerns. Three come ready (controller-runtime's):
+
+- :class:`EnqueueSelf`: the object itself (what ``Controller(for_=...)`` watches with);
+- :class:`EnqueueOwner`: the object's owner of a given kind, from its ``ownerReferences``
+  (by default only the controller reference): what ``Controller.owns`` watches with, so a
+  change to a child reconciles its parent;
+- :class:`EnqueueMapped`: any function ``obj -> iterable of Request`` (e.g. every Book whose
+  ``spec.configMapName`` is this ConfigMap, found through a cache index).
+
+:class:`QueueingHandler` plugs a handler and a predicate into a
+:class:`~setpoint.runtime.cache.Cache` (it is a cache ``EventHandler``) and adds the
+requests to a queue. For an update, both the old and the new object are mapped (an owner
+reference or a mapped field may have changed, and both sides must hear of it).
+
+Invariants: handlers run synchronously inside the cache's notification and never block: they
+only compute keys and add them to a deduplicating queue, so a burst of events for one object
+collapses into one reconcile. A mapper that raises is logged and skipped; the cache and other
+handlers carry on.
+
+Non-guarantees: the event itself is not passed on (the request holds only the key); an owner
+referenced by a child may not exist (its reconcile finds nothing).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from setpoint.runtime import predicates as preds
+from setpoint.runtime import reconcile
+
+logger = logging.getLogger(__name__)
+
+Obj = Mapping[str, Any]
+Mapper = Callable[[Obj], Iterable[reconcile.Request]]
+
+
+@runtime_checkable
+class Handler(Protocol):
+    def requests(self, obj: Obj) -> Iterable[reconcile.Request]:
+        """The requests a change to ``obj`` should enqueue."""
+
+
+@dataclass(frozen=True, slots=True)
+class EnqueueSelf:
+    """The changed object itself."""
+
+    def requests(self, obj: Obj) -> list[reconcile.Request]:
+        return [reconcile.Request.for_object(obj)]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EnqueueOwner:
+    """The owner of kind ``kind`` in API group ``group`` ("" for the core group).
+
+    ``namespaced``: whether the owner's kind is namespaced (the request then takes the
+    child's namespace; owners of a namespaced child live in its namespace or are
+    cluster-scoped). ``only_controller``: follow only the ``controller: true`` reference.
+    """
+
+    group: str
+    kind: str
+    namespaced: bool = True
+    only_controller: bool = True
+
+    def requests(self, obj: Obj) -> list[reconcile.Request]:
+        namespace = str((obj.get("metadata") or {}).get("namespace") or "")
+        out: list[reconcile.Request] = []
+        for ref in (obj.get("metadata") or {}).get("ownerReferences") or ():
+            if not isinstance(ref, Mapping) or ref.get("kind") != self.kind:
+                continue
+            if self.only_controller and ref.get("controller") is not True:
+                continue
+            group, _, _ = str(ref.get("apiVersion", "")).rpartition("/")
+            name = ref.get("name")
+            if group != self.group or not isinstance(name, str) or not name:
+                continue
+            out.append(reconcile.Request(namespace if self.namespaced else "", name))
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class EnqueueMapped:
+    """Whatever ``func(obj)`` returns."""
+
+    func: Mapper
+
+    def requests(self, obj: Obj) -> Iterable[reconcile.Request]:
+        return self.func(obj)
+
+
+def as_handler(handler: Handler | Mapper) -> Handler:
+    """A :class:`Handler` as is; a plain function as an :class:`EnqueueMapped`."""
+    if isinstance(handler, Handler):
+        return handler
+    if callable(handler):
+        return EnqueueMapped(handler)
+    raise TypeError(f"not a handler or a mapping function: {handler!r}")
+
+
+class QueueingHandler:
+    """A cache event handler that filters events and adds their requests to a queue."""
+
+    def __init__(self, handler: Handler, add: Callable[[reconcile.Request], None], *,
+                 predicate: preds.Predicate | None = None, name: str = "") -> None:
+        self.handler = handler
+        self.add = add
+        self.predicate = predicate or preds.Predicate()
+        self.name = name
+
+    def _enqueue(self, *objs: Obj) -> None:
+        for obj in objs:
+            try:
+                requests = list(self.handler.requests(obj))
+            except Exception:
+                logger.exception("%s: mapping an event to requests failed", self.name)
+                continue
+            for request in requests:
+                self.add(request)
+
+    def _passes(self, check: Callable[[], bool]) -> bool:
+        try:
+            return check()
+        except Exception:
+            logger.exception("%s: a predicate failed; the event is dropped", self.name)
+            return False
+
+    def on_add(self, obj: Obj) -> None:
+        if self._passes(lambda: self.predicate.create(obj)):
+            self._enqueue(obj)
+
+    def on_update(self, old: Obj, new: Obj) -> None:
+        if self._passes(lambda: self.predicate.update(old, new)):
+            self._enqueue(*((new,) if old is new else (old, new)))
+
+    def on_delete(self, obj: Obj) -> None:
+        if self._passes(lambda: self.predicate.delete(obj)):
+            self._enqueue(obj)
