@@ -1,0 +1,154 @@
+"""The controller engine: a work queue of requests and the workers that reconcile them.
+
+An :class:`Engine` owns one :class:`~setpoint.runtime.queue.WorkQueue` of
+:class:`~setpoint.runtime.reconcile.Request` s and runs ``workers`` coroutines that take a
+request, call the reconciler, and act on the outcome (controller-runtime's rules, see
+:mod:`setpoint.runtime.reconcile`):
+
+=========================  ==============================================  ===============
+outcome                    queue                                           ``result`` label
+=========================  ==============================================  ===============
+exception                  ``add_rate_limited`` (backoff grows)            error
+:class:`TerminalError`     ``forget`` (not retried)                        error
+``Result(requeue=True)``   ``add_rate_limited``                            requeue
+``Result(requeue_after)``  ``forget``, then ``add_after``                  requeue_after
+``Result.done()``          ``forget``                                      success
+=========================  ==============================================  ===============
+
+What feeds the queue (cache handlers) is the builder's and the manager's business: the engine
+only exposes :meth:`Engine.enqueue`.
+
+Invariants:
+
+- **One reconcile per object at a time**: the queue never hands a request to two workers at
+  once; a request added while it is being reconciled runs again afterwards (once).
+- At most ``workers`` reconciles run concurrently (``workers`` is bounded, 1..``MAX_WORKERS``).
+- Every worker is a task of the task group inside :meth:`Engine.run`; when ``run`` returns or
+  raises, no worker is left. A worker cancelled mid-reconcile marks its request done and
+  does not requeue it (whoever cancelled the engine decides what happens next).
+- Exceptions from the reconciler never end a worker (they are logged, counted and retried);
+  ``BaseException`` s other than cancellation (``KeyboardInterrupt``, ``SystemExit``) do.
+
+Non-guarantees: requests are not ordered across objects beyond the queue's FIFO; a request
+delayed by ``requeue_after`` or a backoff is dropped when the engine shuts down (the next
+run starts from a full relist, so nothing is lost for good).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from setpoint.runtime import clock as rtclock
+from setpoint.runtime import deadlines, ratelimit, reconcile
+from setpoint.runtime import metrics as rtmetrics
+from setpoint.runtime import queue as rtqueue
+
+#: the most workers one controller may run
+MAX_WORKERS = 256
+#: controller-runtime's default is 1; two lets one slow object not hold up the rest
+DEFAULT_WORKERS = 2
+
+RateLimiterFactory = Callable[[rtclock.AsyncClock], ratelimit.RateLimiter[reconcile.Request]]
+
+
+def check_workers(workers: int) -> int:
+    if not isinstance(workers, int) or not 1 <= workers <= MAX_WORKERS:
+        raise ValueError(f"workers must be between 1 and {MAX_WORKERS}, not {workers!r}")
+    return workers
+
+
+class Engine:
+    """The queue and workers of one controller; see the module docstring."""
+
+    def __init__(self, name: str, reconciler: reconcile.Reconciler, *,
+                 workers: int = DEFAULT_WORKERS, clock: rtclock.AsyncClock | None = None,
+                 rate_limiter: ratelimit.RateLimiter[reconcile.Request] | None = None,
+                 metrics: rtmetrics.MetricsRegistry | None = None,
+                 logger: logging.Logger | logging.LoggerAdapter[logging.Logger] | None = None
+                 ) -> None:
+        self.name = name
+        self.reconciler = reconciler
+        self.workers = check_workers(workers)
+        self._clock: rtclock.AsyncClock = clock or rtclock.SystemAsyncClock()
+        registry = metrics if metrics is not None else rtmetrics.MetricsRegistry()
+        self.metrics = rtmetrics.ControllerMetrics(registry, name)
+        self.metrics.set_workers(self.workers)
+        queue_metrics = rtmetrics.WorkQueueMetrics(registry, name)
+        self.queue: rtqueue.WorkQueue[reconcile.Request] = rtqueue.WorkQueue(
+            clock=self._clock, rate_limiter=rate_limiter, metrics=queue_metrics)
+        queue_metrics.attach(self.queue)
+        self.log = logger or logging.getLogger(f"setpoint.runtime.controller.{name}")
+
+    def enqueue(self, request: reconcile.Request) -> None:
+        """Ask for ``request`` to be reconciled (a no-op if it is already waiting)."""
+        self.queue.add(request)
+
+    async def run(self) -> None:
+        """Run the workers until the queue is shut down and empty, or until cancelled."""
+        async with asyncio.TaskGroup() as group:
+            for i in range(self.workers):
+                group.create_task(self._worker(), name=f"{self.name} worker {i}")
+
+    async def _worker(self) -> None:
+        while True:
+            try:
+                request = await self.queue.get()
+            except rtqueue.ShutDown:
+                return
+            await self.process(request)
+
+    async def process(self, request: reconcile.Request) -> str:
+        """Reconcile one request taken from the queue; returns the ``result`` label."""
+        started = self._clock.monotonic()
+        self.metrics.worker_started()
+        label = rtmetrics.RESULT_ERROR
+        try:
+            try:
+                result = reconcile.as_result(await self.reconciler.reconcile(request))
+            except asyncio.CancelledError:
+                raise
+            except reconcile.TerminalError as e:
+                self.queue.forget(request)
+                self.metrics.error(terminal=True)
+                self.log.error("terminal error reconciling %s (not retried): %s", request, e,
+                               exc_info=e)
+            except Exception as e:
+                self.queue.add_rate_limited(request)
+                self.metrics.error(terminal=False)
+                self.log.error("error reconciling %s (retry %d): %s", request,
+                               self.queue.num_requeues(request), e, exc_info=e)
+            else:
+                label = self._settle(request, result)
+            self.metrics.reconciled(label, self._clock.monotonic() - started)
+            return label
+        finally:
+            self.metrics.worker_finished()
+            self.queue.done(request)
+
+    def _settle(self, request: reconcile.Request, result: reconcile.Result) -> str:
+        if result.requeue_after is not None:
+            self.queue.forget(request)
+            self.queue.add_after(request, result.requeue_after)
+            return rtmetrics.RESULT_REQUEUE_AFTER
+        if result.requeue:
+            self.queue.add_rate_limited(request)
+            return rtmetrics.RESULT_REQUEUE
+        self.queue.forget(request)
+        return rtmetrics.RESULT_SUCCESS
+
+    def shut_down(self) -> None:
+        """Stop accepting requests; workers finish what is ready and then end."""
+        self.queue.shut_down()
+
+    async def drain(self, timeout: float | None) -> bool:
+        """Shut down and wait up to ``timeout`` for every ready or running request to finish.
+
+        True when everything finished; False on timeout (the caller then cancels :meth:`run`).
+        """
+        try:
+            await deadlines.wait_for(self.queue.shut_down_with_drain(), self._clock, timeout)
+        except TimeoutError:
+            return False
+        return True
