@@ -112,17 +112,6 @@ class Comprehension(Node):
     guard: Node | None = None
 
 
-def walk(node: Node) -> list[Node]:
-    """Every node of the tree, parents before children."""
-    out: list[Node] = []
-    stack: list[Node] = [node]
-    while stack:
-        n = stack.pop()
-        out.append(n)
-        stack.extend(children(n))
-    return out
-
-
 def children(node: Node) -> list[Node]:
     if isinstance(node, Select):
         return [node.operand]

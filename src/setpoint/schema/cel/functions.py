@@ -138,11 +138,3 @@ MAX_RESULT_CHARS = 10_000_000
 def guard_size(size: int, limit: int) -> None:
     if size > limit:
         raise CostLimitExceeded()
-
-
-def cost_first_arg_traversal(args: Sequence[Any], result: Any) -> int:
-    return string_cost(actual_size(args[0])) if args else 1
-
-
-def cost_one(args: Sequence[Any], result: Any) -> int:
-    return 1

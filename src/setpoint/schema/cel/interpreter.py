@@ -12,11 +12,16 @@ Semantics that differ from plain Python and are implemented here:
 * ``a.b.c()`` where ``a`` is not a variable is a call of the qualified function ``a.b.c``
   (``optional.of``, ``format.dns1123Label``, ``sets.contains`` ...).
 
-Cost: every evaluation step adds cel-go's cost for it to ``Activation.cost`` (variables and
-field selections 1, function calls 1 or the function's own cost, list literals 10, map
-literals 30, and the accumulator steps of each macro iteration), and exceeding
-``Activation.limit`` raises :class:`~setpoint.schema.cel.errors.CostLimitExceeded` at once.
-The totals track cel-go's closely but are not guaranteed to be identical.
+Cost: every evaluation step adds cel-go's cost for it to ``Activation.cost``: variables and
+field selections 1 (presence tests 0, a variable used as an index 0), function calls 1 or the
+function's own cost, list literals 10 and map literals 30 (0 when all their entries are
+constants), and the accumulator steps of each macro iteration as cel-go's expansion of the
+macro performs them. The totals equal Kubernetes' cost stability expectations on the cases
+in the tests, but are not guaranteed identical in general (error paths differ most). Every
+loop iteration costs at least 1. ``Activation.limit`` is checked after every function call
+and every loop iteration (between them, work is bounded by the size of the expression);
+exceeding it raises :class:`~setpoint.schema.cel.errors.CostLimitExceeded`, which no
+operator absorbs, so no loop outlives the limit by more than one iteration.
 """
 
 from __future__ import annotations
@@ -39,9 +44,7 @@ from setpoint.schema.cel.objects import (
     UInt,
 )
 from setpoint.schema.cel.stdlib import (
-    add,
     compare,
-    equals,
     find,
     index,
     is_list,
@@ -731,7 +734,3 @@ def _optional_map(rng: Eval, step: Eval, var: str, *, flat: bool) -> Eval:
             return v
         return Optional.of(v)
     return optional_map
-
-
-# ``add`` is re-exported for libraries that extend ``+`` (kept here to avoid a cycle).
-__all__ = ["Activation", "Program", "add", "equals", "plan", "qualified_name", "select_field"]

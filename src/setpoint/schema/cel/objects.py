@@ -131,9 +131,6 @@ class CelList:
         for i in range(len(self)):
             yield self[i]
 
-    def to_list(self) -> list[Any]:
-        return list(iter(self))
-
 
 class TypedList(CelList):
     """A computed list that keeps set or map-list semantics (the result of ``set + list``)."""

@@ -8,6 +8,12 @@ arithmetic (``1 + 1.0`` is an error), int64/uint64 overflow errors, truncated di
 The helpers :func:`equals`, :func:`compare`, :func:`add`, :func:`index` are also used by the
 interpreter and the libraries; every function raises
 :class:`~setpoint.schema.cel.errors.EvalError` (or ``NoSuchOverload``) and returns a value.
+
+Regular expressions are RE2 (Go's ``regexp``). Patterns are first checked with
+:mod:`setpoint.schema.regex`, so an invalid one fails with Go's message; matching then uses
+Google's RE2 through the ``google-re2`` package when it is installed (exact semantics, linear
+time). Without it, patterns are translated to Python's ``re``, which backtracks: a pattern
+such as ``(a+)+$`` can then take exponential time, and the cost limit cannot interrupt it.
 """
 
 from __future__ import annotations
