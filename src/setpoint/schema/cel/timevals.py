@@ -117,6 +117,55 @@ def parse_duration(text: str) -> Duration:
     return Duration(-total if neg else total)
 
 
+_OPENAPI_DATETIME: Final = re.compile(
+    r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d+))?)?"
+    r"(Z|z|[+-]\d{2}:?\d{2})?", re.ASCII)
+_OPENAPI_DURATION_PART: Final = re.compile(r"([0-9]+)\s*([A-Za-z\u00b5]+)")
+_OPENAPI_UNITS: Final = (
+    (1, ("ns", "nano")), (1_000, ("us", "\u00b5s", "micro")), (1_000_000, ("ms", "milli")),
+    (NANOS, ("s", "sec")), (60 * NANOS, ("m", "min")), (3600 * NANOS, ("h", "hr", "hour")),
+    (86_400 * NANOS, ("d", "day")), (7 * 86_400 * NANOS, ("w", "wk", "week")),
+)
+
+
+def parse_openapi_datetime(text: str) -> Timestamp:
+    """``strfmt.ParseDateTime``: RFC 3339, also with a lower-case ``t``/``z``, a space for
+    ``T``, an offset without colon, no seconds, or no zone (UTC)."""
+    m = _OPENAPI_DATETIME.fullmatch(text)
+    if m is None:
+        raise EvalError(f'parsing time "{text}": not a date-time')
+    year, month, day, hour, minute = (m.group(i) for i in range(1, 6))
+    second, frac, zone = m.group(6) or "00", m.group(7), m.group(8) or "Z"
+    if zone in ("Z", "z"):
+        zone = "Z"
+    elif ":" not in zone:
+        zone = zone[:3] + ":" + zone[3:]
+    return parse_timestamp(f"{year}-{month}-{day}T{hour}:{minute}:{second}"
+                           f"{'.' + frac if frac else ''}{zone}")
+
+
+def parse_openapi_duration(text: str) -> Duration:
+    """``strfmt.ParseDuration``: Go's syntax, else ``<n> <unit>`` parts with longer unit names
+    and days and weeks (``3d``, ``1 week``, ``2 hours``)."""
+    try:
+        return parse_duration(text)
+    except EvalError:
+        pass
+    total, matched = 0, False
+    for m in _OPENAPI_DURATION_PART.finditer(text):
+        factor, unit = int(m.group(1)), m.group(2).strip().lower()
+        for scale, variants in _OPENAPI_UNITS:
+            last = len(variants) - 1
+            if any(v == unit or (i == last and unit.startswith(v))
+                   for i, v in enumerate(variants)):
+                total += factor * scale
+                matched = True
+                break
+    if not matched:
+        raise EvalError(f"unable to parse {text} as duration")
+    return Duration(total)
+
+
 def format_duration(d: Duration) -> str:
     """``string(duration)``: seconds with the shortest decimal fraction, then ``s``."""
     sign = "-" if d.nanos < 0 else ""

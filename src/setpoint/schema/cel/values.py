@@ -42,7 +42,11 @@ from typing import Any, Final
 from setpoint.schema.cel import types as t
 from setpoint.schema.cel.errors import EvalError, NoSuchOverload
 from setpoint.schema.cel.objects import NANOS, CelList, CelMap, Timestamp
-from setpoint.schema.cel.timevals import parse_duration, parse_timestamp
+from setpoint.schema.cel.timevals import (
+    parse_openapi_datetime,
+    parse_openapi_duration,
+    parse_timestamp,
+)
 from setpoint.schema.structural import Node, parse
 
 # -- property-name escaping (k8s.io/apiserver/pkg/cel/escaping.go) --------------------------
@@ -212,7 +216,7 @@ def to_cel(value: Any, node: Node, *, resource_root: bool = False) -> Any:
 def _string_value(value: str, fmt: str) -> Any:
     if fmt == "date-time":
         try:
-            return parse_timestamp(value)
+            return parse_openapi_datetime(value)
         except EvalError as e:
             raise EvalError(f"Invalid date-time formatted string {value}: {e}") from None
     if fmt == "date":
@@ -223,7 +227,7 @@ def _string_value(value: str, fmt: str) -> Any:
         return Timestamp(ts.nanos - ts.nanos % NANOS)
     if fmt == "duration":
         try:
-            return parse_duration(value)
+            return parse_openapi_duration(value)
         except EvalError as e:
             raise EvalError(f"Invalid duration {value}: {e}") from None
     if fmt == "byte":
