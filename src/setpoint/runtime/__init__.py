@@ -1,1 +1,138 @@
+"""``setpoint.runtime``: write Kubernetes controllers in Python.
 
+A controller declares what it is for and what it watches, and reconciles one object at a time
+from a shared, indexed cache; a manager runs controllers with leader election, probes and
+metrics. Example::
+
+    registry = Registry()
+
+    @registry.controller(for_=("example.com/v1", "Book"), owns=[("v1", "ConfigMap")])
+    async def reconcile(request: Request, ctx: Context) -> Result:
+        book = ctx.get(request)
+        if book is None:
+            return Result.done()          # deleted: owned objects are garbage-collected
+        ...                               # make the world match book["spec"]
+        return Result.done()
+
+    async with Client(load_kubeconfig()) as client:
+        await Manager(client, registry, health_port=8081, metrics_port=8080).run()
+
+The layers, each usable alone: :mod:`~setpoint.runtime.watcher` (list-then-watch state
+machine), :mod:`~setpoint.runtime.listwatch` (its driver), :mod:`~setpoint.runtime.cache`
+(indexed store), :mod:`~setpoint.runtime.informer`, :mod:`~setpoint.runtime.queue` (work
+queue), :mod:`~setpoint.runtime.controller` (workers), :mod:`~setpoint.runtime.builder`,
+:mod:`~setpoint.runtime.manager`; helpers in :mod:`~setpoint.runtime.finalizers`,
+:mod:`~setpoint.runtime.owners`, :mod:`~setpoint.runtime.conditions`,
+:mod:`~setpoint.runtime.events` and :mod:`~setpoint.runtime.leaderelection`.
+"""
+
+# Only this module imports names from the others: it is the package's public surface.
+from setpoint.runtime.builder import Controller, ControllerOptions
+from setpoint.runtime.cache import Cache, Handlers
+from setpoint.runtime.clock import AsyncClock, FakeAsyncClock, SystemAsyncClock
+from setpoint.runtime.conditions import (
+    Condition,
+    get_condition,
+    is_true,
+    set_condition,
+    set_conditions,
+)
+from setpoint.runtime.context import Context
+from setpoint.runtime.controller import Engine
+from setpoint.runtime.events import EventRecorder
+from setpoint.runtime.finalizers import Finalizer, with_finalizer
+from setpoint.runtime.handlers import EnqueueMapped, EnqueueOwner, EnqueueSelf, Handler
+from setpoint.runtime.informer import ClientListWatcher, Informer, SharedInformers
+from setpoint.runtime.leaderelection import LeaderElectionConfig, LeaderElector
+from setpoint.runtime.listwatch import BackoffConfig, WatcherConfig, run_watcher
+from setpoint.runtime.manager import CacheSyncTimeoutError, Manager
+from setpoint.runtime.metrics import MetricsRegistry
+from setpoint.runtime.owners import (
+    AlreadyOwnedError,
+    controller_of,
+    owned_by,
+    owner_of,
+    set_controller_reference,
+)
+from setpoint.runtime.predicates import (
+    Predicate,
+    annotations_changed,
+    generation_changed,
+    labels_changed,
+    resource_version_changed,
+)
+from setpoint.runtime.queue import ShutDown, WorkQueue
+from setpoint.runtime.ratelimit import (
+    ItemExponentialBackoff,
+    MaxOf,
+    RateLimiter,
+    TokenBucket,
+    default_controller_rate_limiter,
+)
+from setpoint.runtime.reconcile import (
+    FuncReconciler,
+    Reconciler,
+    Request,
+    Result,
+    TerminalError,
+)
+from setpoint.runtime.registry import Registry, controllers_in
+
+__all__ = [
+    "AlreadyOwnedError",
+    "AsyncClock",
+    "BackoffConfig",
+    "Cache",
+    "CacheSyncTimeoutError",
+    "ClientListWatcher",
+    "Condition",
+    "Context",
+    "Controller",
+    "ControllerOptions",
+    "Engine",
+    "EnqueueMapped",
+    "EnqueueOwner",
+    "EnqueueSelf",
+    "EventRecorder",
+    "FakeAsyncClock",
+    "Finalizer",
+    "FuncReconciler",
+    "Handler",
+    "Handlers",
+    "Informer",
+    "ItemExponentialBackoff",
+    "LeaderElectionConfig",
+    "LeaderElector",
+    "Manager",
+    "MaxOf",
+    "MetricsRegistry",
+    "Predicate",
+    "RateLimiter",
+    "Reconciler",
+    "Registry",
+    "Request",
+    "Result",
+    "SharedInformers",
+    "ShutDown",
+    "SystemAsyncClock",
+    "TerminalError",
+    "TokenBucket",
+    "WatcherConfig",
+    "WorkQueue",
+    "annotations_changed",
+    "controller_of",
+    "controllers_in",
+    "default_controller_rate_limiter",
+    "generation_changed",
+    "get_condition",
+    "is_true",
+    "labels_changed",
+    "owned_by",
+    "owner_of",
+    "resource_version_changed",
+    "run_watcher",
+    "set_condition",
+    "set_conditions",
+    "set_controller_reference",
+    "with_finalizer",
+]

@@ -1,0 +1,407 @@
+"""The manager: runs a set of controllers, their shared caches, probes, metrics and election.
+
+:meth:`Manager.run` does, in order:
+
+1. serves ``/healthz``, ``/readyz`` and ``/metrics`` (aiohttp; port 0 picks a free port, see
+   :attr:`Manager.health_url` and :attr:`Manager.metrics_url`);
+2. resolves every controller's resources through discovery (retried until
+   ``cache_sync_timeout``, so a CRD installed just after start is waited for);
+3. starts one shared informer per (resource, namespace, form) and waits until all have
+   listed, at most ``cache_sync_timeout`` (then it fails with :class:`CacheSyncTimeoutError`);
+   ``/readyz`` answers 200 from then on, whether or not this replica leads;
+4. without leader election, runs the controllers; with it, competes for the Lease and runs
+   them only while leading. Losing the Lease cancels the controllers at once; the manager
+   then competes again, with its caches still warm;
+5. on :meth:`Manager.stop`, a stop signal, or cancellation of ``run``: stops accepting new
+   work, lets the workers finish what is queued within ``graceful_shutdown_timeout`` (then
+   cancels them), releases the Lease if configured, stops the informers and the HTTP server.
+
+Invariants: every task the manager starts belongs to a task group inside :meth:`run`; when
+``run`` returns or raises, nothing it started is still running and its HTTP ports are closed.
+Each leadership term gets fresh work queues; handlers are subscribed to the caches for the
+term only, and their first notifications enqueue every cached object (an initial full
+reconcile). Cancelling ``run`` shuts down gracefully (bounded by the timeout) before the
+cancellation propagates.
+
+Non-guarantees: work delayed in a queue (``requeue_after``, backoffs) is dropped at shutdown
+or loss of leadership; the next term's full reconcile covers it. See
+:mod:`setpoint.runtime.leaderelection` for what leader election does not guarantee.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import signal
+from collections.abc import Awaitable, Iterable, Sequence
+from typing import Any, TypeVar
+
+from aiohttp import web
+
+from setpoint import client as sp_client
+from setpoint.apimachinery import errors
+from setpoint.runtime import (
+    builder,
+    deadlines,
+    events,
+    handlers,
+    informer,
+    leaderelection,
+    listwatch,
+)
+from setpoint.runtime import cache as rtcache
+from setpoint.runtime import clock as rtclock
+from setpoint.runtime import context as rtcontext
+from setpoint.runtime import controller as engine
+from setpoint.runtime import metrics as rtmetrics
+from setpoint.runtime import registry as rtregistry
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+#: controller-runtime's defaults
+DEFAULT_CACHE_SYNC_TIMEOUT = 120.0
+DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT = 30.0
+
+
+class CacheSyncTimeoutError(TimeoutError):
+    """The informers did not list everything within the cache sync timeout."""
+
+
+class _Stopped(Exception):
+    """A stop was requested while waiting for something else."""
+
+
+class _Term:
+    """One controller during one leadership term: its engine and cache subscriptions."""
+
+    def __init__(self, bound: _Bound, clock: rtclock.AsyncClock,
+                 metrics: rtmetrics.MetricsRegistry) -> None:
+        options = bound.resolved.controller.options
+        limiter = options.rate_limiter(clock) if options.rate_limiter else None
+        self.engine = engine.Engine(bound.name, bound.resolved.controller.reconciler(bound.ctx),
+                                    workers=options.workers, clock=clock, rate_limiter=limiter,
+                                    metrics=metrics, logger=bound.ctx.logger)
+        self.subscriptions: list[rtcache.Subscription] = []
+        for watch, inf in zip(bound.resolved.watches, bound.informers, strict=True):
+            handler = handlers.QueueingHandler(watch.handler, self.engine.enqueue,
+                                               predicate=watch.predicate, name=bound.name)
+            self.subscriptions.append(inf.cache.subscribe(handler))
+
+    def close(self) -> None:
+        for subscription in self.subscriptions:
+            subscription.cancel()
+        self.subscriptions.clear()
+        self.engine.shut_down()
+
+
+class _Bound:
+    """A resolved controller with its informers and context."""
+
+    def __init__(self, resolved: builder.ResolvedController, infs: list[informer.Informer],
+                 ctx: rtcontext.Context) -> None:
+        self.resolved = resolved
+        self.name = resolved.name
+        self.informers = infs
+        self.ctx = ctx
+
+
+class Manager:
+    """Runs controllers; see the module docstring.
+
+    ``controllers``: a :class:`~setpoint.runtime.registry.Registry` or any iterable of
+    :class:`~setpoint.runtime.builder.Controller`. ``health_port`` / ``metrics_port``: None
+    serves nothing, 0 a free port; the same non-zero port serves all three endpoints on one
+    server.
+    """
+
+    def __init__(self, client: sp_client.Client,
+                 controllers: rtregistry.Registry | Iterable[builder.Controller], *,
+                 leader_election: leaderelection.LeaderElectionConfig | None = None,
+                 health_port: int | None = None, metrics_port: int | None = None,
+                 host: str = "127.0.0.1", clock: rtclock.AsyncClock | None = None,
+                 rng: random.Random | None = None,
+                 cache_sync_timeout: float = DEFAULT_CACHE_SYNC_TIMEOUT,
+                 graceful_shutdown_timeout: float = DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT,
+                 watcher_config: listwatch.WatcherConfig | None = None) -> None:
+        self.client = client
+        self.controllers: tuple[builder.Controller, ...] = tuple(controllers)
+        if not self.controllers:
+            raise ValueError("a manager needs at least one controller")
+        if cache_sync_timeout <= 0 or graceful_shutdown_timeout <= 0:
+            raise ValueError("timeouts must be positive")
+        for port in (health_port, metrics_port):
+            if port is not None and not 0 <= port <= 65535:
+                raise ValueError(f"port out of range: {port}")
+        self.leader_election = leader_election
+        self._health_port = health_port
+        self._metrics_port = metrics_port
+        self._host = host
+        self._clock: rtclock.AsyncClock = clock or rtclock.SystemAsyncClock()
+        self._rng = rng or random.Random()
+        self._sync_timeout = cache_sync_timeout
+        self._shutdown_timeout = graceful_shutdown_timeout
+        self.metrics = rtmetrics.MetricsRegistry()
+        self.informers = informer.SharedInformers(client, clock=self._clock,
+                                                  config=watcher_config, rng=self._rng)
+        self.elector: leaderelection.LeaderElector | None = None
+        if leader_election is not None:
+            self.elector = leaderelection.LeaderElector(
+                leaderelection.ClientLeaseAPI(client), leader_election, clock=self._clock,
+                rng=self._rng, metrics=self.metrics)
+        self._bound: list[_Bound] = []
+        self._stop: asyncio.Event | None = None
+        self._ready = asyncio.Event()
+        self._running = False
+        self._urls: dict[str, str] = {}
+
+    # --- observing ---------------------------------------------------------------------
+
+    @property
+    def ready(self) -> bool:
+        """True once every cache has synced (what ``/readyz`` reports)."""
+        return self._ready.is_set()
+
+    async def wait_ready(self, timeout: float | None = None) -> None:
+        """Wait until :attr:`ready`; ``TimeoutError`` after ``timeout`` seconds of clock time."""
+        await deadlines.wait_for(self._ready.wait(), self._clock, timeout)
+
+    @property
+    def is_leader(self) -> bool:
+        """Whether this manager runs its controllers now (always, without election)."""
+        if self.elector is None:
+            return self.ready and self._running
+        return self.elector.is_leader
+
+    @property
+    def health_url(self) -> str | None:
+        return self._urls.get("health")
+
+    @property
+    def metrics_url(self) -> str | None:
+        return self._urls.get("metrics")
+
+    def context(self, name: str) -> rtcontext.Context:
+        """The context of the running controller called ``name``."""
+        for bound in self._bound:
+            if bound.name == name:
+                return bound.ctx
+        raise KeyError(f"no running controller named {name!r}")
+
+    # --- stopping ----------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Ask :meth:`run` to shut down gracefully (safe to call from a signal handler)."""
+        if self._stop is not None:
+            self._stop.set()
+
+    # --- running -----------------------------------------------------------------------
+
+    async def run(self, *, stop_signals: Sequence[int] = ()) -> None:
+        """Run until stopped; ``stop_signals`` (e.g. ``SIGTERM``) call :meth:`stop`."""
+        if self._running:
+            raise RuntimeError("the manager is already running")
+        self._running = True
+        self._stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in stop_signals:
+            loop.add_signal_handler(sig, self.stop)
+        try:
+            async with asyncio.TaskGroup() as group:
+                body = group.create_task(self._body(), name="manager")
+                try:
+                    await asyncio.wait({body})
+                except asyncio.CancelledError:
+                    self.stop()
+                    try:
+                        async with deadlines.deadline(self._clock, self._shutdown_timeout + 5):
+                            await asyncio.wait({body})
+                    except TimeoutError:
+                        body.cancel()
+                    raise
+        except BaseExceptionGroup as group_error:
+            raise _sole(group_error) from None
+        finally:
+            for sig in stop_signals:
+                loop.remove_signal_handler(sig)
+            self._ready.clear()
+            self._running = False
+            self._urls.clear()
+
+    async def _until_stopped(self, group: asyncio.TaskGroup, aw: Awaitable[T]) -> T:
+        """Await ``aw`` in ``group``; raise :class:`_Stopped` if a stop comes first."""
+        assert self._stop is not None
+        work = group.create_task(_as_coroutine(aw))
+        stopper = group.create_task(self._stop.wait())
+        try:
+            await asyncio.wait({work, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopper.cancel()
+            if not work.done():
+                work.cancel()
+                await asyncio.wait({work})
+        if work.cancelled():
+            raise _Stopped
+        return work.result()
+
+    async def _body(self) -> None:
+        async with contextlib.AsyncExitStack() as stack:
+            await self._start_servers(stack)
+            async with asyncio.TaskGroup() as group:
+                try:
+                    await self._until_stopped(group, self._bind())
+                    self.informers.start(group)
+                    try:
+                        await self._until_stopped(group, self._wait_synced())
+                        self._ready.set()
+                        logger.info("caches synced; starting %d controller(s)", len(self._bound))
+                        if self.elector is None:
+                            await self._lead()
+                        else:
+                            await self._campaign(group)
+                    finally:
+                        await self.informers.stop()
+                except _Stopped:
+                    pass
+
+    async def _bind(self) -> None:
+        """Resolve the controllers (retrying until the sync timeout) and build their caches."""
+        started = self._clock.monotonic()
+        delay = 0.2
+        while True:
+            try:
+                resolved = [await c.resolve(self.client) for c in self.controllers]
+                break
+            except (sp_client.NoMatchError, errors.ApiError) as e:
+                if self._clock.monotonic() - started + delay > self._sync_timeout:
+                    raise
+                logger.info("resolving resources failed (retrying in %.1fs): %s", delay, e)
+                await rtclock.sleep(self._clock, delay)
+                delay = min(delay * 2, 5.0)
+        names = [r.name for r in resolved]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"controller names must be unique: {duplicates} (use .named())")
+        instance = (self.leader_election.identity if self.leader_election
+                    else f"setpoint-{self._rng.getrandbits(32):08x}")
+        self._bound = []
+        for r in resolved:
+            infs = [self.informers.informer(w.ref, namespace=w.namespace,
+                                            metadata_only=w.metadata_only) for w in r.watches]
+            caches = {w.ref: inf.cache for w, inf in zip(r.watches, infs, strict=True)
+                      if not w.metadata_only or w.role == "for"}
+            log = logging.getLogger(f"setpoint.runtime.controller.{r.name}")
+            ctx = rtcontext.Context(
+                name=r.name, client=self.client, resource=r.ref, cache=infs[0].cache,
+                recorder=events.EventRecorder(self.client, r.name, instance=instance,
+                                              clock=self._clock),
+                logger=log, caches=caches, aliases=r.aliases())
+            self._bound.append(_Bound(r, infs, ctx))
+
+    async def _wait_synced(self) -> None:
+        if not await self.informers.wait_synced(self._sync_timeout):
+            raise CacheSyncTimeoutError(
+                f"caches not synced within {self._sync_timeout:g}s: "
+                + ", ".join(self.informers.unsynced()))
+
+    async def _lead(self) -> None:
+        """Run every controller until a stop is requested, then drain (bounded)."""
+        assert self._stop is not None
+        terms = [_Term(bound, self._clock, self.metrics) for bound in self._bound]
+        try:
+            async with asyncio.TaskGroup() as group:
+                runs = [group.create_task(t.engine.run(), name=f"controller {t.engine.name}")
+                        for t in terms]
+                await self._stop.wait()
+                for term in terms:
+                    term.close()
+                try:
+                    async with deadlines.deadline(self._clock, self._shutdown_timeout):
+                        for term in terms:
+                            await term.engine.queue.shut_down_with_drain()
+                except TimeoutError:
+                    logger.warning("work not finished within %gs; cancelling it",
+                                   self._shutdown_timeout)
+                    for run in runs:
+                        run.cancel()
+        finally:
+            for term in terms:
+                term.close()
+
+    async def _campaign(self, group: asyncio.TaskGroup) -> None:
+        """Compete for the Lease, lead while holding it, and compete again after a loss."""
+        assert self._stop is not None
+        assert self.elector is not None
+        elector = self.elector
+        while not self._stop.is_set():
+            election = group.create_task(elector.run(self._lead), name="leader election")
+            stopper = group.create_task(self._stop.wait())
+            await asyncio.wait({election, stopper}, return_when=asyncio.FIRST_COMPLETED)
+            if not election.done() and not elector.is_leader:
+                election.cancel()  # stopping while a follower: nothing to hand over
+            await asyncio.wait({election})
+            stopper.cancel()
+            if not election.cancelled() and not election.result():
+                logger.warning("lost the lease %s; controllers stopped, competing again",
+                                   elector.config.lease_name)
+
+    async def _start_servers(self, stack: contextlib.AsyncExitStack) -> None:
+        health, metrics = self._health_port, self._metrics_port
+        if health is not None and health == metrics and health != 0:
+            url = await self._serve(stack, health, {"health", "metrics"})
+            self._urls.update(health=url, metrics=url)
+            return
+        if health is not None:
+            self._urls["health"] = await self._serve(stack, health, {"health"})
+        if metrics is not None:
+            self._urls["metrics"] = await self._serve(stack, metrics, {"metrics"})
+
+    async def _serve(self, stack: contextlib.AsyncExitStack, port: int,
+                     endpoints: set[str]) -> str:
+        app = web.Application()
+        if "health" in endpoints:
+            app.router.add_get("/healthz", self._healthz)
+            app.router.add_get("/readyz", self._readyz)
+        if "metrics" in endpoints:
+            app.router.add_get("/metrics", self._metrics)
+        runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
+        await runner.setup()
+        stack.push_async_callback(runner.cleanup)
+        site = web.TCPSite(runner, self._host, port)
+        await site.start()
+        sockets: Any = getattr(site._server, "sockets", None) or []
+        bound = int(sockets[0].getsockname()[1]) if sockets else port
+        host = f"[{self._host}]" if ":" in self._host else self._host
+        return f"http://{host}:{bound}"
+
+    async def _healthz(self, request: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def _readyz(self, request: web.Request) -> web.Response:
+        if self.ready:
+            return web.Response(text="ok")
+        return web.Response(status=503, text="caches not synced")
+
+    async def _metrics(self, request: web.Request) -> web.Response:
+        response = web.Response(body=self.metrics.render().encode())
+        response.headers["Content-Type"] = rtmetrics.CONTENT_TYPE
+        return response
+
+
+def _sole(error: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The one exception nested task groups wrapped, or the group when there are several."""
+    found: BaseException = error
+    while isinstance(found, BaseExceptionGroup) and len(found.exceptions) == 1:
+        found = found.exceptions[0]
+    return found
+
+
+async def _as_coroutine(aw: Awaitable[T]) -> T:
+    return await aw
+
+
+#: the signals ``run`` should stop on in a command-line program
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
