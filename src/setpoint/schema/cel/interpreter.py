@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, Final
 
-from setpoint.schema.cel import ast
+from setpoint.schema.cel import ast, values
 from setpoint.schema.cel import types as t
 from setpoint.schema.cel.errors import CostLimitExceeded, EvalError, NoSuchOverload
 from setpoint.schema.cel.functions import Function, Library
@@ -243,10 +243,19 @@ class _Planner:
                 return _optional_select(obj, field)
             return opt_select
 
+        prop = values.unescape(field)
+
         def select(a: Activation) -> Any:
             obj = operand(a)
             a.cost += 1
-            if type(obj) is dict:
+            tobj = type(obj)
+            if tobj is values.ObjectView and prop is not None:
+                # The common case, inlined: a declared, non-null property of a schema object.
+                v = obj.raw.get(prop)
+                schema = obj.props.get(prop)
+                if v is not None and schema is not None:
+                    return values.to_cel(v, schema)
+            elif tobj is dict:
                 v = obj.get(field, _MISSING)
                 if v is _MISSING:
                     raise _no_such_key(field)
@@ -544,16 +553,20 @@ def _all(a: Activation, items: list[Any], var: str, var2: str | None, step: Eval
          guard: Eval | None, rng: Any) -> Any:
     err: EvalError | None = None
     last = len(items) - 1
+    variables = a.vars
     for i, item in enumerate(items):
-        since = a.cost
         a.cost += 3
-        _bind(a, var, var2, item)
+        if var2 is None:
+            variables[var] = item
+        else:
+            variables[var], variables[var2] = item
         try:
             v = step(a)
         except EvalError as e:
             err = err or e
             v = None
-        _tick(a, since)
+        if a.cost > a.limit:
+            raise CostLimitExceeded()
         if v is False:
             # cel-go checks the loop condition once more when elements remain.
             a.cost += 3 if i < last else 1
@@ -570,16 +583,20 @@ def _exists(a: Activation, items: list[Any], var: str, var2: str | None, step: E
             guard: Eval | None, rng: Any) -> Any:
     err: EvalError | None = None
     last = len(items) - 1
+    variables = a.vars
     for i, item in enumerate(items):
-        since = a.cost
         a.cost += 4
-        _bind(a, var, var2, item)
+        if var2 is None:
+            variables[var] = item
+        else:
+            variables[var], variables[var2] = item
         try:
             v = step(a)
         except EvalError as e:
             err = err or e
             v = None
-        _tick(a, since)
+        if a.cost > a.limit:
+            raise CostLimitExceeded()
         if v is True:
             a.cost += 4 if i < last else 1
             return True

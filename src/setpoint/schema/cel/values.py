@@ -159,6 +159,13 @@ def _plain(node: Node) -> bool:
 
 def to_cel(value: Any, node: Node, *, resource_root: bool = False) -> Any:
     """The CEL value of a JSON value at ``node`` (``UnstructuredToVal``)."""
+    tv = type(value)
+    kind = node.type
+    # Fast path: the scalars whose JSON value is the CEL value.
+    scalar = (tv is str and kind == "string" and not node.format) or (
+        tv is int and kind == "integer") or (tv is bool and kind == "boolean")
+    if scalar and not (resource_root or node.embedded_resource or node.int_or_string):
+        return value
     if value is None:
         if node.nullable:
             return None
@@ -174,8 +181,9 @@ def to_cel(value: Any, node: Node, *, resource_root: bool = False) -> Any:
             raise EvalError("invalid data, expected a map for the provided schema with "
                             "type=object")
         ap = node.additional_schema
-        if node.properties or resource_root or node.embedded_resource or ap is None:
-            return ObjectView(value, visible_properties(node, resource_root=resource_root))
+        type_meta = resource_root or node.embedded_resource
+        if node.properties or type_meta or ap is None:
+            return ObjectView(value, node.properties or _NO_PROPERTIES, type_meta)
         return MapView(value, ap)
     if kind == "array":
         if type(value) is not list:
@@ -238,14 +246,27 @@ def _string_value(value: str, fmt: str) -> Any:
     return value
 
 
+_NO_PROPERTIES: Final[Mapping[str, Node]] = {}
+_TYPE_META: Final = {"apiVersion": _STRING_NODE, "kind": _STRING_NODE, "metadata": _METADATA_NODE}
+
+
 class ObjectView(CelMap):
-    """An object with declared properties; see the module invariants."""
+    """An object with declared properties; see the module invariants. ``type_meta``: the
+    object is a resource (root or embedded), so ``apiVersion``/``kind``/``metadata`` show."""
 
-    __slots__ = ("props", "raw")
+    __slots__ = ("props", "raw", "type_meta")
 
-    def __init__(self, raw: dict[str, Any], props: Mapping[str, Node]) -> None:
+    def __init__(self, raw: dict[str, Any], props: Mapping[str, Node],
+                 type_meta: bool = False) -> None:
         self.raw = raw
         self.props = props
+        self.type_meta = type_meta
+
+    def _node(self, name: str) -> Node | None:
+        node = self.props.get(name)
+        if node is None and self.type_meta:
+            node = _TYPE_META.get(name)
+        return node
 
     def find(self, key: Any) -> tuple[bool, Any]:
         if type(key) is not str:
@@ -256,14 +277,14 @@ class ObjectView(CelMap):
         value = self.raw.get(name)
         if value is None:
             return False, None
-        node = self.props.get(name)
+        node = self._node(name)
         if node is None:
             return False, None
         return True, to_cel(value, node)
 
     def __iter__(self) -> Iterator[str]:
         for name in self.raw:
-            if name in self.props:
+            if self._node(name) is not None:
                 yield escape(name) or name
 
     def __len__(self) -> int:
