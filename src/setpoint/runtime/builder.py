@@ -38,13 +38,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Awaitable, Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, cast
 
 from setpoint import client as sp_client
 from setpoint.client import api as client_api
 from setpoint.runtime import context as rtcontext
 from setpoint.runtime import controller as engine
-from setpoint.runtime import handlers
+from setpoint.runtime import handlers, ratelimit
 from setpoint.runtime import predicates as preds
 from setpoint.runtime import reconcile as rtreconcile
 
@@ -171,14 +171,23 @@ class Controller:
         return self
 
     def with_options(self, *, workers: int | None = None,
-                     rate_limiter: engine.RateLimiterFactory | None = None,
+                     rate_limiter: engine.RateLimiterFactory
+                     | ratelimit.RateLimiter[rtreconcile.Request] | None = None,
                      namespace: str | None = None) -> Controller:
-        """Change how the controller runs; arguments left out keep their value."""
+        """Change how the controller runs; arguments left out keep their value.
+
+        ``rate_limiter`` is a factory taking the manager's clock (a fresh limiter each time
+        the controller starts), or a limiter to reuse as is.
+        """
         changes: dict[str, object] = {}
         if workers is not None:
             changes["workers"] = workers
         if rate_limiter is not None:
-            changes["rate_limiter"] = rate_limiter
+            if hasattr(rate_limiter, "when") and hasattr(rate_limiter, "forget"):
+                limiter = cast(ratelimit.RateLimiter[rtreconcile.Request], rate_limiter)
+                changes["rate_limiter"] = lambda clock: limiter
+            else:
+                changes["rate_limiter"] = rate_limiter
         if namespace is not None:
             changes["namespace"] = namespace
         self._options = dataclasses.replace(self._options, **changes)  # type: ignore[arg-type]

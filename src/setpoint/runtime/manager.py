@@ -286,13 +286,15 @@ class Manager:
         if duplicates:
             raise ValueError(f"controller names must be unique: {duplicates} (use .named())")
         instance = (self.leader_election.identity if self.leader_election
-                    else f"setpoint-{self._rng.getrandbits(32):08x}")
+                    else leaderelection.default_identity())
         self._bound = []
         for r in resolved:
             infs = [self.informers.informer(w.ref, namespace=w.namespace,
                                             metadata_only=w.metadata_only) for w in r.watches]
-            caches = {w.ref: inf.cache for w, inf in zip(r.watches, infs, strict=True)
-                      if not w.metadata_only or w.role == "for"}
+            # a full cache wins over a metadata-only one of the same resource
+            pairs = sorted(zip(r.watches, infs, strict=True),
+                           key=lambda pair: not pair[0].metadata_only)
+            caches = {w.ref: inf.cache for w, inf in pairs}
             log = logging.getLogger(f"setpoint.runtime.controller.{r.name}")
             ctx = rtcontext.Context(
                 name=r.name, client=self.client, resource=r.ref, cache=infs[0].cache,

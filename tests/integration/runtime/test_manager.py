@@ -136,10 +136,13 @@ async def test_a_thousand_existing_books_are_reconciled_on_start(server: Server,
           f"{total:.2f}s")
 
 
-async def test_owned_config_maps_are_recreated(server: Server, client: Client) -> None:
+@pytest.mark.parametrize("metadata_only", [False, True], ids=["full", "metadata-only"])
+async def test_owned_config_maps_are_recreated(server: Server, client: Client,
+                                               metadata_only: bool) -> None:
     await install_books(client)
     library = Library()
-    controller = Controller(for_=BOOK, reconcile=library.reconcile).owns(CM)
+    controller = Controller(for_=BOOK, reconcile=library.reconcile).owns(
+        CM, metadata_only=metadata_only)
     async with make_client(server) as mgr_client, running(Manager(mgr_client, [controller])):
         await client.create(book("dune"))
 

@@ -8,8 +8,9 @@ import pytest
 
 import setpoint.runtime as runtime
 from setpoint.client import NoMatchError, ResourceRef
-from setpoint.runtime import builder, handlers, registry
+from setpoint.runtime import builder, handlers, ratelimit, registry
 from setpoint.runtime import predicates as p
+from setpoint.runtime.clock import FakeAsyncClock
 from setpoint.runtime.reconcile import FuncReconciler, Request, Result
 
 BOOK = ResourceRef(group="example.com", version="v1", resource="books", kind="Book",
@@ -83,6 +84,12 @@ def test_options_are_validated() -> None:
     c.with_options(workers=3)
     c.with_options(namespace="lib")
     assert (c.options.workers, c.options.namespace) == (3, "lib")  # other options kept
+    limiter: ratelimit.ItemExponentialBackoff[Request] = ratelimit.ItemExponentialBackoff(1.0, 10.0)
+    c.with_options(rate_limiter=limiter)  # a limiter, or a factory taking the clock
+    assert c.options.rate_limiter is not None
+    assert c.options.rate_limiter(FakeAsyncClock()) is limiter
+    c.with_options(rate_limiter=ratelimit.default_controller_rate_limiter)
+    assert isinstance(c.options.rate_limiter(FakeAsyncClock()), ratelimit.MaxOf)
 
 
 async def test_a_reconciler_object_is_used_as_is() -> None:
