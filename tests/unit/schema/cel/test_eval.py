@@ -66,6 +66,16 @@ CASES: list[tuple[str, str, Any]] = [
     ("escapes", "'\\x41\\101\\u00e9' == 'AAé'", True),
     ("triple quotes", "'''a\nb''' == 'a\\nb'", True),
     ("string concat", "'ab' + 'cd'", "abcd"),
+    # literals
+    ("hex int", "0x1F", 31),
+    ("hex uint", "0x1Fu", UInt(31)),
+    ("exponent double", "1e3", 1000.0),
+    ("leading-dot double", ".5 + .5", 1.0),
+    ("bytes escapes", "b'\\xff\\x00a'", b"\xff\x00a"),
+    ("raw bytes", "br'\\x'", b"\\x"),
+    ("octal escape", "'\\101'", "A"),
+    ("comments", "1 + // one\n 2", 3),
+    ("double-quoted strings", '"a\'b"', "a'b"),
     # equality is heterogeneous for numbers, false across other types (at run time: the
     # checker rejects ``1 == 1.0``, so these go through ``dyn``)
     ("int equals double", "dyn(1) == 1.0", True),
