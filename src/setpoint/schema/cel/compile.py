@@ -27,6 +27,7 @@ from setpoint.schema.cel.library import KUBERNETES
 from setpoint.schema.cel.values import decl_type
 from setpoint.schema.structural import Node, ValidationRule
 
+NO_DECL_TYPE: Final = "failed to convert to declType for CEL validation rules"
 SELF: Final = "self"
 OLD_SELF: Final = "oldSelf"
 SUPPORTED_REASONS: Final = ("FieldValueDuplicate", "FieldValueForbidden", "FieldValueInvalid",
@@ -169,8 +170,7 @@ class RuleCache:
             self_type = self.self_type(node, resource_root=resource_root)
             try:
                 if self_type is None:
-                    raise CELCompileError(
-                        "failed to convert to declType for CEL validation rules")
+                    raise CELCompileError(NO_DECL_TYPE)
                 result = compile_rule(rule, self_type=self_type, node=node,
                                       functions=self._functions)
             except CELCompileError as e:
@@ -199,7 +199,10 @@ def rule_errors(node: Node, path: FieldPath, *, cache: RuleCache,
     """
     errors: list[FieldError] = []
     base = path.child("x-kubernetes-validations")
-    for i, rule in enumerate(rules_of(node)):
+    rules = rules_of(node)
+    if rules and cache.self_type(node, resource_root=resource_root) is None:
+        return [FieldError(ErrorType.INTERNAL, str(base), NO_DECL_TYPE)]
+    for i, rule in enumerate(rules):
         at = base.index(i)
         if rule.reason is not None and rule.reason not in SUPPORTED_REASONS:
             errors.append(FieldError(ErrorType.NOT_SUPPORTED, str(at.child("reason")), "",

@@ -32,7 +32,14 @@ from setpoint.apimachinery.fields import (
     required,
 )
 from setpoint.schema.cel import cost
-from setpoint.schema.cel.compile import OLD_SELF, SELF, CompiledRule, Rule, RuleCache
+from setpoint.schema.cel.compile import (
+    NO_DECL_TYPE,
+    OLD_SELF,
+    SELF,
+    CompiledRule,
+    Rule,
+    RuleCache,
+)
 from setpoint.schema.cel.errors import CELCompileError, CostLimitExceeded, EvalError
 from setpoint.schema.cel.interpreter import Activation, Program
 from setpoint.schema.cel.objects import NONE, Optional
@@ -59,8 +66,12 @@ def validate_rules(rules: Sequence[Rule | _ValidationRule], value: Any, old: Any
     """
     if value is None or not rules:
         return []
+    has_old = has_old and old is not None
     errors: list[FieldError] = []
     schema_type = "object" if resource_root else node.type
+    if cache.self_type(node, resource_root=resource_root) is None:
+        return [_invalid(path, schema_type,
+                         f"rule compiler initialization error: {NO_DECL_TYPE}")]
     if budget.remaining <= 0:
         budget.exhaust()
         return [_invalid(path, schema_type, cost.OUT_OF_BUDGET)]

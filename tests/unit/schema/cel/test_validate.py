@@ -282,10 +282,13 @@ def test_valid_rules_have_no_crd_time_errors() -> None:
 
 
 def test_untyped_node_cannot_have_rules() -> None:
-    node = _node({}, {"rule": "true"})
+    node = _node({"x-kubernetes-preserve-unknown-fields": True}, {"rule": "true"})
     got = [e.error() for e in cel.rule_errors(node, FieldPath(), cache=cel.RuleCache())]
-    assert got == ['x-kubernetes-validations[0].rule: Invalid value: "true": failed to convert '
-                   "to declType for CEL validation rules"]
+    assert got == ["x-kubernetes-validations: Internal error: failed to convert to declType for "
+                   "CEL validation rules"]
+    assert errors(node, {"a": 1}) == ['root: Invalid value: "": rule compiler initialization '
+                                      "error: failed to convert to declType for CEL validation "
+                                      "rules"]
 
 
 def test_cache_compiles_once_per_rule_and_node() -> None:
