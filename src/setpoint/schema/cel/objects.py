@@ -166,6 +166,10 @@ class CelMap:
     def find(self, key: Any) -> tuple[bool, Any]:
         raise NotImplementedError
 
+    def hidden(self) -> Iterator[tuple[str, Any]]:
+        """Entries CEL cannot select but equality still compares (unknown fields), as JSON."""
+        return iter(())
+
     def items(self) -> Iterator[tuple[Any, Any]]:
         for k in self:
             found, v = self.find(k)

@@ -29,6 +29,7 @@ from setpoint.schema.cel.objects import INT64_MAX
 MAX_SOURCE: Final = 100_000
 MAX_DEPTH: Final = 96
 
+_LITERAL_WORDS: Final = frozenset({"true", "false", "null", "in"})
 _OPERATOR_NAMES: Final = {
     "||": "_||_", "&&": "_&&_", "<": "_<_", "<=": "_<=_", ">": "_>_", ">=": "_>=_",
     "==": "_==_", "!=": "_!=_", "in": "@in", "+": "_+_", "-": "_-_", "*": "_*_", "/": "_/_",
@@ -106,7 +107,7 @@ class _Parser:
         node = self.expr()
         if self.tok.kind is not T.EOF:
             t = self.tok
-            raise SyntaxErrorAt(t.pos, f"extraneous input '{t.text}' expecting <EOF>")
+            raise SyntaxErrorAt(t.pos, f"mismatched input '{t.text}' expecting <EOF>")
         _check_tree(node)
         return node
 
@@ -196,7 +197,7 @@ class _Parser:
                 optional = t.text == ".?"
                 self.i += 1
                 name_tok = self.tok
-                if name_tok.kind is not T.IDENT:
+                if name_tok.kind is not T.IDENT or name_tok.text in _LITERAL_WORDS:
                     raise SyntaxErrorAt(name_tok.pos,
                                         f"mismatched input '{name_tok.text}' expecting IDENTIFIER")
                 self.i += 1

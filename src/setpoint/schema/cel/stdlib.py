@@ -164,6 +164,12 @@ def _map_equals(a: Any, b: Any) -> bool:
             return False
         if found_a and not equals(va, vb):
             return False
+    if isinstance(a, CelMap):
+        # Unknown fields of an object count too, compared as JSON (Kubernetes' DeepEqual).
+        other = dict(b.hidden()) if isinstance(b, CelMap) else {}
+        for k, va in a.hidden():
+            if k not in other or other[k] != va or type(other[k]) is not type(va):
+                return False
     return True
 
 

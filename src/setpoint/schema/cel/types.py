@@ -168,8 +168,8 @@ def assignable(param: Type, arg: Type, bindings: dict[str, Type]) -> bool:
         return param is arg
     if param.kind == "opaque":
         return param.name == arg.name
-    if param.kind == "type" and (not param.params or not arg.params):
-        return True
+    if param.kind == "type":
+        return True  # type values compare with each other whatever they denote
     if len(param.params) != len(arg.params):
         return False
     return all(assignable(p, a, bindings) for p, a in zip(param.params, arg.params, strict=True))
@@ -178,8 +178,7 @@ def assignable(param: Type, arg: Type, bindings: dict[str, Type]) -> bool:
 def _generalizes(general: Type, specific: Type, bindings: dict[str, Type]) -> bool:
     if is_dyn_like(general):
         return True
-    if general.kind == "type" and specific.kind == "type" and not (
-            general.params and specific.params):
+    if general.kind == "type" and specific.kind == "type":
         return True
     if {general.kind, specific.kind} == {"object", "map"}:
         return True  # lenient: an object literal is written as a map

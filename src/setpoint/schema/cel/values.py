@@ -287,6 +287,11 @@ class ObjectView(CelMap):
             if self._node(name) is not None:
                 yield escape(name) or name
 
+    def hidden(self) -> Iterator[tuple[str, Any]]:
+        for name, value in self.raw.items():
+            if self._node(name) is None:
+                yield name, value
+
     def __len__(self) -> int:
         return len(self.raw)
 

@@ -30,7 +30,8 @@ SYNTAX: list[tuple[str, str, str]] = [
     ("int literal out of range", "9223372036854775808 > 0",
      "ERROR: <input>:1:1: Syntax error: invalid int literal"),
     ("bad escape", "'\\q' == ''", "ERROR: <input>:1:2: Syntax error: invalid escape sequence"),
-    ("extra tokens", "1 2", "ERROR: <input>:1:3: Syntax error: extraneous input '2'"),
+    ("extra tokens", "1 2", "ERROR: <input>:1:3: Syntax error: mismatched input '2' expecting "
+                            "<EOF>"),
     ("has needs a field selection", "has(self)",
      "ERROR: <input>:1:5: invalid argument to has() macro"),
     ("macro variable must be a name", "self.tags.all(1, true)",

@@ -1,0 +1,199 @@
+"""Schema-typed rules from apiextensions-apiserver's ``TestValidationExpressions``: for each
+schema and object, the ``valid`` rules hold and the ``errors`` rules fail with the given text
+(compile-time or run-time)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from setpoint.apimachinery.fields import FieldPath
+from setpoint.schema import cel
+from setpoint.schema.structural import parse
+
+INT = {"type": "integer"}
+STR = {"type": "string"}
+
+
+def _obj(**props: Any) -> dict[str, Any]:
+    return {"type": "object", "properties": props}
+
+
+def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    return {**schema, "nullable": True}
+
+
+_ESCAPED_NAMES = [
+    "true", "false", "null", "in", "as", "break", "const", "continue", "else", "for",
+    "function", "if", "import", "let", "loop", "package", "namespace", "return", "var", "void",
+    "while",
+]
+_LANGUAGE_NAMES = ["int", "uint", "double", "bool", "string", "bytes", "list", "map",
+                   "null_type", "type"]
+
+GROUPS: list[tuple[str, dict[str, Any], Any, list[str], dict[str, str]]] = [
+    ("escaping",
+     _obj(**{n: INT for n in _ESCAPED_NAMES + _LANGUAGE_NAMES},
+          self=INT, getDate=INT, all=INT, size=STR, _true=INT, **{
+              "dot.dot": INT, "dash-dash": INT, "slash/slash": INT,
+              "underscore_underscore": INT, "doubleunderscore__doubleunderscore": INT}),
+     {**{n: i + 1 for i, n in enumerate(_ESCAPED_NAMES)},
+      **{n: 101 + i for i, n in enumerate(_LANGUAGE_NAMES)},
+      "self": 201, "getDate": 202, "all": 203, "size": "204", "_true": 301, "dot.dot": 401,
+      "dash-dash": 402, "slash/slash": 403, "underscore_underscore": 404,
+      "doubleunderscore__doubleunderscore": 405},
+     [*(f"self.__{n}__ == {i + 1}" for i, n in enumerate(_ESCAPED_NAMES)),
+      *(f"self.{n} == {101 + i}" for i, n in enumerate(_LANGUAGE_NAMES)),
+      "self.self == 201", "self.getDate == 202", "self.all == 203", "self.size == '204'",
+      "self._true == 301", "self.__true__ != 301", "self.dot__dot__dot == 401",
+      "self.dash__dash__dash == 402", "self.slash__slash__slash == 403",
+      "self.underscore_underscore == 404",
+      "self.doubleunderscore__underscores__doubleunderscore == 405"],
+     {"self.true == 1": "mismatched input 'true' expecting IDENTIFIER",
+      "self == 201": "found no matching overload for '_==_'",
+      "self.__illegal__ == 301": "undefined field '__illegal__'"}),
+    ("map keys are not escaped",
+     _obj(m={"type": "object", "additionalProperties": INT}),
+     {"m": {"@": 1, "9": 2, "int": 3, "./-": 4, "👑": 5}},
+     ["self.m['@'] == 1", "self.m['9'] == 2", "self.m['int'] == 3", "self.m['./-'] == 4",
+      "self.m['👑'] == 5"], {}),
+    ("preserve unknown fields",
+     _obj(withUnknown={"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+          withUnknownList={"type": "array", "items": {
+              "type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+          withUnknownFieldList={"type": "array", "items": _obj(
+              fieldOfUnknownType={"x-kubernetes-preserve-unknown-fields": True})},
+          anyvalList={"type": "array", "items": {"x-kubernetes-preserve-unknown-fields": True}},
+          anyvalField1={"x-kubernetes-preserve-unknown-fields": True}),
+     {"withUnknown": {"field1": "a", "field2": "b"},
+      "withUnknownList": [{"field1": "a", "field2": "b"}, {"field1": "x", "field2": "y"},
+                          {"field1": "x", "field2": "y"}, {}, {}],
+      "withUnknownFieldList": [{"fieldOfUnknownType": "a"}, {"fieldOfUnknownType": 1},
+                               {"fieldOfUnknownType": 1}],
+      "anyvalList": ["a", 2], "anyvalField1": 1},
+     ["has(self.withUnknown)", "self.withUnknownList.size() == 5",
+      "self.withUnknownList[0] != self.withUnknownList[1]",
+      "self.withUnknownList[1] == self.withUnknownList[2]",
+      "self.withUnknownList[3] == self.withUnknownList[4]",
+      "self.withUnknownFieldList[0] != self.withUnknownFieldList[1]",
+      "self.withUnknownFieldList[1] == self.withUnknownFieldList[2]"],
+     {"has(self.withUnknown.field1)": "undefined field 'field1'",
+      "has(self.anyvalList)": "undefined field 'anyvalList'",
+      "has(self.anyvalField1)": "undefined field 'anyvalField1'"}),
+    ("known and unknown fields",
+     _obj(withUnknown={**_obj(known=INT), "x-kubernetes-preserve-unknown-fields": True},
+          withUnknownList={"type": "array", "items": {
+              **_obj(known=INT), "x-kubernetes-preserve-unknown-fields": True}}),
+     {"withUnknown": {"known": 1, "unknown": "a"},
+      "withUnknownList": [{"known": 1, "unknown": "a"}, {"known": 1, "unknown": "b"},
+                          {"known": 1, "unknown": "b"}, {"known": 1}, {"known": 1},
+                          {"known": 2}]},
+     ["self.withUnknown.known == 1",
+      "self.withUnknownList[1] == self.withUnknownList[2]",
+      "self.withUnknownList[0] != self.withUnknownList[1]",
+      "self.withUnknownList[0] != self.withUnknownList[3]",
+      "self.withUnknownList[0] != self.withUnknownList[5]",
+      "self.withUnknownList[3] == self.withUnknownList[4]",
+      "self.withUnknownList[4] != self.withUnknownList[5]"],
+     {"has(self.withUnknown.unknown)": "undefined field 'unknown'"}),
+    ("field nullability",
+     _obj(unsetPlainStr=STR, unsetNullableStr=_nullable(STR), setPlainStr=STR,
+          setNullableStr=_nullable(STR), setToNullNullableStr=_nullable(STR)),
+     {"setPlainStr": "v1", "setNullableStr": "v3", "setToNullNullableStr": None},
+     ["!has(self.unsetPlainStr)", "!has(self.unsetNullableStr)",
+      "has(self.setPlainStr) && self.setPlainStr == 'v1'",
+      "has(self.setNullableStr) && self.setNullableStr == 'v3'",
+      "type(self.setNullableStr) != null_type", "!has(self.setToNullNullableStr)"],
+     {"self.unsetPlainStr == null":
+      "no matching overload for '_==_' applied to '(string, null_type)'",
+      "self.setNullableStr != null":
+      "no matching overload for '_!=_' applied to '(string, null_type)'",
+      "self.unsetPlainStr == 'x'": "no such key: unsetPlainStr"}),
+    ("null values in container types",
+     _obj(m={"type": "object", "additionalProperties": _nullable(STR)},
+          l={"type": "array", "items": _nullable(STR)},
+          s={"type": "array", "x-kubernetes-list-type": "set", "items": _nullable(STR)}),
+     {"m": {"a": None, "b": "not-nil"}, "l": [None, "not-nil"], "s": [None, "not-nil"]},
+     ["self.m.size() == 2", "'a' in self.m", "type(self.m['a']) == null_type",
+      "self.l.size() == 2", "type(self.l[0]) == null_type", "self.s.size() == 2",
+      "type(self.s[0]) == null_type"], {}),
+    ("object types are not accessible",
+     _obj(nestedInMap={"type": "object", "additionalProperties": _obj(inMapField=INT)},
+          nestedInList={"type": "array", "items": _obj(inListField=INT)}),
+     {"nestedInMap": {"k1": {"inMapField": 1}, "k2": {"inMapField": 2}},
+      "nestedInList": [{"inListField": 1}, {"inListField": 2}]},
+     ["type(self) == type(self)",
+      "type(self.nestedInMap['k1']) == type(self.nestedInMap['k2'])",
+      "type(self.nestedInList[0]) == type(self.nestedInList[1])"],
+     {"string(type(self.nestedInList[0])).endsWith('.nestedInList.@idx')":
+      "found no matching overload for 'string' applied to '(type"}),
+    ("listMaps with unsupported identity characters in property names",
+     _obj(objs={"type": "array", "items": {
+         "type": "array", "x-kubernetes-list-type": "map",
+         "x-kubernetes-list-map-keys": ["k!", "k."], "items": _obj(**{"k!": STR, "k.": STR})}}),
+     {"objs": [[{"k!": "a", "k.": "1"}, {"k!": "b", "k.": "2"}],
+               [{"k!": "b", "k.": "2"}, {"k!": "a", "k.": "1"}],
+               [{"k!": "b", "k.": "2"}, {"k!": "c", "k.": "1"}],
+               [{"k!": "b", "k.": "2"}, {"k!": "a", "k.": "3"}]]},
+     ["self.objs[0] == self.objs[1]", "self.objs[0][0].k__dot__ == '1'",
+      "self.objs[0] != self.objs[2]", "self.objs[0] != self.objs[3]"],
+     {"self.objs[0][0].k! == '1'": "Syntax error: mismatched input '!'"}),
+    ("listSets",
+     _obj(array={"type": "array", "x-kubernetes-list-type": "set", "items": STR}),
+     {"array": ["a", "b", "c"]},
+     ["self.array == ['c', 'b', 'a']", "self.array + ['d'] == ['d', 'a', 'b', 'c']",
+      "self.array + ['a'] == ['a', 'b', 'c']", "'b' in self.array",
+      "self.array.size() == 3"], {}),
+    ("date and duration formats",
+     _obj(d={"type": "string", "format": "date"}, dt={"type": "string", "format": "date-time"},
+          dur={"type": "string", "format": "duration"}),
+     {"d": "2021-01-01", "dt": "2021-01-01T00:00:00Z", "dur": "1h2m3s"},
+     ["self.d == timestamp('2021-01-01T00:00:00Z')", "self.dt == self.d",
+      "self.dur == duration('3723s')", "self.dt.getFullYear() == 2021",
+      "self.dur.getMinutes() == 62"],
+     {"self.dt == '2021-01-01T00:00:00Z'":
+      "found no matching overload for '_==_' applied to '(google.protobuf.Timestamp, string)'"}),
+]
+
+
+def _check(schema: dict[str, Any], obj: Any, rule: str) -> list[str]:
+    node = parse({**schema, "x-kubernetes-validations": [{"rule": rule}]})
+    return [e.error() for e in cel.validate_rules(
+        cel.rules_of(node), obj, None, path=FieldPath(), has_old=False, budget=cel.Budget(),
+        node=node, cache=cel.RuleCache())]
+
+
+def _valid() -> list[tuple[str, dict[str, Any], Any, str]]:
+    return [(f"{name}: {rule}", schema, obj, rule)
+            for name, schema, obj, rules, _ in GROUPS for rule in rules]
+
+
+def _errors() -> list[tuple[str, dict[str, Any], Any, str, str]]:
+    return [(f"{name}: {rule}", schema, obj, rule, want)
+            for name, schema, obj, _, errs in GROUPS for rule, want in errs.items()]
+
+
+@pytest.mark.parametrize(("schema", "obj", "rule"), [c[1:] for c in _valid()],
+                         ids=[c[0] for c in _valid()])
+def test_valid(schema: dict[str, Any], obj: Any, rule: str) -> None:
+    assert _check(schema, obj, rule) == []
+
+
+@pytest.mark.parametrize(("schema", "obj", "rule", "want"), [c[1:] for c in _errors()],
+                         ids=[c[0] for c in _errors()])
+def test_errors(schema: dict[str, Any], obj: Any, rule: str, want: str) -> None:
+    got = _check(schema, obj, rule)
+    assert len(got) == 1
+    assert want in got[0], got[0]
+
+
+@pytest.mark.parametrize(("schema", "old"), [
+    (STR, None), ({"type": "array", "items": STR}, None), (_obj(a=STR), None),
+], ids=["primitive", "array", "object"])
+def test_transition_rules_skip_without_old(schema: dict[str, Any], old: Any) -> None:
+    node = parse({**schema, "x-kubernetes-validations": [{"rule": "self == oldSelf"}]})
+    value: Any = {"string": "x", "array": ["x"], "object": {"a": "x"}}[schema["type"]]
+    got = cel.validate_rules(cel.rules_of(node), value, old, path=FieldPath(), has_old=True,
+                             budget=cel.Budget(), node=node, cache=cel.RuleCache())
+    assert got == []
