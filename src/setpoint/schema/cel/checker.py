@@ -30,6 +30,7 @@ from setpoint.schema.cel import types as t
 from setpoint.schema.cel.functions import Library, Overload
 from setpoint.schema.cel.interpreter import qualified_name
 from setpoint.schema.cel.objects import UInt
+from setpoint.schema.cel.values import RESERVED_SYMBOLS
 
 
 @dataclass(slots=True)
@@ -102,6 +103,9 @@ def _field_type(s: _State, pos: int, operand: t.Type, name: str) -> t.Type:
         fields = operand.fields or {}
         if name in fields:
             return fields[name]
+        # Since Kubernetes 1.31 a reserved word may name its (escaped) field: self.namespace.
+        if f"__{name}__" in fields and name in RESERVED_SYMBOLS:
+            return fields[f"__{name}__"]
         return s.error(pos, f"undefined field '{name}'")
     if operand.kind == "map":
         return operand.params[1]

@@ -249,7 +249,7 @@ class _Planner:
             obj = operand(a)
             a.cost += 1
             tobj = type(obj)
-            if tobj is values.ObjectView and prop is not None:
+            if tobj is values.ObjectView and prop is not None and not obj.type_meta:
                 # The common case, inlined: a declared, non-null property of a schema object.
                 v = obj.raw.get(prop)
                 schema = obj.props.get(prop)

@@ -104,10 +104,27 @@ _METADATA_NODE: Final = parse({"type": "object", "properties": {
     "name": {"type": "string"}, "generateName": {"type": "string"}}})
 
 
+def _declares_type_meta(node: Node) -> bool:
+    """``WithTypeAndObjectMeta`` keeps a schema that already declares ``apiVersion``, ``kind``
+    and ``metadata`` with ``name`` and ``generateName`` (then other declared metadata fields
+    stay visible); otherwise those three are replaced by the minimal ones."""
+    props = node.properties or {}
+    meta = props.get("metadata")
+    meta_props = (meta.properties or {}) if meta is not None else {}
+    return (all(n in props and props[n].type == "string" for n in ("apiVersion", "kind"))
+            and meta is not None and meta.type == "object"
+            and all(n in meta_props and meta_props[n].type == "string"
+                    for n in ("name", "generateName")))
+
+
+def _adds_type_meta(node: Node, resource_root: bool) -> bool:
+    return (resource_root or node.embedded_resource) and not _declares_type_meta(node)
+
+
 def visible_properties(node: Node, *, resource_root: bool) -> dict[str, Node]:
-    """Declared properties, plus ``apiVersion``/``kind``/``metadata`` at a resource root."""
+    """Declared properties, with ``apiVersion``/``kind``/``metadata`` at a resource root."""
     props = dict(node.properties or {})
-    if resource_root or node.embedded_resource:
+    if _adds_type_meta(node, resource_root):
         props["apiVersion"] = _STRING_NODE
         props["kind"] = _STRING_NODE
         props["metadata"] = _METADATA_NODE
@@ -181,9 +198,9 @@ def to_cel(value: Any, node: Node, *, resource_root: bool = False) -> Any:
             raise EvalError("invalid data, expected a map for the provided schema with "
                             "type=object")
         ap = node.additional_schema
-        type_meta = resource_root or node.embedded_resource
-        if node.properties or type_meta or ap is None:
-            return ObjectView(value, node.properties or _NO_PROPERTIES, type_meta)
+        if node.properties or resource_root or node.embedded_resource or ap is None:
+            return ObjectView(value, node.properties or _NO_PROPERTIES,
+                              _adds_type_meta(node, resource_root))
         return MapView(value, ap)
     if kind == "array":
         if type(value) is not list:
@@ -263,10 +280,9 @@ class ObjectView(CelMap):
         self.type_meta = type_meta
 
     def _node(self, name: str) -> Node | None:
-        node = self.props.get(name)
-        if node is None and self.type_meta:
-            node = _TYPE_META.get(name)
-        return node
+        if self.type_meta and name in _TYPE_META:
+            return _TYPE_META[name]
+        return self.props.get(name)
 
     def find(self, key: Any) -> tuple[bool, Any]:
         if type(key) is not str:
