@@ -52,6 +52,9 @@ PropagationPolicy = Literal["Foreground", "Background", "Orphan"]
 #: the namespace argument that addresses every namespace (collection calls only)
 ALL_NAMESPACES: Final = "*"
 
+#: the default ``Accept`` header
+JSON: Final = "application/json"
+
 #: kubectl's page size
 DEFAULT_PAGE_SIZE: Final = 500
 
@@ -141,11 +144,18 @@ class Client:
         return await self._transport.request("GET", path)
 
     async def request(self, method: str, path: str, *, params: Mapping[str, str] | None = None,
-                      body: Any = None, content_type: str = "application/json") -> Any:
-        """Send any request to the server; ``body`` is JSON-encoded unless it is bytes."""
+                      body: Any = None, content_type: str = "application/json",
+                      accept: str | None = None) -> Any:
+        """Send any request to the server; ``body`` is JSON-encoded unless it is bytes.
+
+        ``accept`` replaces the ``Accept`` header (default ``application/json``), e.g. to ask
+        for ``application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io`` or a
+        ``Table``; the response must still be JSON.
+        """
         data = body if body is None or isinstance(body, bytes) else orjson.dumps(body)
         return await self._transport.request(method, path, params=params, body=data,
-                                             content_type=content_type if data else None)
+                                             content_type=content_type if data else None,
+                                             accept=accept or JSON)
 
     async def resolve(self, resource: ResourceLike) -> disc.ResourceRef:
         """The :class:`ResourceRef` a resource argument names."""
@@ -389,12 +399,16 @@ class Client:
               label_selector: str | None = None, field_selector: str | None = None,
               resource_version: str | None = None, allow_bookmarks: bool = True,
               timeout_seconds: int | None = None,
-              inactivity_timeout: float | None = None) -> watching.Watch:
+              inactivity_timeout: float | None = None,
+              accept: str | None = None) -> watching.Watch:
         """A streaming watch; use as ``async with client.watch(...) as events``.
 
         ``resource_version`` unset or ``"0"`` starts with synthetic ADDED events for what
         exists; a list's resourceVersion gives exactly the changes after that list. The
         request is sent when the ``async with`` block is entered (or on first iteration).
+        ``accept`` replaces the ``Accept`` header, e.g.
+        ``application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io`` for events that carry
+        only metadata (their objects then keep the ``kind`` the server gives them).
         """
         async def opener() -> tuple[aiohttp.ClientResponse, str, str]:
             ref = await self.resolve(resource)
@@ -403,7 +417,8 @@ class Client:
                              fieldSelector=field_selector, resourceVersion=resource_version,
                              allowWatchBookmarks=allow_bookmarks,
                              timeoutSeconds=timeout_seconds)
-            response = await self._transport.stream("GET", path, params=params)
+            response = await self._transport.stream("GET", path, params=params,
+                                                    accept=accept or JSON)
             return response, ref.api_version, ref.kind
 
         return watching.Watch(

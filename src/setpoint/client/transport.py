@@ -188,13 +188,13 @@ class Transport:
             raise self._failure(method, path, e) from e
         return responses.decode(payload, f"{method} {path}")
 
-    async def stream(self, method: str, path: str, *,
-                     params: Params | None = None) -> aiohttp.ClientResponse:
+    async def stream(self, method: str, path: str, *, params: Params | None = None,
+                     accept: str = "application/json") -> aiohttp.ClientResponse:
         """Open a streaming response with status < 400; the caller must close it.
 
         Only the connect phase has a timeout here: reading is the caller's to bound.
         """
-        headers = await self._headers(None, "application/json")
+        headers = await self._headers(None, accept)
         timeout = aiohttp.ClientTimeout(total=None, connect=self.config.connect_timeout,
                                         sock_read=None)
         try:

@@ -11,8 +11,10 @@ group its owner provides.
 Metadata-only informers (``metadata_only=True``) hold ``PartialObjectMetadata`` objects:
 ``apiVersion``, ``kind`` (the watched resource's, not ``PartialObjectMetadata``, so keys and
 owner matching work as for full objects) and ``metadata``. Lists ask the server for
-``application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io``, so pages carry only
-metadata; watch events are reduced to their metadata as they arrive.
+``application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io`` and watches for
+``application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io``, so pages and events carry
+only metadata; every object is still reduced to its metadata as it arrives, in case a server
+ignores the media type.
 
 Invariants:
 
@@ -24,10 +26,10 @@ Invariants:
   with backoff. Only an exception from the cache itself (an index function that raises)
   ends it, and then its task group sees the exception.
 
-Non-guarantees: the watch stream of a metadata-only informer still carries whole objects
-(the client has no way to ask for another media type on a watch): memory is saved, bandwidth
-is not. Requests for an informer created after :meth:`SharedInformers.start` start it at
-once, but nothing waits for it to sync unless asked.
+Non-guarantees: a server that does not honour the metadata media types sends whole objects
+(memory is still saved, bandwidth is not). Requests for an informer created after
+:meth:`SharedInformers.start` start it at once, but nothing waits for it to sync unless
+asked.
 """
 
 from __future__ import annotations
@@ -52,6 +54,8 @@ Obj = Mapping[str, Any]
 
 #: the media type of a metadata-only list
 PARTIAL_LIST_ACCEPT: Final = "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io"
+#: the media type of metadata-only watch events
+PARTIAL_ACCEPT: Final = "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io"
 
 
 def _params(**values: str | int | bool | None) -> dict[str, str]:
@@ -96,13 +100,12 @@ class ClientListWatcher:
 
     async def _list_metadata(self, resource_version: str, limit: int,
                              continue_token: str | None) -> Obj:
-        # Client.request cannot choose the Accept header; the transport's request can.
         path = self.resource.path(namespace=self.namespace)
         params = _params(labelSelector=self.label_selector, fieldSelector=self.field_selector,
                          limit=limit, resourceVersion=resource_version,
                          **{"continue": continue_token})
-        page: dict[str, Any] = await self.client._transport.request(
-            "GET", path, params=params, accept=PARTIAL_LIST_ACCEPT)
+        page: dict[str, Any] = await self.client.request("GET", path, params=params,
+                                                         accept=PARTIAL_LIST_ACCEPT)
         page["items"] = [self._to_metadata(item) for item in page.get("items") or ()]
         return page
 
@@ -112,7 +115,8 @@ class ClientListWatcher:
                 self.resource, namespace=self._namespace_arg,
                 label_selector=self.label_selector, field_selector=self.field_selector,
                 resource_version=resource_version or None,
-                timeout_seconds=timeout_seconds) as events:
+                timeout_seconds=timeout_seconds,
+                accept=PARTIAL_ACCEPT if self.metadata_only else None) as events:
             async for event in events:
                 obj = event.object
                 if self.metadata_only and event.type != "BOOKMARK":
