@@ -15,8 +15,8 @@ schema) and returns the expression's type and the list of issues, worded as cel-
   argument`` (bad literals, Kubernetes' AST validators)
 
 Gradual means ``dyn`` matches anything, so a rule the checker cannot fully type is accepted
-and checked at run time. Where this checker is unsure it is lenient (objects and maps are
-interchangeable as arguments); it never rejects a rule for a reason cel-go would not.
+and checked at run time. Where this checker is unsure it is lenient (a list literal may mix
+``dyn`` with typed elements); it does not reject a rule for a reason cel-go would not.
 """
 
 from __future__ import annotations
@@ -182,8 +182,6 @@ def _call(s: _State, node: ast.Call, scope: dict[str, t.Type], *, in_format: boo
         optional = name == "_[?_]" or container.kind == "optional"
         if container.kind == "optional":
             container = container.params[0]
-        if container.kind == "object":
-            container = t.map_of(t.STRING, t.DYN)
         elem = _resolve(s, node.pos, "_[_]", _INDEX, [container, arg_types[1]], member=False)
         return t.optional_of(elem) if optional else elem
     fn = s.functions.get(name)
@@ -215,9 +213,7 @@ def _homogeneous(s: _State, nodes: Sequence[ast.Node], types: Sequence[t.Type],
 
 
 def _same_shape(a: t.Type, b: t.Type) -> bool:
-    """Types that differ only in dyn parts (``list(dyn)`` and ``list(int)``) or are objects."""
-    if a.kind in ("object", "map") and b.kind in ("object", "map"):
-        return True
+    """Types that differ only in dyn parts (``list(dyn)`` and ``list(int)``)."""
     return t.assignable(a, b, {}) and t.assignable(b, a, {})
 
 

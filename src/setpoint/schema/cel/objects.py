@@ -29,7 +29,7 @@ compare across numeric types as CEL's heterogeneous equality requires.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final
 
 from setpoint.schema.cel.errors import EvalError
@@ -55,9 +55,14 @@ class UInt(int):
 
 @dataclass(frozen=True, slots=True, order=True)
 class Timestamp:
-    """An instant with nanosecond precision, in the range of ``google.protobuf.Timestamp``."""
+    """An instant with nanosecond precision, in the range of ``google.protobuf.Timestamp``.
+
+    ``offset`` (seconds east of UTC) is the zone offset it was written with; like Go's
+    ``time.Time`` location it only affects ``string(ts)``, never equality or ordering.
+    """
 
     nanos: int
+    offset: int = field(default=0, compare=False)
 
     def __post_init__(self) -> None:
         if not MIN_UNIX_SECONDS * NANOS <= self.nanos < (MAX_UNIX_SECONDS + 1) * NANOS:

@@ -340,9 +340,9 @@ def add(a: Any, b: Any) -> Any:
     if is_list(a) and is_list(b):
         return concat_lists(a, b)
     if ta is Timestamp and tb is Duration:
-        return Timestamp(a.nanos + b.nanos)
+        return Timestamp(a.nanos + b.nanos, a.offset)
     if ta is Duration and tb is Timestamp:
-        return Timestamp(a.nanos + b.nanos)
+        return Timestamp(a.nanos + b.nanos, b.offset)
     if ta is Duration and tb is Duration:
         return Duration(a.nanos + b.nanos)
     raise NoSuchOverload()
@@ -359,7 +359,7 @@ def subtract(a: Any, b: Any) -> Any:
     if ta is Timestamp and tb is Timestamp:
         return Duration(a.nanos - b.nanos)
     if ta is Timestamp and tb is Duration:
-        return Timestamp(a.nanos - b.nanos)
+        return Timestamp(a.nanos - b.nanos, a.offset)
     if ta is Duration and tb is Duration:
         return Duration(a.nanos - b.nanos)
     raise NoSuchOverload()

@@ -57,18 +57,26 @@ def parse_timestamp(text: str) -> Timestamp:
         offset = sign * (oh * 3600 + om * 60)
     whole = (naive - datetime(1970, 1, 1)) // timedelta(seconds=1) - offset
     nanos = int((frac + "000000000")[:9]) if frac else 0
-    return Timestamp(whole * NANOS + nanos)
+    return Timestamp(whole * NANOS + nanos, offset)
 
 
 def format_timestamp(ts: Timestamp) -> str:
-    """Go's ``time.RFC3339Nano`` in UTC: trailing zeros of the fraction trimmed."""
+    """Go's ``time.RFC3339Nano`` in the offset the timestamp was written with (``Z`` for UTC);
+    trailing zeros of the fraction trimmed."""
     seconds, nanos = divmod(ts.nanos, NANOS)
-    dt = _EPOCH + timedelta(seconds=seconds)
+    try:
+        dt = _EPOCH + timedelta(seconds=seconds + ts.offset)
+    except OverflowError:
+        dt, ts = _EPOCH + timedelta(seconds=seconds), Timestamp(ts.nanos)
     text = (f"{dt.year:04d}-{dt.month:02d}-{dt.day:02d}"
             f"T{dt.hour:02d}:{dt.minute:02d}:{dt.second:02d}")
     if nanos:
         text += "." + f"{nanos:09d}".rstrip("0")
-    return text + "Z"
+    if not ts.offset:
+        return text + "Z"
+    sign = "-" if ts.offset < 0 else "+"
+    hours, minutes = divmod(abs(ts.offset) // 60, 60)
+    return f"{text}{sign}{hours:02d}:{minutes:02d}"
 
 
 def parse_duration(text: str) -> Duration:

@@ -138,8 +138,8 @@ def is_dyn_like(t: Type) -> bool:
 def assignable(param: Type, arg: Type, bindings: dict[str, Type]) -> bool:
     """Whether an argument of type ``arg`` can be passed for ``param``, binding type parameters.
 
-    Gradual: ``dyn`` (and an unbound parameter) on either side matches. Objects are maps of
-    ``string`` to ``dyn`` for the purposes of functions declared on maps.
+    Gradual: ``dyn`` (and an unbound parameter) on either side matches. Objects are not maps:
+    as in Kubernetes, ``self.obj == {'a': 1}`` does not type-check.
     """
     if param.kind == "param":
         bound = bindings.get(param.name)
@@ -160,9 +160,6 @@ def assignable(param: Type, arg: Type, bindings: dict[str, Type]) -> bool:
     if is_dyn_like(arg) or param.kind == "dyn":
         return True
     if param.kind != arg.kind:
-        if param.kind == "map" and arg.kind == "object":
-            return assignable(param.params[0], STRING, bindings) and \
-                assignable(param.params[1], DYN, bindings)
         return False
     if param.kind == "object":
         return param is arg
@@ -180,8 +177,6 @@ def _generalizes(general: Type, specific: Type, bindings: dict[str, Type]) -> bo
         return True
     if general.kind == "type" and specific.kind == "type":
         return True
-    if {general.kind, specific.kind} == {"object", "map"}:
-        return True  # lenient: an object literal is written as a map
     if general.kind != specific.kind or len(general.params) != len(specific.params):
         return general == specific
     return all(_generalizes(g, s, bindings)
