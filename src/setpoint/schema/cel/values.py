@@ -210,7 +210,7 @@ def to_cel(value: Any, node: Node, *, resource_root: bool = False) -> Any:
         if items is None:
             raise EvalError("invalid array type, expected Items with a non-empty Schema")
         list_type = node.list_type or "atomic"
-        if list_type == "atomic" and _plain(items):
+        if list_type == "atomic" and _plain(items) and (items.nullable or None not in value):
             return value
         return ListView(value, items, list_type, tuple(node.list_map_keys))
     if kind == "string":

@@ -13,7 +13,16 @@ from typing import Any
 from setpoint.schema.cel import types as t
 from setpoint.schema.cel.errors import EvalError, NoSuchOverload
 from setpoint.schema.cel.functions import Function, library, member, overload
-from setpoint.schema.cel.objects import NONE, CelList, CelMap, Duration, Optional, Timestamp
+from setpoint.schema.cel.objects import (
+    MIN_UNIX_SECONDS,
+    NANOS,
+    NONE,
+    CelList,
+    CelMap,
+    Duration,
+    Optional,
+    Timestamp,
+)
 
 
 def _opt(v: Any) -> Optional:
@@ -29,8 +38,10 @@ def _is_zero(v: Any) -> bool:
         return not v
     if isinstance(v, list | dict | CelList | CelMap):
         return len(v) == 0
-    if type(v) in (Timestamp, Duration):
+    if type(v) is Duration:
         return bool(v.nanos == 0)
+    if type(v) is Timestamp:
+        return bool(v.nanos == MIN_UNIX_SECONDS * NANOS)  # Go's zero time: year 1
     return False
 
 
