@@ -96,12 +96,17 @@ def _compile_expression(src: str, variables: Mapping[str, t.Type], functions: Li
     try:
         tree = parser.parse(src)
         result, issues = checker.check(tree, functions, variables)
-        if issues:
-            raise CELCompileError(prefix + _issues_text(src, issues))
+    except CELCompileError as e:
+        raise CELCompileError(prefix + e.detail) from None
+    except RecursionError:
+        raise CELCompileError(prefix + "expression recursion limit exceeded") from None
+    if issues:
+        raise CELCompileError(prefix + _issues_text(src, issues))
+    try:
         program = interpreter.plan(tree, functions, variables)
     except CELCompileError as e:
-        detail = e.detail if e.detail.startswith(prefix) else prefix + e.detail
-        raise CELCompileError(detail) from None
+        where = "program" if what == "rule" else "messageExpression"
+        raise CELCompileError(f"{where} instantiation failed: {e.detail}") from None
     except RecursionError:
         raise CELCompileError(prefix + "expression recursion limit exceeded") from None
     if not t.is_dyn_like(expect) and not t.is_dyn_like(result) and result != expect:

@@ -46,9 +46,11 @@ class Function:
     impl: Impl
     cost: CostFn | None = None
     literal_check: LiteralCheck | None = None
-    # When the last argument is a constant, ``prepare(constant)`` may precompile it
-    # (a regex); the interpreter then calls ``impl`` with the prepared value instead.
+    # When argument ``prepare_arg`` (an index into the call's arguments, receiver excluded;
+    # ``None`` for the last one) is a constant, ``prepare(constant)`` may precompile it (a
+    # regex), raising CELCompileError if it cannot; ``impl`` then gets the prepared value.
     prepare: Callable[[Any], Any] | None = None
+    prepare_arg: int | None = None
 
 
 @dataclass(frozen=True)
@@ -63,7 +65,8 @@ class Library:
                 merged[name] = Function(
                     name, old.overloads + fn.overloads, _chain(old.impl, fn.impl),
                     _chain_cost(old.cost, fn.cost), old.literal_check or fn.literal_check,
-                    old.prepare or fn.prepare)
+                    old.prepare or fn.prepare,
+                    old.prepare_arg if old.prepare is not None else fn.prepare_arg)
             else:
                 merged[name] = fn
         return Library(merged)

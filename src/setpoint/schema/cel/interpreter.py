@@ -302,9 +302,12 @@ class _Planner:
         args = [self.plan(arg, scope) for arg in node.args]
         if target is not None:
             args.insert(0, self.plan(target, scope))
-        if fn.prepare is not None and node.args and isinstance(node.args[-1], ast.Literal):
-            prepared = fn.prepare(node.args[-1].value)
-            args[-1] = lambda a: prepared
+        if fn.prepare is not None and node.args:
+            at = len(node.args) - 1 if fn.prepare_arg is None else fn.prepare_arg
+            constant = node.args[at] if at < len(node.args) else None
+            if isinstance(constant, ast.Literal):
+                prepared = fn.prepare(constant.value)
+                args[at + (1 if target is not None else 0)] = lambda a: prepared
         fast = _FAST_BINARY.get(name)
         if fast is not None and len(args) == 2:
             return self.binary(fn, fast, args[0], args[1])

@@ -136,6 +136,10 @@ class CelList:
         for i in range(len(self)):
             yield self[i]
 
+    def element_zero(self) -> Any:
+        """The zero of the element type (what ``sum()`` of an empty list is), if known."""
+        return 0
+
 
 class TypedList(CelList):
     """A computed list that keeps set or map-list semantics (the result of ``set + list``)."""

@@ -41,7 +41,7 @@ from typing import Any, Final
 
 from setpoint.schema.cel import types as t
 from setpoint.schema.cel.errors import EvalError, NoSuchOverload
-from setpoint.schema.cel.objects import NANOS, CelList, CelMap, Timestamp
+from setpoint.schema.cel.objects import NANOS, CelList, CelMap, Duration, Timestamp
 from setpoint.schema.cel.timevals import (
     parse_openapi_datetime,
     parse_openapi_duration,
@@ -349,6 +349,14 @@ class ListView(CelList):
 
     def __len__(self) -> int:
         return len(self.raw)
+
+    def element_zero(self) -> Any:
+        items = self.items
+        if items.type == "number":
+            return 0.0
+        if items.type == "string" and items.format == "duration":
+            return Duration(0)
+        return 0
 
     def __getitem__(self, index: int) -> Any:
         return to_cel(self.raw[index], self.items)

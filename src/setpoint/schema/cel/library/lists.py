@@ -7,7 +7,7 @@ the interpreter). Sets: ``sets.contains(a, b)``, ``sets.equivalent(a, b)``,
 ``sets.intersects(a, b)``.
 
 ``min``/``max`` of an empty list is the error ``min called on empty list``; ``sum`` of an
-empty list is ``0`` (an ``int``, as the checker cannot tell the element type of ``[]``).
+empty list is the zero of its schema's item type (``0.0``, ``duration('0s')``), else ``0``.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from setpoint.schema.cel.functions import (
     member,
     overload,
 )
-from setpoint.schema.cel.objects import CelMap, Duration, Timestamp, UInt
+from setpoint.schema.cel.objects import CelList, CelMap, Duration, Timestamp, UInt
 from setpoint.schema.cel.stdlib import add, compare, equals, is_list, is_map
 
 
@@ -44,7 +44,7 @@ def is_sorted(lst: Any) -> bool:
 def sum_list(lst: Any) -> Any:
     items = _items(lst)
     if not items:
-        return 0
+        return lst.element_zero() if isinstance(lst, CelList) else 0
     acc = items[0]
     if type(acc) not in (int, UInt, float, Duration):
         raise NoSuchOverload()

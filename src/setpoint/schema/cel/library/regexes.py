@@ -2,7 +2,9 @@
 
 Patterns are RE2 (translated by :mod:`setpoint.schema.regex`); matching follows Go's
 ``FindString``/``FindAllString``: leftmost-first, and an empty match right after the previous
-match is skipped. An invalid pattern is the error ``Illegal regex: error parsing regexp: ...``.
+match is skipped. An invalid constant pattern fails the rule's compilation
+(``program instantiation failed: error parsing regexp: ...``); an invalid computed one is the
+evaluation error ``Illegal regex: error parsing regexp: ...``.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from setpoint.schema.cel import types as t
-from setpoint.schema.cel.errors import EvalError, NoSuchOverload
+from setpoint.schema.cel.errors import CELCompileError, EvalError, NoSuchOverload
 from setpoint.schema.cel.functions import (
     REGEX_LENGTH_FACTOR,
     Function,
@@ -35,12 +37,14 @@ def _compile(p: Any) -> Regex:
 
 
 def _prepare(p: Any) -> Any:
+    """A constant pattern is compiled with the program; a bad one fails compilation, as
+    cel-go's regex optimization makes it fail (``program instantiation failed``)."""
     if type(p) is not str:
         return p
     try:
-        return _compile(p)
-    except EvalError:
-        return p
+        return compile_regex(p)
+    except EvalError as e:
+        raise CELCompileError(str(e)) from None
 
 
 def find(s: Any, p: Any) -> str:
@@ -84,5 +88,5 @@ REGEXES = library(
     Function("findAll", (
         member("string_find_all_string", (t.STRING, t.STRING), t.list_of(t.STRING)),
         member("string_find_all_string_int", (t.STRING, t.STRING, t.INT), t.list_of(t.STRING)),
-    ), find_all, _cost),
+    ), find_all, _cost, prepare=_prepare, prepare_arg=0),
 )
