@@ -340,3 +340,51 @@ def test_rule_from_entry() -> None:
                             reason="FieldValueForbidden", field_path=".a",
                             optional_old_self=True)
     assert cel.Rule.from_entry({}).rule == ""
+
+
+_NUMBER = {"type": "number"}
+FIELD_PATH_SCHEMA = {"type": "object", "properties": {
+    "foo": {"type": "object", "additionalProperties": {
+        "type": "object", "properties": {"subAdd": _NUMBER}}},
+    "white space": _NUMBER,
+    "'foo'bar": _NUMBER,
+    "a": {"type": "object", "properties": {
+        "foo's": _NUMBER, "test\a": _NUMBER, "bb[b": _NUMBER,
+        "bbb": {"type": "object", "properties": {"c": _NUMBER, "34": _NUMBER}},
+        "bbb.c": {"type": "object", "properties": {"a-b.3'4": _NUMBER}}}},
+    "list": {"type": "array", "items": {"type": "object", "properties": {
+        "a": _NUMBER, "a-b.3'4": _NUMBER}}},
+}}
+
+
+@pytest.mark.parametrize(("path", "want"), [
+    (".a", "a"),
+    ("['\\'foo\\'bar']", "'foo'bar"),
+    (".\\'foo\\'bar", None),
+    (". a", None),
+    (".white space", "white space"),
+    ("['white space']", "white space"),
+    (".a.bb[b", None),
+    (".a['bbb.c']", "a.bbb.c"),
+    (".a['bbb.c'", None),
+    (".", None),
+    (".foo.subAdd", "foo[subAdd]"),
+    (".foo['subAdd']", "foo[subAdd]"),
+    (".a.foo's", "a.foo's"),
+    (".a['foo\\'s']", "a.foo's"),
+    (".a['test\\a']", "a.test\a"),
+    (".a.foo", None),
+    (".a.bbb[0]", None),
+    (".a.bbb.34", "a.bbb.34"),
+    (".a.bbb['34']", "a.bbb.34"),
+    (".list", "list"),
+    (".list[0]", None),
+    (".list. a", None),
+    (".list['a']", None),
+    ("a", None),
+    (".c", None),
+    (".a..b", None),
+    (".list.a-b.34", None),
+], ids=lambda v: repr(v))
+def test_field_paths_as_kubernetes_reads_them(path: str, want: str | None) -> None:
+    assert cel.normalize_field_path(path, parse(FIELD_PATH_SCHEMA)) == want
