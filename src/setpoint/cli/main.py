@@ -2,6 +2,8 @@
 
 ``setpoint serve`` runs the control plane until SIGINT or SIGTERM, then shuts down
 gracefully (open watches end, storage closes after its last acknowledged write).
+``setpoint run FILE_OR_MODULE`` runs the controllers a file or module defines (see
+:mod:`setpoint.cli.run`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from collections.abc import Coroutine, Sequence
 from pathlib import Path
 from typing import Any
 
+from setpoint.cli import run as run_command
 from setpoint.server.server import Server, ServerConfig
 from setpoint.storage import StorageConfig
 
@@ -31,6 +34,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=6443, help="0 picks any free port")
     serve.add_argument("--storage", choices=("sqlite", "memory"), default="sqlite")
     serve.add_argument("--log-level", default="INFO")
+    run_command.add_parser(sub)
     return parser
 
 
@@ -73,6 +77,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "serve":
         _run(_serve(serve_config(args)))
         return 0
+    if args.command == "run":
+        return run_command.main(args)
     return 2
 
 

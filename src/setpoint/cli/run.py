@@ -1,0 +1,287 @@
+"""``setpoint run FILE_OR_MODULE``: run the controllers a file or module defines.
+
+::
+
+    setpoint run operator.py [--kubeconfig PATH] [--context NAME] [--namespace NS]
+                 [--health-port N] [--metrics-port N] [--bind-address HOST]
+                 [--leader-elect] [--lease-name NAME] [--workers N]
+
+Steps: import the target (a path to a ``.py`` file, or a dotted module name), collect its
+controllers with :func:`setpoint.runtime.controllers_in` (every ``Registry`` and
+``Controller`` among its globals), build a :class:`setpoint.client.Client` from the
+kubeconfig (``--kubeconfig``, else ``KUBECONFIG``, the in-cluster service account, or
+``~/.kube/config``), check that the server answers and serves every resource the controllers
+name, then run a :class:`setpoint.runtime.Manager` until SIGINT or SIGTERM and shut down
+gracefully (queued work finishes, the Lease is released, the process exits 0).
+
+``--namespace`` restricts every controller's watches to that namespace (cluster-scoped
+resources are still watched whole), is the namespace for calls that name none, and holds the
+Lease. ``--workers`` overrides the number of concurrent reconciles of every controller.
+
+Exit codes: 0 after a graceful stop; 2 for a problem that retrying cannot fix before the
+operator starts: a target that cannot be imported or defines no controllers, an unusable
+kubeconfig, an unreachable server, or a resource the server does not serve (install its
+CustomResourceDefinition first). The message says which, on stderr.
+
+Invariants: the operator's module is imported exactly once per process and nothing else is
+executed from it; no global state is kept here. Loading a file registers it in
+``sys.modules`` (under its stem, or the stem and a short hash of its path when the stem is
+taken, as ``operator`` is by the standard library), which dataclasses and pickling need.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import importlib
+import importlib.util
+import logging
+import os
+import sys
+from collections.abc import Coroutine, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from setpoint import client as sp_client
+from setpoint import runtime
+from setpoint.apimachinery import errors
+from setpoint.runtime import manager as rtmanager
+
+log = logging.getLogger("setpoint.run")
+
+#: seconds to wait for the server's first answer before calling it unreachable
+REACH_TIMEOUT = 10.0
+
+
+class UsageError(Exception):
+    """A problem with what the command was given; it exits 2 with this message."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunConfig:
+    """What ``setpoint run`` was asked to do."""
+
+    target: str
+    kubeconfig: Path | None = None
+    context: str | None = None
+    namespace: str | None = None
+    health_port: int | None = None
+    metrics_port: int | None = None
+    bind_address: str = "127.0.0.1"
+    leader_elect: bool = False
+    lease_name: str | None = None
+    workers: int | None = None
+
+    def __post_init__(self) -> None:
+        if not self.target:
+            raise UsageError("name a file or a module to run")
+        for port in (self.health_port, self.metrics_port):
+            if port is not None and not 0 <= port <= 65535:
+                raise UsageError(f"port out of range: {port}")
+        if self.workers is not None and not 1 <= self.workers <= 256:
+            raise UsageError(f"--workers must be between 1 and 256, not {self.workers}")
+        if self.lease_name is not None and not self.leader_elect:
+            raise UsageError("--lease-name needs --leader-elect")
+        if self.namespace == "":
+            raise UsageError("--namespace must not be empty")
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    """Add the ``run`` subcommand to ``setpoint``'s subparsers."""
+    parser: argparse.ArgumentParser = sub.add_parser(
+        "run", help="run the controllers a Python file or module defines",
+        description="Run the controllers (Registry and Controller globals) that FILE_OR_MODULE "
+                    "defines, against the cluster the kubeconfig names, until SIGINT/SIGTERM.")
+    parser.add_argument("target", metavar="FILE_OR_MODULE",
+                        help="a path to a .py file, or a dotted module name")
+    parser.add_argument("--kubeconfig", type=Path, default=None,
+                        help="default: KUBECONFIG, the in-cluster account, ~/.kube/config")
+    parser.add_argument("--context", default=None, help="the kubeconfig context to use")
+    parser.add_argument("--namespace", "-n", default=None,
+                        help="watch (and hold the Lease in) this namespace only")
+    parser.add_argument("--health-port", type=int, default=None,
+                        help="serve /healthz and /readyz here (0: any free port)")
+    parser.add_argument("--metrics-port", type=int, default=None,
+                        help="serve Prometheus /metrics here (0: any free port)")
+    parser.add_argument("--bind-address", default="127.0.0.1",
+                        help="the address the probe and metrics ports listen on")
+    parser.add_argument("--leader-elect", action="store_true",
+                        help="run the controllers only while holding a Lease")
+    parser.add_argument("--lease-name", default=None,
+                        help="the Lease to compete for (default: <module>-leader)")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="concurrent reconciles per controller (overrides the code)")
+    parser.add_argument("--log-level", default="INFO")
+    return parser
+
+
+def config_from_args(args: argparse.Namespace) -> RunConfig:
+    return RunConfig(target=args.target, kubeconfig=args.kubeconfig, context=args.context,
+                     namespace=args.namespace, health_port=args.health_port,
+                     metrics_port=args.metrics_port, bind_address=args.bind_address,
+                     leader_elect=args.leader_elect, lease_name=args.lease_name,
+                     workers=args.workers)
+
+
+# --- loading --------------------------------------------------------------------------
+
+
+def is_file_target(target: str | os.PathLike[str]) -> bool:
+    """A path (ends in ``.py``, contains a separator, or exists) rather than a module name."""
+    text = os.fspath(target)
+    return text.endswith(".py") or os.sep in text or "/" in text or Path(text).is_file()
+
+
+def _module_name(path: Path) -> str:
+    stem = "".join(c if c.isalnum() or c == "_" else "_" for c in path.stem) or "operator"
+    if stem[0].isdigit():
+        stem = "_" + stem
+    existing = sys.modules.get(stem)
+    if existing is None or getattr(existing, "__file__", None) == str(path):
+        return stem
+    return f"{stem}_{hashlib.sha256(str(path).encode()).hexdigest()[:8]}"
+
+
+def load_file(path: str | os.PathLike[str], *, add_to_path: bool = False) -> ModuleType:
+    """Import a Python file as a fresh module (each call executes it again).
+
+    ``add_to_path`` puts the file's directory first on ``sys.path`` first, as ``python
+    FILE`` does, so the file can import its neighbours.
+    """
+    resolved = Path(path).resolve()
+    if not resolved.is_file():
+        raise UsageError(f"{path}: no such file")
+    name = _module_name(resolved)
+    spec = importlib.util.spec_from_file_location(name, resolved)
+    if spec is None or spec.loader is None:
+        raise UsageError(f"{path}: not an importable Python file")
+    module = importlib.util.module_from_spec(spec)
+    if add_to_path and str(resolved.parent) not in sys.path:
+        sys.path.insert(0, str(resolved.parent))
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    return module
+
+
+def load_target(target: str | os.PathLike[str], *, add_to_path: bool = False) -> ModuleType:
+    """The module a file path or a dotted module name names (see :func:`is_file_target`).
+
+    With ``add_to_path``, a module name is looked up from the working directory first, as
+    ``python -m`` does.
+    """
+    if is_file_target(target):
+        return load_file(target, add_to_path=add_to_path)
+    name = os.fspath(target)
+    if add_to_path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as e:
+        if e.name is not None and name.startswith(e.name):
+            raise UsageError(f"{name}: no such file or module") from e
+        raise
+
+
+def controllers_of(module: ModuleType) -> list[runtime.Controller]:
+    """The module's controllers; :class:`UsageError` when it defines none."""
+    found = runtime.controllers_in(vars(module))
+    if not found:
+        where = getattr(module, "__file__", None) or module.__name__
+        raise UsageError(f"{where} defines no controllers: create a setpoint.runtime.Registry "
+                         "(or Controller) at module level and register a reconcile function")
+    return found
+
+
+# --- running --------------------------------------------------------------------------
+
+
+def client_config(config: RunConfig) -> sp_client.ClientConfig:
+    overrides: dict[str, Any] = {}
+    if config.namespace is not None:
+        overrides["namespace"] = config.namespace
+    try:
+        if config.kubeconfig is not None or config.context is not None:
+            return sp_client.load_kubeconfig(config.kubeconfig, config.context, **overrides)
+        return sp_client.auto_config(**overrides)
+    except sp_client.ConfigError as e:
+        raise UsageError(f"kubeconfig: {e}") from e
+    except OSError as e:
+        raise UsageError(f"kubeconfig: {e}") from e
+
+
+async def check_server(client: sp_client.Client,
+                       controllers: Sequence[runtime.Controller]) -> None:
+    """Fail with :class:`UsageError` unless the server answers and serves every resource."""
+    try:
+        async with asyncio.timeout(REACH_TIMEOUT):
+            await client.version()
+    except (errors.ServiceUnavailable, errors.Timeout, TimeoutError) as e:
+        raise UsageError(f"cannot reach the API server at {client.config.server}: {e}") from e
+    for controller in controllers:
+        for spec in controller.watch_specs:
+            try:
+                await client.resolve(spec.resource)
+            except sp_client.NoMatchError as e:
+                raise UsageError(
+                    f"the server at {client.config.server} does not serve {spec.resource!r} "
+                    f"(needed by {controller!r}): install its CustomResourceDefinition "
+                    f"first ({e})") from e
+
+
+def _lease_name(config: RunConfig, module: ModuleType) -> str:
+    if config.lease_name:
+        return config.lease_name
+    base = module.__name__.rsplit(".", 1)[-1].lower()
+    cleaned = "".join(c if c.isalnum() else "-" for c in base).strip("-") or "setpoint"
+    return f"{cleaned}-leader"
+
+
+async def run(config: RunConfig, module: ModuleType,
+              controllers: Sequence[runtime.Controller]) -> None:
+    """Run ``controllers`` as ``config`` says until a stop signal."""
+    async with sp_client.Client(client_config(config)) as client:
+        await check_server(client, controllers)
+        for controller in controllers:
+            controller.with_options(workers=config.workers, namespace=config.namespace)
+        election = None
+        if config.leader_elect:
+            election = runtime.LeaderElectionConfig(
+                lease_name=_lease_name(config, module),
+                lease_namespace=config.namespace or client.config.namespace)
+        manager = runtime.Manager(client, controllers, leader_election=election,
+                                  health_port=config.health_port,
+                                  metrics_port=config.metrics_port, host=config.bind_address)
+        names = ", ".join(repr(c) for c in controllers)
+        print(f"setpoint run: {len(controllers)} controller(s) from {module.__name__} against "
+              f"{client.config.server}: {names}", flush=True)
+        await manager.run(stop_signals=rtmanager.STOP_SIGNALS)
+        log.info("stopped")
+
+
+def _event_loop_run(coro: Coroutine[Any, Any, None]) -> None:
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - uvloop is a dependency where it exists
+        asyncio.run(coro)
+        return
+    uvloop.run(coro)
+
+
+def main(args: argparse.Namespace) -> int:
+    """Run the ``run`` subcommand; returns the exit code."""
+    try:
+        config = config_from_args(args)
+        module = load_target(config.target, add_to_path=True)
+        controllers = controllers_of(module)
+        _event_loop_run(run(config, module, controllers))
+    except UsageError as e:
+        print(f"setpoint run: error: {e}", file=sys.stderr, flush=True)
+        return 2
+    return 0
