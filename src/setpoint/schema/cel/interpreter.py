@@ -43,7 +43,7 @@ from setpoint.schema.cel.objects import (
     TypeValue,
     UInt,
 )
-from setpoint.schema.cel.stdlib import (
+from setpoint.schema.cel.operators import (
     compare,
     find,
     index,

@@ -27,7 +27,7 @@ from setpoint.schema.cel.functions import (
     overload,
 )
 from setpoint.schema.cel.objects import CelList, CelMap, Duration, Timestamp, UInt
-from setpoint.schema.cel.stdlib import add, compare, equals, is_list, is_map
+from setpoint.schema.cel.operators import add, compare, equals, is_list, is_map
 
 
 def _items(v: Any) -> list[Any]:

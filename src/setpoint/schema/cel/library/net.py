@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
 from setpoint.schema.cel import types as t
+from setpoint.schema.cel.conversions import to_string
 from setpoint.schema.cel.errors import EvalError, NoSuchOverload
 from setpoint.schema.cel.functions import (
     Function,
@@ -31,7 +32,6 @@ from setpoint.schema.cel.functions import (
     string_cost,
 )
 from setpoint.schema.cel.objects import Opaque
-from setpoint.schema.cel.stdlib import to_string
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 

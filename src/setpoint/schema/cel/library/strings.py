@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from setpoint.schema.cel import types as t
+from setpoint.schema.cel.conversions import format_double, to_string
 from setpoint.schema.cel.errors import EvalError, NoSuchOverload
 from setpoint.schema.cel.functions import (
     MAX_RESULT_CHARS,
@@ -27,7 +28,7 @@ from setpoint.schema.cel.functions import (
     string_cost,
 )
 from setpoint.schema.cel.objects import CelMap, Duration, Timestamp, TypeValue, UInt
-from setpoint.schema.cel.stdlib import format_double, is_list, is_map, to_string
+from setpoint.schema.cel.operators import is_list, is_map
 
 _GO_SPACE: Final = frozenset(
     "\t\n\v\f\r \u0085\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
