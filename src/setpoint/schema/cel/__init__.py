@@ -19,8 +19,13 @@ Intended use by a schema walker (one :class:`RuleCache` per CRD version, one
             errors.extend(cel.validate_rules(
                 cel.rules_of(node), value, old, path=path, has_old=has_old,
                 budget=budget, node=node, cache=cache, resource_root=resource_root))
-        ...  # recurse into properties / additionalProperties / items (and allOf) as
-             # Kubernetes does, passing the correlated old child (map keys; map-list keys)
+        ...  # recurse into properties / additionalProperties / items as Kubernetes does,
+             # passing the correlated old child (map keys; map-list keys)
+
+Rules inside an ``allOf`` branch apply to the structural node that carries the ``allOf``:
+pass the branch's rules with that node (``validate_rules(cel.rules_of(branch), value, ...,
+node=node)``, ``rule_errors(node, path, cache=cache, rules=cel.rules_of(branch))``), as
+Kubernetes types them with the node's schema.
 
 Invariants: rules are compiled once per (rule, node) and evaluated any number of times;
 evaluation never mutates the object; every evaluation is bounded by the per-call cost limit

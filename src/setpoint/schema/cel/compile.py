@@ -194,17 +194,19 @@ def rules_of(node: Node) -> tuple[Rule, ...]:
     return tuple(Rule.of(v) for v in node.validations)
 
 
-def rule_errors(node: Node, path: FieldPath, *, cache: RuleCache,
-                resource_root: bool = False) -> list[FieldError]:
+def rule_errors(node: Node, path: FieldPath, *, cache: RuleCache, resource_root: bool = False,
+                rules: Sequence[Rule | ValidationRule] | None = None) -> list[FieldError]:
     """The CRD-time errors of ``node``'s rules, at ``path.x-kubernetes-validations[i]...``.
 
     Covers what needs the CEL engine (compilation, ``messageExpression``, ``fieldPath``,
     ``optionalOldSelf`` without ``oldSelf``, unsupported ``reason``); structural checks of
-    the entries themselves (empty rule, line breaks) belong to the schema checker.
+    the entries themselves (empty rule, line breaks) belong to the schema checker. ``rules``
+    defaults to ``node``'s own; rules of an ``allOf`` branch are given here with the
+    structural node they apply to, which types ``self``.
     """
     errors: list[FieldError] = []
     base = path.child("x-kubernetes-validations")
-    rules = rules_of(node)
+    rules = tuple(Rule.of(r) for r in rules) if rules is not None else rules_of(node)
     if rules and cache.self_type(node, resource_root=resource_root) is None:
         return [FieldError(ErrorType.INTERNAL, str(base), NO_DECL_TYPE)]
     for i, rule in enumerate(rules):

@@ -388,3 +388,17 @@ FIELD_PATH_SCHEMA = {"type": "object", "properties": {
 ], ids=lambda v: repr(v))
 def test_field_paths_as_kubernetes_reads_them(path: str, want: str | None) -> None:
     assert cel.normalize_field_path(path, parse(FIELD_PATH_SCHEMA)) == want
+
+
+def test_all_of_rules_are_typed_by_the_structural_node() -> None:
+    node = parse({"type": "object", "properties": {"a": {"type": "integer"}},
+                  "allOf": [{"x-kubernetes-validations": [{"rule": "self.a > 1"}]},
+                            {"x-kubernetes-validations": [{"rule": "self.b > 1"}]}]})
+    cache = cel.RuleCache()
+    first, second = node.all_of
+    assert cel.rule_errors(node, FieldPath(), cache=cache, rules=cel.rules_of(first)) == []
+    got = cel.rule_errors(node, FieldPath(), cache=cache, rules=cel.rules_of(second))
+    assert [e.field for e in got] == ["x-kubernetes-validations[0].rule"]
+    assert [e.error() for e in cel.validate_rules(
+        cel.rules_of(first), {"a": 0}, None, path=FieldPath(), has_old=False,
+        budget=cel.Budget(), node=node, cache=cache)] == ["Invalid value: failed rule: self.a > 1"]
