@@ -1,4 +1,4 @@
-"""Helpers for the CEL tests: compile and evaluate an expression, render outcomes."""
+"""Shared by the CEL tests: compile and evaluate an expression, render outcomes."""
 
 from __future__ import annotations
 
