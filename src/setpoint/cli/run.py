@@ -17,6 +17,8 @@ gracefully (queued work finishes, the Lease is released, the process exits 0).
 ``--namespace`` restricts every controller's watches to that namespace (cluster-scoped
 resources are still watched whole), is the namespace for calls that name none, and holds the
 Lease. ``--workers`` overrides the number of concurrent reconciles of every controller.
+``--leader-elect`` competes for the Lease ``--lease-name`` (default: see
+:func:`default_lease_name`), so that of several replicas only one reconciles.
 
 Exit codes: 0 after a graceful stop; 2 for a problem that retrying cannot fix before the
 operator starts: a target that cannot be imported or defines no controllers, an unusable
@@ -111,7 +113,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     parser.add_argument("--leader-elect", action="store_true",
                         help="run the controllers only while holding a Lease")
     parser.add_argument("--lease-name", default=None,
-                        help="the Lease to compete for (default: <module>-leader)")
+                        help="the Lease to compete for (default: <dir>-<file>-leader)")
     parser.add_argument("--workers", type=int, default=None,
                         help="concurrent reconciles per controller (overrides the code)")
     parser.add_argument("--log-level", default="INFO")
@@ -235,16 +237,23 @@ async def check_server(client: sp_client.Client,
                     f"first ({e})") from e
 
 
-def _lease_name(config: RunConfig, module: ModuleType) -> str:
-    if config.lease_name:
-        return config.lease_name
-    base = module.__name__.rsplit(".", 1)[-1].lower()
-    cleaned = "".join(c if c.isalnum() else "-" for c in base).strip("-") or "setpoint"
+def default_lease_name(target: str | os.PathLike[str]) -> str:
+    """The Lease replicas of one operator compete for, unless ``--lease-name`` says:
+    ``<directory>-<stem>-leader`` for a file (``examples/book/operator.py`` gives
+    ``book-operator-leader``), ``<dotted-name-with-dashes>-leader`` for a module."""
+    if is_file_target(target):
+        path = Path(target).resolve()
+        base = f"{path.parent.name}-{path.stem}"
+    else:
+        base = os.fspath(target).replace(".", "-")
+    cleaned = "".join(c if c.isalnum() else "-" for c in base.lower())
+    while "--" in cleaned:
+        cleaned = cleaned.replace("--", "-")
+    cleaned = cleaned.strip("-")[:56].rstrip("-") or "setpoint"
     return f"{cleaned}-leader"
 
 
-async def run(config: RunConfig, module: ModuleType,
-              controllers: Sequence[runtime.Controller]) -> None:
+async def run(config: RunConfig, controllers: Sequence[runtime.Controller]) -> None:
     """Run ``controllers`` as ``config`` says until a stop signal."""
     async with sp_client.Client(client_config(config)) as client:
         await check_server(client, controllers)
@@ -253,13 +262,13 @@ async def run(config: RunConfig, module: ModuleType,
         election = None
         if config.leader_elect:
             election = runtime.LeaderElectionConfig(
-                lease_name=_lease_name(config, module),
+                lease_name=config.lease_name or default_lease_name(config.target),
                 lease_namespace=config.namespace or client.config.namespace)
         manager = runtime.Manager(client, controllers, leader_election=election,
                                   health_port=config.health_port,
                                   metrics_port=config.metrics_port, host=config.bind_address)
         names = ", ".join(repr(c) for c in controllers)
-        print(f"setpoint run: {len(controllers)} controller(s) from {module.__name__} against "
+        print(f"setpoint run: {len(controllers)} controller(s) from {config.target} against "
               f"{client.config.server}: {names}", flush=True)
         await manager.run(stop_signals=rtmanager.STOP_SIGNALS)
         log.info("stopped")
@@ -280,7 +289,7 @@ def main(args: argparse.Namespace) -> int:
         config = config_from_args(args)
         module = load_target(config.target, add_to_path=True)
         controllers = controllers_of(module)
-        _event_loop_run(run(config, module, controllers))
+        _event_loop_run(run(config, controllers))
     except UsageError as e:
         print(f"setpoint run: error: {e}", file=sys.stderr, flush=True)
         return 2

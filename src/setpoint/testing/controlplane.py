@@ -217,13 +217,18 @@ class ControlPlane:
         return stored
 
     async def _apply_one(self, obj: Obj, timeout: float) -> Obj:
+        ref = await self.client.resolve(_resource(obj))
+        name, namespace = _name(obj), (obj.get("metadata") or {}).get("namespace")
+        stored: Obj | None = None
         try:
-            stored = await self.client.create(obj)
-        except errors.AlreadyExists:
-            ref = await self.client.resolve(_resource(obj))
-            stored = await self.client.patch(ref, _name(obj), _merge_body(obj),
-                                             namespace=(obj.get("metadata") or {}).get(
-                                                 "namespace"))
+            await self.client.get(ref, name, namespace=namespace)
+        except errors.NotFound:
+            try:
+                stored = await self.client.create(obj, resource=ref)
+            except errors.AlreadyExists:  # created meanwhile: update it
+                pass
+        if stored is None:
+            stored = await self.client.patch(ref, name, _merge_body(obj), namespace=namespace)
         if _is_crd(obj):
             await self._wait_established(stored, timeout)
         return stored
