@@ -5,7 +5,10 @@
   :class:`~setpoint.schema.cel.errors.CELCompileError` whose ``detail`` is the text
   Kubernetes puts in the CRD-time error (``compilation failed: ERROR: <input>:1:6: ...``).
 * :class:`RuleCache` compiles each (rule, schema node) once; keep one per CRD version.
-* :func:`rule_errors` are the CRD-time ``FieldError`` s for a node's rules.
+* :func:`rule_errors` are the CRD-time ``FieldError`` s for a node's rules; as in Kubernetes,
+  the bad value of a compile error is the whole entry as Go prints it
+  (``Invalid value: apiextensions.ValidationRule{Rule:"self.x > 0", Message:"", ...}:
+  compilation failed: ...``, see :func:`go_rule`).
 
 A rule *uses oldSelf* (a transition rule) when the identifier ``oldSelf`` occurs free in it;
 such a rule runs only on update when an old value exists, unless it sets
@@ -25,6 +28,7 @@ from setpoint.schema.cel.errors import CELCompileError
 from setpoint.schema.cel.functions import Library
 from setpoint.schema.cel.library import KUBERNETES
 from setpoint.schema.cel.values import decl_type
+from setpoint.schema.govalues import quote
 from setpoint.schema.structural import Node, ValidationRule
 
 NO_DECL_TYPE: Final = "failed to convert to declType for CEL validation rules"
@@ -194,15 +198,45 @@ def rules_of(node: Node) -> tuple[Rule, ...]:
     return tuple(Rule.of(v) for v in node.validations)
 
 
+# Go prints a non-nil pointer as its address; any address reads the same to a user.
+_GO_POINTER: Final = "0xc000010000"
+
+
+def go_rule(rule: Rule | ValidationRule) -> str:
+    """``%#v`` of Kubernetes' internal ``apiextensions.ValidationRule`` for this entry: what a
+    field error prints as the bad value of a rule that does not compile."""
+    r = Rule.of(rule)
+    reason = "nil" if r.reason is None else _GO_POINTER
+    optional = "nil" if r.optional_old_self is None else _GO_POINTER
+    return (f"apiextensions.ValidationRule{{Rule:{quote(r.rule)}, Message:{quote(r.message)}, "
+            f"MessageExpression:{quote(r.message_expression)}, "
+            f"Reason:(*apiextensions.FieldValueErrorReason)({reason}), "
+            f"FieldPath:{quote(r.field_path)}, OptionalOldSelf:(*bool)({optional})}}")
+
+
+def _uses_old_self_after_error(rule: Rule, error: CELCompileError) -> bool:
+    """Whether Kubernetes knows the rule uses ``oldSelf`` when compiling it failed: only once
+    it type-checked (a failed program instantiation), never after a parse or type error."""
+    if not error.detail.startswith("program instantiation failed"):
+        return False
+    try:
+        return ast.references(parser.parse(rule.rule), OLD_SELF)
+    except (CELCompileError, RecursionError):
+        return False
+
+
 def rule_errors(node: Node, path: FieldPath, *, cache: RuleCache, resource_root: bool = False,
-                rules: Sequence[Rule | ValidationRule] | None = None) -> list[FieldError]:
+                rules: Sequence[Rule | ValidationRule] | None = None,
+                uncorrelatable: FieldPath | None = None) -> list[FieldError]:
     """The CRD-time errors of ``node``'s rules, at ``path.x-kubernetes-validations[i]...``.
 
     Covers what needs the CEL engine (compilation, ``messageExpression``, ``fieldPath``,
     ``optionalOldSelf`` without ``oldSelf``, unsupported ``reason``); structural checks of
     the entries themselves (empty rule, line breaks) belong to the schema checker. ``rules``
     defaults to ``node``'s own; rules of an ``allOf`` branch are given here with the
-    structural node they apply to, which types ``self``.
+    structural node they apply to, which types ``self``. ``uncorrelatable``: the path of the
+    outermost list above ``node`` whose items cannot be correlated with an old object (any
+    list but ``x-kubernetes-list-type: map``); rules there may not use ``oldSelf``.
     """
     errors: list[FieldError] = []
     base = path.child("x-kubernetes-validations")
@@ -216,19 +250,28 @@ def rule_errors(node: Node, path: FieldPath, *, cache: RuleCache, resource_root:
                                      rule.reason, SUPPORTED_REASONS))
         if rule.field_path and normalize_field_path(rule.field_path, node) is None:
             errors.append(FieldError(ErrorType.INVALID, str(at.child("fieldPath")),
-                                     "must be a valid path", rule.field_path))
+                                     "fieldPath must be a valid path", rule.field_path))
         if not rule.rule.strip():
             continue
+        # The bad value is a Go struct: printed through the detail, as no JSON value reads so.
         try:
             compiled = cache.get(rule, node, resource_root=resource_root)
         except CELCompileError as e:
-            errors.append(FieldError(ErrorType.INVALID, str(at.child("rule")), e.detail,
-                                     rule.rule))
-            continue
-        if compiled.message_error is not None:
-            errors.append(FieldError(ErrorType.INVALID, str(at.child("messageExpression")),
-                                     compiled.message_error, rule.message_expression))
-        if not compiled.uses_old_self and rule.optional_old_self is not None:
+            errors.append(FieldError(ErrorType.INVALID, str(at.child("rule")),
+                                     f"{go_rule(rule)}: {e.detail}"))
+            uses_old_self = _uses_old_self_after_error(rule, e)
+        else:
+            if compiled.message_error is not None:
+                errors.append(FieldError(ErrorType.INVALID, str(at.child("messageExpression")),
+                                         f"{go_rule(rule)}: {compiled.message_error}"))
+            uses_old_self = compiled.uses_old_self
+        if uses_old_self:
+            if uncorrelatable is not None:
+                errors.append(FieldError(
+                    ErrorType.INVALID, str(at.child("rule")),
+                    "oldSelf cannot be used on the uncorrelatable portion of the schema within "
+                    f"{uncorrelatable}", rule.rule))
+        elif rule.optional_old_self is not None:
             errors.append(FieldError(ErrorType.INVALID, str(at.child("optionalOldSelf")),
                                      "may not be set if oldSelf is not used in rule",
                                      rule.optional_old_self))

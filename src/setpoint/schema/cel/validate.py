@@ -13,6 +13,10 @@ For each rule, in order:
   ``message``, else ``failed rule: <rule>``;
 * an evaluation error gives ``Invalid`` at the node's path with the error's text and the rule.
 
+As in Kubernetes, the bad value of an ``Invalid`` or ``Duplicate`` error is the node's schema
+type (``spec: Invalid value: "object": ...``, ``spec.name: Invalid value: "string": ...``),
+never the data, and the root path (an empty :class:`FieldPath`) prints as ``<nil>``.
+
 A ``null`` value runs no rules (rules on nullable fields see only non-null values).
 Errors are returned in rule order; sorting is the caller's (``sort_errors``).
 """
@@ -20,7 +24,7 @@ Errors are returned in rule order; sorting is the caller's (``sort_errors``).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from setpoint.apimachinery.fields import (
@@ -55,7 +59,8 @@ class _Stop(Exception):
 def validate_rules(rules: Sequence[Rule | _ValidationRule], value: Any, old: Any | None, *,
                    path: FieldPath, has_old: bool, budget: cost.Budget, node: Node,
                    cache: RuleCache, resource_root: bool = False,
-                   ratchet: list[str] | None = None) -> list[FieldError]:
+                   ratchet: list[str] | None = None,
+                   unchanged: Callable[[], bool] | None = None) -> list[FieldError]:
     """Evaluate ``rules`` (those of ``node``) on the JSON ``value`` at ``path``.
 
     ``old``/``has_old``: the correlated old value on update (``has_old=False`` on create, or
@@ -63,6 +68,8 @@ def validate_rules(rules: Sequence[Rule | _ValidationRule], value: Any, old: Any
     custom resource (``self.metadata.name`` is visible). ``ratchet``: when given, the node is
     unchanged from the old object, so failures of rules that do not use ``oldSelf`` are
     appended to it as warnings instead of being returned (CRD validation ratcheting).
+    ``unchanged``: with ``ratchet``, asked on the first such failure (and only then) whether
+    the node is unchanged; failures are ratcheted only if it answers true.
     """
     if value is None or not rules:
         return []
@@ -84,7 +91,7 @@ def validate_rules(rules: Sequence[Rule | _ValidationRule], value: Any, old: Any
             except CELCompileError as e:
                 errors.append(_invalid(path, schema_type, f"rule compile error: {e.detail}"))
                 continue
-            _one(compiled, activations, path, schema_type, budget, errors, ratchet)
+            _one(compiled, activations, path, schema_type, budget, errors, ratchet, unchanged)
     except _Stop:
         budget.exhaust()
     return errors
@@ -118,8 +125,13 @@ class _Activations:
         return {SELF: new}
 
 
+def _field(path: FieldPath) -> str:
+    """A path as Kubernetes prints it: the root (a nil ``*field.Path``) is ``<nil>``."""
+    return str(path) or "<nil>"
+
+
 def _invalid(path: FieldPath, schema_type: str, detail: str) -> FieldError:
-    return FieldError(ErrorType.INVALID, str(path), detail, schema_type)
+    return FieldError(ErrorType.INVALID, _field(path), detail, schema_type)
 
 
 def _evaluate(program: Program, variables: dict[str, Any], budget: cost.Budget) \
@@ -137,7 +149,8 @@ def _evaluate(program: Program, variables: dict[str, Any], budget: cost.Budget) 
 
 
 def _one(compiled: CompiledRule, acts: _Activations, path: FieldPath, schema_type: str,
-         budget: cost.Budget, errors: list[FieldError], ratchet: list[str] | None) -> None:
+         budget: cost.Budget, errors: list[FieldError], ratchet: list[str] | None,
+         unchanged: Callable[[], bool] | None) -> None:
     rule = compiled.rule
     program = compiled.program
     if program is None:
@@ -177,9 +190,8 @@ def _one(compiled: CompiledRule, acts: _Activations, path: FieldPath, schema_typ
                           errors)
     text = detail if detail is not None else (
         rule.message.strip() or f"failed rule: {rule.rule.strip()}")
-    value = acts.value if schema_type not in ("object", "array") else None
-    error_out = _error_for_reason(rule.reason, at, value, text)
-    if ratchet is not None and not compiled.uses_old_self:
+    error_out = _error_for_reason(rule.reason, _field(at), schema_type, text)
+    if ratchet is not None and not compiled.uses_old_self and (unchanged is None or unchanged()):
         ratchet.append(error_out.error())
     else:
         errors.append(error_out)
@@ -219,14 +231,13 @@ def _message(compiled: CompiledRule, variables: dict[str, Any], at: FieldPath,
     return text
 
 
-def _error_for_reason(reason: str | None, at: FieldPath, value: Any, detail: str) -> FieldError:
+def _error_for_reason(reason: str | None, at: str, schema_type: str,
+                      detail: str) -> FieldError:
+    """``fieldErrorForReason``: the bad value is the schema type, as Kubernetes reports it."""
     if reason == "FieldValueForbidden":
         return forbidden(at, detail)
     if reason == "FieldValueRequired":
         return required(at, detail)
     if reason == "FieldValueDuplicate":
-        return duplicate(at, value) if value is not None else \
-            FieldError(ErrorType.DUPLICATE, str(at))
-    if value is None:
-        return FieldError(ErrorType.INVALID, str(at), detail)
-    return FieldError(ErrorType.INVALID, str(at), detail, value)
+        return duplicate(at, schema_type)
+    return FieldError(ErrorType.INVALID, at, detail, schema_type)

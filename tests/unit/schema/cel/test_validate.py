@@ -5,6 +5,7 @@ apiextensions-apiserver's ``pkg/apiserver/schema/cel/validation_test.go``)."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -44,47 +45,47 @@ BAD = {"minReplicas": 5, "maxReplicas": 3}
 CASES: list[tuple[str, dict[str, Any], list[dict[str, Any]], Any, Any, list[str]]] = [
     ("rule holds", REPLICAS, [MIN_MAX], GOOD, None, []),
     ("default message", REPLICAS, [MIN_MAX], BAD, None,
-     ["root: Invalid value: failed rule: self.minReplicas <= self.maxReplicas"]),
+     ['root: Invalid value: "object": failed rule: self.minReplicas <= self.maxReplicas']),
     ("message", REPLICAS, [{**MIN_MAX, "message": " min must not exceed max "}], BAD, None,
-     ["root: Invalid value: min must not exceed max"]),
+     ['root: Invalid value: "object": min must not exceed max']),
     ("messageExpression", REPLICAS,
      [{**MIN_MAX, "messageExpression": "'min ' + string(self.minReplicas) + ' > max'"}], BAD,
-     None, ["root: Invalid value: min 5 > max"]),
+     None, ['root: Invalid value: "object": min 5 > max']),
     ("messageExpression error falls back to message", REPLICAS,
      [{**MIN_MAX, "message": "fallback",
        "messageExpression": "string(1 / (self.minReplicas - 5))"}],
-     BAD, None, ["root: Invalid value: fallback"]),
+     BAD, None, ['root: Invalid value: "object": fallback']),
     ("empty messageExpression falls back to the rule", REPLICAS,
      [{**MIN_MAX, "messageExpression": "'  '"}], BAD, None,
-     ["root: Invalid value: failed rule: self.minReplicas <= self.maxReplicas"]),
+     ['root: Invalid value: "object": failed rule: self.minReplicas <= self.maxReplicas']),
     ("multi-line messageExpression falls back", REPLICAS,
      [{**MIN_MAX, "message": "m", "messageExpression": "'a\\nb'"}], BAD, None,
-     ["root: Invalid value: m"]),
+     ['root: Invalid value: "object": m']),
     ("oversized messageExpression falls back", REPLICAS,
      [{**MIN_MAX, "message": "m",
        "messageExpression": "lists.range(600).map(x, 'abcdefghij').join('')"}], BAD, None,
-     ["root: Invalid value: m"]),
+     ['root: Invalid value: "object": m']),
     ("messageExpression at the size limit is kept", REPLICAS,
      [{**MIN_MAX, "messageExpression": "lists.range(512).map(x, 'abcdefghij').join('')"}],
-     BAD, None, ["root: Invalid value: " + "abcdefghij" * 512]),
+     BAD, None, ['root: Invalid value: "object": ' + "abcdefghij" * 512]),
     ("reason Forbidden", REPLICAS, [{**MIN_MAX, "message": "m", "reason": "FieldValueForbidden"}],
      BAD, None, ["root: Forbidden: m"]),
     ("reason Required", REPLICAS, [{**MIN_MAX, "message": "m", "reason": "FieldValueRequired"}],
      BAD, None, ["root: Required value: m"]),
     ("reason Duplicate of an object", REPLICAS,
      [{**MIN_MAX, "message": "m", "reason": "FieldValueDuplicate"}], BAD, None,
-     ["root: Duplicate value"]),
+     ['root: Duplicate value: "object"']),
     ("reason Invalid", REPLICAS, [{**MIN_MAX, "message": "m", "reason": "FieldValueInvalid"}],
-     BAD, None, ["root: Invalid value: m"]),
+     BAD, None, ['root: Invalid value: "object": m']),
     ("fieldPath", REPLICAS,
      [{"rule": "self.spec.replicas > 0", "message": "m", "fieldPath": ".spec.replicas"}],
-     {"spec": {"replicas": 0}}, None, ["root.spec.replicas: Invalid value: m"]),
+     {"spec": {"replicas": 0}}, None, ['root.spec.replicas: Invalid value: "object": m']),
     ("fieldPath with a map key", REPLICAS,
      [{"rule": "false", "message": "m", "fieldPath": ".labels['a.b']"}], {"labels": {}}, None,
-     ["root.labels[a.b]: Invalid value: m"]),
+     ['root.labels[a.b]: Invalid value: "object": m']),
     ("invalid fieldPath is ignored", REPLICAS,
      [{"rule": "false", "message": "m", "fieldPath": ".nope"}], {}, None,
-     ["root: Invalid value: m"]),
+     ['root: Invalid value: "object": m']),
     ("runtime error", REPLICAS, [{"rule": "self.minReplicas / 0 > 1"}], GOOD, None,
      ['root: Invalid value: "object": division by zero evaluating rule: '
       "self.minReplicas / 0 > 1"]),
@@ -102,20 +103,23 @@ CASES: list[tuple[str, dict[str, Any], list[dict[str, Any]], Any, Any, list[str]
     ("empty rule never fails", REPLICAS, [{"rule": "  "}], {}, None, []),
     ("non-bool result fails the rule", REPLICAS, [{"rule": "dyn(self.minReplicas) == 1 ? true"
                                                            " : dyn(1)"}], BAD, None,
-     ["root: Invalid value: failed rule: dyn(self.minReplicas) == 1 ? true : dyn(1)"]),
+     ['root: Invalid value: "object": failed rule: dyn(self.minReplicas) == 1 ? true : dyn(1)']),
     ("rules run in order", REPLICAS, [{"rule": "false", "message": "first"},
                                       {"rule": "false", "message": "second"}], {}, None,
-     ["root: Invalid value: first", "root: Invalid value: second"]),
-    ("scalar values are shown", {"type": "string"}, [{"rule": "self.size() < 3"}], "long",
-     None, ['root: Invalid value: "long": failed rule: self.size() < 3']),
-    ("integer values are shown", {"type": "integer"}, [{"rule": "self < 3"}], 5, None,
-     ["root: Invalid value: 5: failed rule: self < 3"]),
-    ("scalar Duplicate shows the value", {"type": "string"},
+     ['root: Invalid value: "object": first', 'root: Invalid value: "object": second']),
+    ("strings show their type, not the data", {"type": "string"},
+     [{"rule": "self.size() < 3"}], "long", None,
+     ['root: Invalid value: "string": failed rule: self.size() < 3']),
+    ("integers show their type", {"type": "integer"}, [{"rule": "self < 3"}], 5, None,
+     ['root: Invalid value: "integer": failed rule: self < 3']),
+    ("int-or-string has no type", {"x-kubernetes-int-or-string": True},
+     [{"rule": "false"}], 5, None, ['root: Invalid value: "": failed rule: false']),
+    ("Duplicate shows the type", {"type": "string"},
      [{"rule": "false", "reason": "FieldValueDuplicate"}], "x", None,
-     ['root: Duplicate value: "x"']),
-    ("lists omit the value", {"type": "array", "items": {"type": "string"}},
+     ['root: Duplicate value: "string"']),
+    ("lists show their type", {"type": "array", "items": {"type": "string"}},
      [{"rule": "self.size() < 1"}], ["a"], None,
-     ["root: Invalid value: failed rule: self.size() < 1"]),
+     ['root: Invalid value: "array": failed rule: self.size() < 1']),
     ("null values run no rules", {"type": "string", "nullable": True}, [{"rule": "false"}], None,
      None, []),
     # transition rules
@@ -125,22 +129,22 @@ CASES: list[tuple[str, dict[str, Any], list[dict[str, Any]], Any, Any, list[str]
      [{"rule": "self == oldSelf", "message": "immutable"}], "a", "a", []),
     ("transition rule fails", {"type": "string"},
      [{"rule": "self == oldSelf", "message": "immutable"}], "b", "a",
-     ['root: Invalid value: "b": immutable']),
+     ['root: Invalid value: "string": immutable']),
     ("transition message sees oldSelf", {"type": "integer"},
      [{"rule": "self >= oldSelf", "messageExpression": "'cannot shrink from ' + string(oldSelf)"}],
-     1, 3, ["root: Invalid value: 1: cannot shrink from 3"]),
+     1, 3, ['root: Invalid value: "integer": cannot shrink from 3']),
     ("optionalOldSelf on create", {"type": "integer"},
      [{"rule": "!oldSelf.hasValue() || self >= oldSelf.value()", "optionalOldSelf": True,
        "message": "cannot shrink"}], 1, None, []),
     ("optionalOldSelf on update", {"type": "integer"},
      [{"rule": "!oldSelf.hasValue() || self >= oldSelf.value()", "optionalOldSelf": True,
-       "message": "cannot shrink"}], 1, 3, ["root: Invalid value: 1: cannot shrink"]),
+       "message": "cannot shrink"}], 1, 3, ['root: Invalid value: "integer": cannot shrink']),
     ("optionalOldSelf orValue", {"type": "integer"},
      [{"rule": "self >= oldSelf.orValue(0)", "optionalOldSelf": True}], -1, None,
-     ["root: Invalid value: -1: failed rule: self >= oldSelf.orValue(0)"]),
+     ['root: Invalid value: "integer": failed rule: self >= oldSelf.orValue(0)']),
     ("a shadowed oldSelf is not a transition rule", {"type": "array", "items": {"type": "integer"}},
      [{"rule": "self.all(oldSelf, oldSelf > 0)"}], [0], None,
-     ["root: Invalid value: failed rule: self.all(oldSelf, oldSelf > 0)"]),
+     ['root: Invalid value: "array": failed rule: self.all(oldSelf, oldSelf > 0)']),
 ]
 
 
@@ -157,7 +161,7 @@ def test_resource_root_sees_type_meta_and_name() -> None:
     obj: dict[str, Any] = {"apiVersion": "v1", "kind": "Web",
                            "metadata": {"name": "db-1", "uid": "x"}}
     assert errors(node, obj, resource_root=True) == [
-        "root: Invalid value: name must start with the kind"]
+        'root: Invalid value: "object": name must start with the kind']
     obj["metadata"]["name"] = "web-1"
     assert errors(node, obj, resource_root=True) == []
 
@@ -177,7 +181,7 @@ def test_embedded_resource() -> None:
     template = node.properties["template"] if node.properties else node
     assert errors(template, {"apiVersion": "v1", "kind": "Pod", "spec": {}}) == []
     assert errors(template, {"apiVersion": "v1", "kind": "Job"}) == [
-        "root: Invalid value: failed rule: self.kind == 'Pod'"]
+        'root: Invalid value: "object": failed rule: self.kind == \'Pod\'']
 
 
 def test_ratcheting_turns_failures_into_warnings() -> None:
@@ -185,8 +189,35 @@ def test_ratcheting_turns_failures_into_warnings() -> None:
                  {"rule": "oldSelf != 'bar' && self == 'baz'", "message": "transition"})
     warnings: list[str] = []
     got = errors(node, "bar", "bar", ratchet=warnings)
-    assert got == ['root: Invalid value: "bar": transition']
-    assert warnings == ['root: Invalid value: "bar": gotta be baz']
+    assert got == ['root: Invalid value: "string": transition']
+    assert warnings == ['root: Invalid value: "string": gotta be baz']
+
+
+def test_ratcheting_is_decided_lazily() -> None:
+    node = _node({"type": "string"}, {"rule": "self == 'baz'", "message": "gotta be baz"})
+    asked: list[bool] = []
+
+    def unchanged(answer: bool) -> Callable[[], bool]:
+        def ask() -> bool:
+            asked.append(answer)
+            return answer
+        return ask
+
+    def run(value: str, answer: bool, warnings: list[str]) -> list[str]:
+        return [e.error() for e in cel.validate_rules(
+            cel.rules_of(node), value, value, path=FieldPath.root("root"), has_old=True,
+            budget=cel.Budget(), node=node, cache=cel.RuleCache(), ratchet=warnings,
+            unchanged=unchanged(answer))]
+
+    warnings: list[str] = []
+    assert run("baz", True, warnings) == []
+    assert asked == []
+    assert warnings == []
+    assert run("bar", False, warnings) == ['root: Invalid value: "string": gotta be baz']
+    assert warnings == []
+    assert asked == [False]
+    assert run("bar", True, warnings) == []
+    assert warnings == ['root: Invalid value: "string": gotta be baz']
 
 
 # -- cost --------------------------------------------------------------------------------------
@@ -242,23 +273,34 @@ def test_per_call_limit_is_configurable() -> None:
 
 RULE_ERRORS: list[tuple[str, dict[str, Any], str]] = [
     ("compile error", {"rule": "self.nope > 1"},
-     "root.x-kubernetes-validations[0].rule: Invalid value: \"self.nope > 1\": compilation "
-     "failed: ERROR: <input>:1:5: undefined field 'nope'"),
-    ("not a bool", {"rule": "self.minReplicas"},
-     "root.x-kubernetes-validations[0].rule: Invalid value: \"self.minReplicas\": cel "
-     "expression must evaluate to a bool"),
-    ("messageExpression does not compile", {"rule": "true", "messageExpression": "self.nope"},
-     "root.x-kubernetes-validations[0].messageExpression: Invalid value: \"self.nope\": "
-     "messageExpression compilation failed: ERROR: <input>:1:5: undefined field 'nope'"),
+     "root.x-kubernetes-validations[0].rule: Invalid value: apiextensions.ValidationRule{"
+     'Rule:"self.nope > 1", Message:"", MessageExpression:"", '
+     'Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:"", '
+     "OptionalOldSelf:(*bool)(nil)}: compilation failed: ERROR: <input>:1:5: undefined field "
+     "'nope'"),
+    ("not a bool", {"rule": "self.minReplicas", "message": "m"},
+     "root.x-kubernetes-validations[0].rule: Invalid value: apiextensions.ValidationRule{"
+     'Rule:"self.minReplicas", Message:"m", MessageExpression:"", '
+     'Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:"", '
+     "OptionalOldSelf:(*bool)(nil)}: cel expression must evaluate to a bool"),
+    ("messageExpression does not compile",
+     {"rule": "true", "messageExpression": "self.nope", "reason": "FieldValueForbidden"},
+     "root.x-kubernetes-validations[0].messageExpression: Invalid value: "
+     'apiextensions.ValidationRule{Rule:"true", Message:"", MessageExpression:"self.nope", '
+     'Reason:(*apiextensions.FieldValueErrorReason)(0xc000010000), FieldPath:"", '
+     "OptionalOldSelf:(*bool)(nil)}: messageExpression compilation failed: ERROR: "
+     "<input>:1:5: undefined field 'nope'"),
     ("messageExpression not a string", {"rule": "true", "messageExpression": "1"},
-     "root.x-kubernetes-validations[0].messageExpression: Invalid value: \"1\": "
-     "messageExpression must evaluate to a string"),
+     "root.x-kubernetes-validations[0].messageExpression: Invalid value: "
+     'apiextensions.ValidationRule{Rule:"true", Message:"", MessageExpression:"1", '
+     'Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:"", '
+     "OptionalOldSelf:(*bool)(nil)}: messageExpression must evaluate to a string"),
     ("optionalOldSelf without oldSelf", {"rule": "true", "optionalOldSelf": True},
      "root.x-kubernetes-validations[0].optionalOldSelf: Invalid value: true: may not be set if "
      "oldSelf is not used in rule"),
     ("bad fieldPath", {"rule": "true", "fieldPath": ".spec.nope"},
-     "root.x-kubernetes-validations[0].fieldPath: Invalid value: \".spec.nope\": must be a "
-     "valid path"),
+     "root.x-kubernetes-validations[0].fieldPath: Invalid value: \".spec.nope\": fieldPath "
+     "must be a valid path"),
     ("unsupported reason", {"rule": "true", "reason": "FieldValueWrong"},
      "root.x-kubernetes-validations[0].reason: Unsupported value: \"FieldValueWrong\": supported "
      "values: \"FieldValueDuplicate\", \"FieldValueForbidden\", \"FieldValueInvalid\", "
@@ -274,6 +316,30 @@ def test_rule_errors(rule: dict[str, Any], want: str) -> None:
                                               cache=cel.RuleCache())]
     assert len(got) == 1
     assert got[0].startswith(want), got[0]
+
+
+def test_optional_old_self_is_judged_even_when_the_rule_does_not_compile() -> None:
+    node = _node(REPLICAS, {"rule": "oldSelf.nope", "optionalOldSelf": True})
+    got = [e.field for e in cel.rule_errors(node, FieldPath(), cache=cel.RuleCache())]
+    assert got == ["x-kubernetes-validations[0].rule",
+                   "x-kubernetes-validations[0].optionalOldSelf"]
+
+
+def test_transition_rules_are_refused_where_nothing_correlates() -> None:
+    node = _node(REPLICAS, {"rule": "self == oldSelf"}, {"rule": "self.name != ''"})
+    got = [e.error() for e in cel.rule_errors(node, FieldPath.root("items"), cache=cel.RuleCache(),
+                                              uncorrelatable=FieldPath.root("list"))]
+    assert got == ['items.x-kubernetes-validations[0].rule: Invalid value: "self == oldSelf": '
+                   "oldSelf cannot be used on the uncorrelatable portion of the schema within "
+                   "list"]
+
+
+def test_go_rule_quotes_as_go_does() -> None:
+    from setpoint.schema.cel.compile import go_rule
+    assert go_rule(cel.Rule(rule='self == "a\tb"', optional_old_self=False)) == (
+        'apiextensions.ValidationRule{Rule:"self == \\"a\\tb\\"", Message:"", '
+        'MessageExpression:"", Reason:(*apiextensions.FieldValueErrorReason)(nil), '
+        'FieldPath:"", OptionalOldSelf:(*bool)(0xc000010000)}')
 
 
 def test_valid_rules_have_no_crd_time_errors() -> None:
@@ -401,4 +467,5 @@ def test_all_of_rules_are_typed_by_the_structural_node() -> None:
     assert [e.field for e in got] == ["x-kubernetes-validations[0].rule"]
     assert [e.error() for e in cel.validate_rules(
         cel.rules_of(first), {"a": 0}, None, path=FieldPath(), has_old=False,
-        budget=cel.Budget(), node=node, cache=cache)] == ["Invalid value: failed rule: self.a > 1"]
+        budget=cel.Budget(), node=node, cache=cache)] == [
+            '<nil>: Invalid value: "object": failed rule: self.a > 1']
