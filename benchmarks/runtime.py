@@ -17,7 +17,9 @@ with the operator in this process (uvloop, as ``setpoint run`` runs it):
    upper bound, since the allocator keeps freed arenas);
 3. **cache bytes per object** (tracemalloc): memory held by a freshly synced informer over
    the same N items, full objects and metadata-only, over N;
-4. the server's peak RSS.
+4. the server's peak RSS;
+5. once: how long ``setpoint.testing.control_plane()`` takes to start (median and worst of
+   20, from the call to the first answered request).
 
     python benchmarks/runtime.py [--n 1000,10000] [--workers 32] [--concurrency 16]
 """
@@ -28,6 +30,7 @@ import argparse
 import asyncio
 import contextlib
 import gc
+import statistics
 import sys
 import tempfile
 import time
@@ -53,6 +56,7 @@ from setpoint.runtime import (  # noqa: E402
     Result,
     SharedInformers,
 )
+from setpoint.testing import control_plane  # noqa: E402
 
 ITEM = ("bench.example.com/v1", "Item")
 CRD = {
@@ -225,10 +229,20 @@ async def measure(n: int, args: argparse.Namespace) -> dict[str, float]:
     return result
 
 
+async def harness_start(times: int = 20) -> list[float]:
+    """Seconds from calling ``control_plane()`` to its first answered request."""
+    seconds = []
+    for _ in range(times):
+        async with control_plane() as cp:
+            seconds.append(cp.startup_seconds)
+    return seconds
+
+
 async def run(args: argparse.Namespace) -> None:
     sizes = [int(s) for s in args.n.split(",")]
     results = {}
     started = time.perf_counter()
+    starts = await harness_start()
     for n in sizes:
         results[n] = await measure(n, args)
     total = time.perf_counter() - started
@@ -252,6 +266,9 @@ async def run(args: argparse.Namespace) -> None:
     print(f"{'N':<{width}}" + "".join(f"{n:>12,}" for n in sizes))
     for label, (_, key, fmt) in zip(labels, rows, strict=True):
         print(f"{label:<{width}}" + "".join(f"{results[n][key]:>12{fmt}}" for n in sizes))
+    print(f"test harness start (control_plane(), memory storage): median "
+          f"{statistics.median(starts) * 1e3:.1f} ms, worst {max(starts) * 1e3:.1f} ms "
+          f"of {len(starts)}")
     print(f"this process's peak RSS: {rss_kib('self', 'VmHWM:') / 1024:.0f} MiB; "
           f"total time {total:.0f}s")
 
