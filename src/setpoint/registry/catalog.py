@@ -18,7 +18,7 @@ from typing import Any
 from setpoint.apimachinery import errors
 from setpoint.apimachinery.clock import Clock
 from setpoint.registry import cache as wc
-from setpoint.registry import core, crd
+from setpoint.registry import core, crd, deletion
 from setpoint.registry.customresource import CustomResourceStrategy
 from setpoint.registry.options import DeleteOptions
 from setpoint.registry.resources import ResourceInfo
@@ -49,11 +49,14 @@ class Catalog:
     """Routing table and discovery source for the API server."""
 
     def __init__(self, backend: st.Backend, cache: wc.WatchCache, *, clock: Clock,
-                 rng: random.Random, builtin_groups_first: bool = True) -> None:
+                 rng: random.Random, builtin_groups_first: bool = True,
+                 garbage_collection: bool = False) -> None:
         self._backend = backend
         self._cache = cache
         self._clock = clock
         self._rng = rng
+        #: a garbage collector runs: DELETE honours Foreground and Orphan with finalizers
+        self.garbage_collection = garbage_collection
         self._resources: dict[tuple[str, str], Served] = {}
         self._crd_resources: dict[str, tuple[str, str]] = {}
         self.generation = 0
@@ -64,7 +67,9 @@ class Catalog:
 
     def _store(self, strategy: Any) -> Store:
         return Store(strategy, self._backend, self._cache, clock=self._clock, rng=self._rng,
-                     namespace_gate=self.check_namespace)
+                     namespace_gate=self.check_namespace,
+                     deletion_finalizers=deletion.gc_finalizers if self.garbage_collection
+                     else None)
 
     def _add(self, served: Served) -> None:
         self._resources[(served.info.group, served.info.resource)] = served
@@ -165,6 +170,11 @@ class Catalog:
         if key is not None:
             self._resources.pop(key, None)
             self.generation += 1
+
+    def crd_terminating(self, group: str, resource: str) -> bool:
+        """Whether the CRD that serves ``resource`` in ``group`` is being deleted."""
+        obj = self._cache.get(f"{CRD_PREFIX}{resource}.{group}")
+        return bool(obj and (obj.get("metadata") or {}).get("deletionTimestamp"))
 
     def crd_serves(self, name: str) -> Served | None:
         key = self._crd_resources.get(name)

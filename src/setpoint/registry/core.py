@@ -82,6 +82,15 @@ class NamespaceStrategy(Strategy):
                                    "be deleted",
                                    details={"name": name, "kind": "namespaces"})
 
+    def blocks_deletion(self, obj: Obj) -> bool:
+        return bool((obj.get("spec") or {}).get("finalizers"))
+
+    def prepare_for_delete(self, obj: Obj) -> None:
+        status = obj.get("status")
+        if not isinstance(status, dict):
+            status = obj["status"] = {}
+        status["phase"] = "Terminating"
+
     def field_labels(self, obj: Obj) -> dict[str, str]:
         labels = super().field_labels(obj)
         labels["status.phase"] = str((obj.get("status") or {}).get("phase", ""))

@@ -11,6 +11,10 @@ This is the one place where storage errors become API errors. Invariants:
   no new revision, no watch event.
 * **Finalizers.** Deleting an object that has finalizers only sets ``deletionTimestamp``;
   the update that removes the last finalizer writes the object once more, then deletes it.
+  The ``deletion_finalizers`` hook says which finalizers a DELETE leaves on the object (the
+  garbage collector's ``orphan`` and ``foregroundDeletion``, from the DeleteOptions); a
+  strategy's ``blocks_deletion`` keeps a marked object without finalizers (a Namespace with
+  ``spec.finalizers``) until it returns False.
 * Reads are served from the :class:`~setpoint.registry.cache.WatchCache` after waiting until it
   holds every write acknowledged before the read (or the revision the client asked for).
 """
@@ -496,7 +500,7 @@ class Store:
             raise _unavailable(e) from e
         stored["metadata"]["resourceVersion"] = str(written.mod_revision)
         if stored["metadata"].get("deletionTimestamp") and not stored["metadata"].get(
-                "finalizers"):
+                "finalizers") and not self.strategy.blocks_deletion(stored):
             try:
                 await self._backend.delete(key, written.mod_revision)
             except (st.KeyNotFound, st.RevisionConflict):
@@ -610,21 +614,24 @@ class Store:
                     f"{opts.precondition_resource_version}, ResourceVersion in meta: "
                     f"{kv.mod_revision}"))
             finalizers = list(meta.get("finalizers") or [])
-            extra = self._deletion_finalizers(current, opts) if self._deletion_finalizers \
-                else []
-            wanted = finalizers + [f for f in extra if f not in finalizers]
+            wanted = self._deletion_finalizers(current, opts) if self._deletion_finalizers \
+                else finalizers
             try:
-                if wanted:
+                if wanted or self.strategy.blocks_deletion(current):
                     if meta.get("deletionTimestamp") and wanted == finalizers:
                         return self._output(current, version), False
                     updated = deep_copy(current)
                     umeta = updated["metadata"]
-                    umeta["finalizers"] = wanted
+                    if wanted:
+                        umeta["finalizers"] = wanted
+                    else:
+                        umeta.pop("finalizers", None)
                     if not umeta.get("deletionTimestamp"):
                         umeta["deletionTimestamp"] = self._now()
                         umeta["deletionGracePeriodSeconds"] = 0
                         if self.strategy.uses_generation:
                             umeta["generation"] = int(umeta.get("generation") or 0) + 1
+                        self.strategy.prepare_for_delete(updated)
                     if opts.dry_run:
                         return self._output(updated, version), False
                     written = await self._backend.update(kv.key, encode(updated),

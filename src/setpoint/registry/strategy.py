@@ -153,6 +153,15 @@ class Strategy:
     def check_delete(self, obj: Obj) -> None:
         """Raise an ApiError when ``obj`` may not be deleted at all."""
 
+    def blocks_deletion(self, obj: Obj) -> bool:
+        """Whether something besides ``metadata.finalizers`` keeps ``obj`` once it is marked
+        for deletion (a Namespace's ``spec.finalizers``). The store removes a marked object
+        only when it has no finalizers and this is False."""
+        return False
+
+    def prepare_for_delete(self, obj: Obj) -> None:
+        """Change ``obj`` (in place) as it is marked for deletion (a Namespace's phase)."""
+
     # --- presentation --------------------------------------------------------------------
 
     def field_labels(self, obj: Obj) -> dict[str, str]:

@@ -206,6 +206,11 @@ class ResourceHandler:
         if ri.subresource:
             raise errors.MethodNotAllowed(
                 "the server does not allow this method on the requested resource")
+        if served.custom and self._catalog.crd_terminating(served.info.group,
+                                                           served.info.resource):
+            raise errors.MethodNotAllowed(
+                "create not allowed while custom resource definition is terminating",
+                details={"group": served.info.group, "kind": served.info.resource})
         opts = self._write_options(request.query)
         body, _ = await self._body(request)
         result = await served.store.create(ri.namespace, body, version.name, opts)

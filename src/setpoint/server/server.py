@@ -47,6 +47,11 @@ class ServerConfig:
     min_request_timeout: float = 1800.0
     watch_cache_capacity: int = 20_000
     watcher_buffer: int = 4096
+    #: a garbage collector runs against this server (see :mod:`setpoint.controlplane`):
+    #: DELETE with propagationPolicy Foreground or Orphan (or orphanDependents) then adds the
+    #: ``foregroundDeletion`` / ``orphan`` finalizer. Without one such deletes would hang, so
+    #: by default they delete at once, as Background does.
+    garbage_collection: bool = False
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
@@ -111,7 +116,8 @@ class Server:
         self._task_list: list[asyncio.Task[Any]] = []
         self._spawn(cache.run(), "watch-cache")
         await cache.wait_ready()
-        catalog = Catalog(backend, cache, clock=self._clock, rng=self._rng)
+        catalog = Catalog(backend, cache, clock=self._clock, rng=self._rng,
+                          garbage_collection=self.config.garbage_collection)
         catalog.load_existing()
         self.catalog = catalog
         await self._ensure_namespaces(catalog)
