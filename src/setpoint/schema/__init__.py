@@ -8,7 +8,8 @@ Pure Python (no I/O): what Kubernetes' apiextensions-apiserver does with a CRD v
     schema.default(obj)
     errors = schema.validate(obj)          # or schema.validate_update(obj, old)
 
-and judge a schema when a CRD is written::
+``validate`` and ``validate_update`` include the CEL rules (``x-kubernetes-validations``).
+Judge a schema when a CRD is written (CEL rules are compiled and type-checked there too)::
 
     errors = check_structural(openapi_v3_schema)
 
@@ -19,8 +20,9 @@ ratcheting) with :mod:`~setpoint.schema.keywords` and :mod:`~setpoint.schema.cor
 :mod:`~setpoint.schema.listtype`, :mod:`~setpoint.schema.objectmeta` (embedded resources),
 :mod:`~setpoint.schema.structuralcheck` (CRD-time checks) with
 :mod:`~setpoint.schema.defaultcheck` and :mod:`~setpoint.schema.openapicheck`,
-:mod:`~setpoint.schema.govalues` (Go value semantics), :mod:`~setpoint.schema.paths`.
-CEL rules are parsed and exposed, not evaluated.
+:mod:`~setpoint.schema.govalues` (Go value semantics), :mod:`~setpoint.schema.paths`,
+:mod:`~setpoint.schema.celrules` (where and when rules run) with the CEL engine
+:mod:`setpoint.schema.cel`.
 """
 
 from setpoint.schema.compiled import CompiledSchema

@@ -14,8 +14,8 @@ Invariants:
   default as no default);
 * ``properties`` is ``None`` when absent or empty, as ``len(s.Properties) > 0`` upstream;
 * ``additional_properties`` is ``None`` (absent), ``True``/``False`` (boolean form) or a node;
-* x-kubernetes-validations rules are kept verbatim as :class:`ValidationRule` for a CEL
-  evaluator to use later; nothing in this package evaluates them.
+* x-kubernetes-validations rules are kept verbatim as :class:`ValidationRule`; the model only
+  holds them (:mod:`~setpoint.schema.celrules` compiles and evaluates them).
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ KNOWN_KEYWORDS: Final = frozenset({
 
 @dataclass(frozen=True, slots=True)
 class ValidationRule:
-    """One ``x-kubernetes-validations`` entry, kept for a CEL evaluator (not evaluated here)."""
+    """One ``x-kubernetes-validations`` entry, as written (evaluated by ``celrules``)."""
 
     rule: str
     message: str = ""

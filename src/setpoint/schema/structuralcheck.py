@@ -19,7 +19,13 @@ for one version's schema, in upstream's order of precedence:
 5. the per-node OpenAPI checks: ``uniqueItems: true``, properties together with
    ``additionalProperties``, forbidden defaults (top-level metadata, additionalProperties under
    metadata), ``type: null``, unknown types, list-type/map-type/list-map-keys misuse, and the
-   shape of ``x-kubernetes-validations`` entries.
+   shape of ``x-kubernetes-validations`` entries (including a ``fieldPath`` that names no
+   field of the schema);
+6. only if (3) and (4) pass: the rules compile (CEL type-checks them against the schema;
+   ``Invalid value: apiextensions.ValidationRule{...}: compilation failed: ...`` at
+   ``...x-kubernetes-validations[i].rule``), ``messageExpression`` compiles, ``oldSelf`` is not
+   used below a list whose items cannot be correlated, ``optionalOldSelf`` is only set with
+   ``oldSelf``. As upstream, a node with any error of (5) at or below it is not compiled.
 
 Beyond upstream (where the API server would fail to decode the CRD at all, or where a schema
 keyword has no effect in Kubernetes): a keyword with a value of the wrong JSON type is
@@ -37,7 +43,8 @@ from typing import Any
 
 from setpoint.apimachinery import fields
 from setpoint.apimachinery.fields import FieldError, FieldPath
-from setpoint.schema import defaultcheck, openapicheck, regex
+from setpoint.schema import celrules, defaultcheck, openapicheck, regex
+from setpoint.schema.cel import normalize_field_path
 from setpoint.schema.structural import MISSING, Node, parse
 
 DEFAULT_PATH = FieldPath.root("spec", "validation", "openAPIV3Schema")
@@ -77,14 +84,21 @@ def check_structural(schema: Any, path: FieldPath = DEFAULT_PATH, *,
         errs.append(fields.forbidden(path.child("nullable"), "nullable cannot be true at the root"))
 
     init_error = _new_structural_error(schema)
+    node = parse(schema)
+    compile_rules = False
     if init_error is None:
-        node = parse(schema)
         structural = validate_structural(node, path)
         if structural:
             errs.extend(structural)
         else:
-            errs.extend(defaultcheck.validate_defaults(node, path))
-    errs.extend(openapicheck.check_openapi(schema, path))
+            defaults = defaultcheck.validate_defaults(node, path)
+            errs.extend(defaults)
+            compile_rules = not defaults
+    schema_errs = openapicheck.check_openapi(schema, path)
+    schema_errs.extend(_field_paths(node, path))
+    errs.extend(schema_errs)
+    if compile_rules:
+        errs.extend(celrules.rule_errors(node, path, schema_errs))
     if not errs and init_error is not None:
         errs.append(fields.invalid(path, "", init_error))
     return fields.sort_errors(errs)
@@ -116,6 +130,34 @@ def _is_zero(key: str, value: Any) -> bool:
     if value is None or value is False or value == "":
         return True
     return key in ("enum", "allOf", "anyOf", "oneOf") and value == []
+
+
+# --- x-kubernetes-validations fieldPath ---------------------------------------------------------
+
+def _field_paths(node: Node, path: FieldPath) -> list[FieldError]:
+    """``fieldPath must be a valid path``: each rule's ``fieldPath`` names a field of the node
+    it sits on (judged only where the node's subtree is structural, as ``pathValid``)."""
+    errs: list[FieldError] = []
+    if any(r.field_path for r in node.validations) and _new_structural_error(node.raw) is None:
+        for i, rule in enumerate(node.validations):
+            if rule.field_path and normalize_field_path(rule.field_path, node) is None:
+                errs.append(fields.invalid(
+                    path.child("x-kubernetes-validations").index(i).child("fieldPath"),
+                    rule.field_path, "fieldPath must be a valid path"))
+    for k, sub in (node.properties or {}).items():
+        errs.extend(_field_paths(sub, path.child("properties").key(k)))
+    ap = node.additional_schema
+    if ap is not None:
+        errs.extend(_field_paths(ap, path.child("additionalProperties")))
+    if node.items is not None:
+        errs.extend(_field_paths(node.items, path.child("items")))
+    for name, branches in (("allOf", node.all_of), ("anyOf", node.any_of),
+                           ("oneOf", node.one_of)):
+        for i, b in enumerate(branches):
+            errs.extend(_field_paths(b, path.child(name).index(i)))
+    if node.not_ is not None:
+        errs.extend(_field_paths(node.not_, path.child("not")))
+    return errs
 
 
 # --- NewStructural ----------------------------------------------------------------------------

@@ -58,8 +58,15 @@ def test_validation_rules_are_kept_for_cel() -> None:
             rule="self >= oldSelf", message_expression="'x'", reason="FieldValueForbidden",
             field_path=".a", optional_old_self=True),)),
     ]
-    # Rules are not evaluated here.
-    assert compiled.validate({"spec": {"a": 10}}) == []
+    assert compiled.has_rules
+    # Rules are evaluated; one that does not compile (a CRD Kubernetes would have refused)
+    # reports so at its node.
+    assert [e.error() for e in compiled.validate({"spec": {"a": 10}})] == [
+        '<nil>: Invalid value: "object": small',
+        'spec.a: Invalid value: "integer": rule compile error: compilation failed: ERROR: '
+        "<input>:1:6: found no matching overload for '_>=_' applied to '(int, "
+        "optional_type(int))'\n | self >= oldSelf\n | .....^"]
+    assert [e.field for e in compiled.validate({"spec": {"a": 1}})] == ["spec.a"]
 
 
 def test_compiled_schema_is_reusable() -> None:
