@@ -40,7 +40,8 @@ async def test_without_a_garbage_collector_every_policy_deletes_at_once(
         status, body, _ = await request(http, "DELETE", f"{CMS}/x",
                                         {"propagationPolicy": policy})
         assert status == 200, body
-        assert body["kind"] == "Status" and body["status"] == "Success"
+        assert body["kind"] == "Status"
+        assert body["status"] == "Success"
         status, _, _ = await request(http, "GET", f"{CMS}/x")
         assert status == 404
 
