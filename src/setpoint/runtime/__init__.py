@@ -23,7 +23,8 @@ machine), :mod:`~setpoint.runtime.listwatch` (its driver), :mod:`~setpoint.runti
 queue), :mod:`~setpoint.runtime.controller` (workers), :mod:`~setpoint.runtime.builder`,
 :mod:`~setpoint.runtime.manager`; helpers in :mod:`~setpoint.runtime.finalizers`,
 :mod:`~setpoint.runtime.owners`, :mod:`~setpoint.runtime.conditions`,
-:mod:`~setpoint.runtime.events` and :mod:`~setpoint.runtime.leaderelection`.
+:mod:`~setpoint.runtime.events` and :mod:`~setpoint.runtime.leaderelection`. Work that is not
+a controller (it discovers what to watch as it runs) is a :mod:`~setpoint.runtime.runnable`.
 """
 
 # Only this module imports names from the others: it is the package's public surface.
@@ -77,6 +78,7 @@ from setpoint.runtime.reconcile import (
     TerminalError,
 )
 from setpoint.runtime.registry import Registry, controllers_in
+from setpoint.runtime.runnable import Runnable, RunnableContext
 
 __all__ = [
     "AlreadyOwnedError",
@@ -112,6 +114,8 @@ __all__ = [
     "Registry",
     "Request",
     "Result",
+    "Runnable",
+    "RunnableContext",
     "SharedInformers",
     "ShutDown",
     "SystemAsyncClock",

@@ -230,6 +230,18 @@ class SharedInformers:
         assert self._group is not None
         self._tasks[key] = self._group.create_task(informer.run(), name=f"informer {key}")
 
+    async def discard(self, ref: sp_client.ResourceRef, *, namespace: str | None = None,
+                      metadata_only: bool = False) -> None:
+        """Stop and forget the informer for ``ref`` (e.g. its resource is no longer served);
+        a later :meth:`informer` call makes a new one. Its cache's subscribers hear nothing
+        more. Nothing happens when there is no such informer."""
+        key = InformerKey.of(ref, namespace, metadata_only)
+        self._informers.pop(key, None)
+        task = self._tasks.pop(key, None)
+        if task is not None:
+            task.cancel()
+            await asyncio.wait({task})
+
     async def stop(self) -> None:
         """Cancel every informer and wait for them to end; they may be started again."""
         tasks = list(self._tasks.values())

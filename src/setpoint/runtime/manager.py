@@ -9,9 +9,10 @@
 3. starts one shared informer per (resource, namespace, form) and waits until all have
    listed, at most ``cache_sync_timeout`` (then it fails with :class:`CacheSyncTimeoutError`);
    ``/readyz`` answers 200 from then on, whether or not this replica leads;
-4. without leader election, runs the controllers; with it, competes for the Lease and runs
-   them only while leading. Losing the Lease cancels the controllers at once; the manager
-   then competes again, with its caches still warm;
+4. without leader election, runs the controllers and the runnables
+   (:mod:`~setpoint.runtime.runnable`); with it, competes for the Lease and runs them only
+   while leading. Losing the Lease cancels the controllers at once; the manager then competes
+   again, with its caches still warm;
 5. on :meth:`Manager.stop`, a stop signal, or cancellation of ``run``: stops accepting new
    work, lets the workers finish what is queued within ``graceful_shutdown_timeout`` (then
    cancels them), releases the Lease if configured, stops the informers and the HTTP server.
@@ -57,6 +58,7 @@ from setpoint.runtime import context as rtcontext
 from setpoint.runtime import controller as engine
 from setpoint.runtime import metrics as rtmetrics
 from setpoint.runtime import registry as rtregistry
+from setpoint.runtime import runnable as rtrunnable
 
 logger = logging.getLogger(__name__)
 
@@ -113,7 +115,9 @@ class Manager:
     """Runs controllers; see the module docstring.
 
     ``controllers``: a :class:`~setpoint.runtime.registry.Registry` or any iterable of
-    :class:`~setpoint.runtime.builder.Controller`. ``health_port`` / ``metrics_port``: None
+    :class:`~setpoint.runtime.builder.Controller`; ``runnables``: any
+    :class:`~setpoint.runtime.runnable.Runnable` s to run beside them (a manager needs at least
+    one controller or runnable). ``health_port`` / ``metrics_port``: None
     serves nothing, 0 a free port; the same non-zero port serves all three endpoints on one
     server.
     """
@@ -126,11 +130,16 @@ class Manager:
                  rng: random.Random | None = None,
                  cache_sync_timeout: float = DEFAULT_CACHE_SYNC_TIMEOUT,
                  graceful_shutdown_timeout: float = DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT,
-                 watcher_config: listwatch.WatcherConfig | None = None) -> None:
+                 watcher_config: listwatch.WatcherConfig | None = None,
+                 runnables: Iterable[rtrunnable.Runnable] = ()) -> None:
         self.client = client
         self.controllers: tuple[builder.Controller, ...] = tuple(controllers)
-        if not self.controllers:
-            raise ValueError("a manager needs at least one controller")
+        self.runnables: tuple[rtrunnable.Runnable, ...] = tuple(runnables)
+        if not self.controllers and not self.runnables:
+            raise ValueError("a manager needs at least one controller or runnable")
+        for r in self.runnables:
+            if not isinstance(r, rtrunnable.Runnable):
+                raise TypeError(f"not a Runnable: {r!r}")
         if cache_sync_timeout <= 0 or graceful_shutdown_timeout <= 0:
             raise ValueError("timeouts must be positive")
         for port in (health_port, metrics_port):
@@ -157,6 +166,7 @@ class Manager:
         self._ready = asyncio.Event()
         self._running = False
         self._urls: dict[str, str] = {}
+        self._instance = ""
 
     # --- observing ---------------------------------------------------------------------
 
@@ -281,12 +291,13 @@ class Manager:
                 logger.info("resolving resources failed (retrying in %.1fs): %s", delay, e)
                 await rtclock.sleep(self._clock, delay)
                 delay = min(delay * 2, 5.0)
-        names = [r.name for r in resolved]
+        names = [r.name for r in resolved] + [r.name for r in self.runnables]
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
             raise ValueError(f"controller names must be unique: {duplicates} (use .named())")
         instance = (self.leader_election.identity if self.leader_election
                     else leaderelection.default_identity())
+        self._instance = instance
         self._bound = []
         for r in resolved:
             infs = [self.informers.informer(w.ref, namespace=w.namespace,
@@ -309,21 +320,40 @@ class Manager:
                 f"caches not synced within {self._sync_timeout:g}s: "
                 + ", ".join(self.informers.unsynced()))
 
+    def _runnable_context(self, runnable: rtrunnable.Runnable,
+                          stopping: asyncio.Event) -> rtrunnable.RunnableContext:
+        name = runnable.name
+        return rtrunnable.RunnableContext(
+            name=name, client=self.client, informers=self.informers, clock=self._clock,
+            metrics=self.metrics,
+            recorder=events.EventRecorder(self.client, name, instance=self._instance,
+                                          clock=self._clock),
+            logger=logging.getLogger(f"setpoint.runtime.runnable.{name}"), stopping=stopping)
+
     async def _lead(self) -> None:
-        """Run every controller until a stop is requested, then drain (bounded)."""
+        """Run every controller and runnable until a stop is requested, then drain
+        (bounded)."""
         assert self._stop is not None
         terms = [_Term(bound, self._clock, self.metrics) for bound in self._bound]
+        stopping = asyncio.Event()
         try:
             async with asyncio.TaskGroup() as group:
                 runs = [group.create_task(t.engine.run(), name=f"controller {t.engine.name}")
                         for t in terms]
+                extra = [group.create_task(r.run(self._runnable_context(r, stopping)),
+                                           name=f"runnable {r.name}")
+                         for r in self.runnables]
+                runs += extra
                 await self._stop.wait()
+                stopping.set()
                 for term in terms:
                     term.close()
                 try:
                     async with deadlines.deadline(self._clock, self._shutdown_timeout):
                         for term in terms:
                             await term.engine.queue.shut_down_with_drain()
+                        if extra:
+                            await asyncio.wait(extra)
                 except TimeoutError:
                     logger.warning("work not finished within %gs; cancelling it",
                                    self._shutdown_timeout)
