@@ -269,22 +269,18 @@ class _Walk:
         t = type(value)
         if t is dict:
             old_map = old if type(old) is dict and v.map_correlates else None
-            at_root = current is not None and nearest is None
-            for children, step in ((v.additional, paths.key), (v.props, paths.child)):
-                if children is None:
-                    continue
+            if v.additional is not None:
                 for k, item in value.items():
-                    child = children if isinstance(children, _Rules) else children.get(k)
-                    if child is None or item is None:
-                        continue
-                    if current is None:
-                        cur, near = None, nearest
-                    elif at_root and (k == "apiVersion" or k == "kind"):
-                        cur, near = None, None
-                    else:
-                        cur, near = current.key(k), current
-                    self.visit(child, step(path, k), item,
-                               old_map.get(k) if old_map is not None else None, cur, near)
+                    self.field(v.additional, paths.key(path, k), k, item, old_map, current,
+                               nearest)
+            if v.props is not None:
+                # Only fields with rules below them matter; the schema's order is as good as
+                # the object's (Kubernetes walks a Go map, in no fixed order).
+                for k, child in v.props.items():
+                    item = value.get(k)
+                    if item is not None:
+                        self.field(child, paths.child(path, k), k, item, old_map, current,
+                                   nearest)
         elif t is list and v.items is not None:
             items = v.items
             key_fn = v.list_key
@@ -303,6 +299,21 @@ class _Walk:
                     cur, near = current.index(i), current
                 self.visit(items, paths.index(path, i), item, old_item, cur, near)
 
+    def field(self, child: _Rules, path: LazyPath, key: str, item: Any,
+              old_map: dict[str, Any] | None, current: _Correlated | None,
+              nearest: _Correlated | None) -> None:
+        """Visit the value at ``key`` of a map or object."""
+        if item is None:
+            return
+        if current is None:
+            cur, near = None, nearest
+        elif nearest is None and (key == "apiVersion" or key == "kind"):
+            cur, near = None, None  # the root's type meta never ratchets
+        else:
+            cur, near = current.key(key), current
+        self.visit(child, path, item, old_map.get(key) if old_map is not None else None,
+                   cur, near)
+
     def run(self, v: _Rules, path: LazyPath, value: Any, old: Any,
             current: _Correlated | None, nearest: _Correlated | None) -> None:
         ratchet = self.warnings
@@ -312,7 +323,7 @@ class _Walk:
             if ratchet is None:
                 ratchet = []
         self.errors.extend(cel.validate_rules(
-            v.rules, value, old, path=paths.resolve(path), has_old=old is not None,
+            v.rules, value, old, path=lambda: paths.resolve(path), has_old=old is not None,
             budget=self.budget, node=v.node, cache=self.cache, resource_root=v.resource_root,
             ratchet=ratchet if unchanged is not None else None, unchanged=unchanged))
         if self.budget.exhausted:

@@ -57,11 +57,14 @@ class _Stop(Exception):
 
 
 def validate_rules(rules: Sequence[Rule | _ValidationRule], value: Any, old: Any | None, *,
-                   path: FieldPath, has_old: bool, budget: cost.Budget, node: Node,
+                   path: FieldPath | Callable[[], FieldPath], has_old: bool,
+                   budget: cost.Budget, node: Node,
                    cache: RuleCache, resource_root: bool = False,
                    ratchet: list[str] | None = None,
                    unchanged: Callable[[], bool] | None = None) -> list[FieldError]:
     """Evaluate ``rules`` (those of ``node``) on the JSON ``value`` at ``path``.
+
+    ``path`` may be given as a function returning it, called only if an error is reported.
 
     ``old``/``has_old``: the correlated old value on update (``has_old=False`` on create, or
     when the node has no correlatable old value). ``resource_root``: ``node`` is the root of a
@@ -77,21 +80,22 @@ def validate_rules(rules: Sequence[Rule | _ValidationRule], value: Any, old: Any
     errors: list[FieldError] = []
     schema_type = "object" if resource_root else node.type
     if cache.self_type(node, resource_root=resource_root) is None:
-        return [_invalid(path, schema_type,
+        return [_invalid(_where(path)(), schema_type,
                          f"rule compiler initialization error: {NO_DECL_TYPE}")]
     if budget.remaining <= 0:
         budget.exhaust()
-        return [_invalid(path, schema_type, cost.OUT_OF_BUDGET)]
+        return [_invalid(_where(path)(), schema_type, cost.OUT_OF_BUDGET)]
     activations = _Activations(value, old if has_old else None, has_old, node, resource_root)
+    where = _where(path)
     try:
         for rule in rules:
             r = Rule.of(rule)
             try:
                 compiled = cache.get(r, node, resource_root=resource_root)
             except CELCompileError as e:
-                errors.append(_invalid(path, schema_type, f"rule compile error: {e.detail}"))
+                errors.append(_invalid(where(), schema_type, f"rule compile error: {e.detail}"))
                 continue
-            _one(compiled, activations, path, schema_type, budget, errors, ratchet, unchanged)
+            _one(compiled, activations, where, schema_type, budget, errors, ratchet, unchanged)
     except _Stop:
         budget.exhaust()
     return errors
@@ -125,6 +129,19 @@ class _Activations:
         return {SELF: new}
 
 
+def _where(path: FieldPath | Callable[[], FieldPath]) -> Callable[[], FieldPath]:
+    """``path`` as a function that computes it at most once."""
+    if isinstance(path, FieldPath):
+        return lambda: path
+    resolved: list[FieldPath] = []
+
+    def get() -> FieldPath:
+        if not resolved:
+            resolved.append(path())
+        return resolved[0]
+    return get
+
+
 def _field(path: FieldPath) -> str:
     """A path as Kubernetes prints it: the root (a nil ``*field.Path``) is ``<nil>``."""
     return str(path) or "<nil>"
@@ -148,9 +165,9 @@ def _evaluate(program: Program, variables: dict[str, Any], budget: cost.Budget) 
     return result, None, activation.cost, False
 
 
-def _one(compiled: CompiledRule, acts: _Activations, path: FieldPath, schema_type: str,
-         budget: cost.Budget, errors: list[FieldError], ratchet: list[str] | None,
-         unchanged: Callable[[], bool] | None) -> None:
+def _one(compiled: CompiledRule, acts: _Activations, where: Callable[[], FieldPath],
+         schema_type: str, budget: cost.Budget, errors: list[FieldError],
+         ratchet: list[str] | None, unchanged: Callable[[], bool] | None) -> None:
     rule = compiled.rule
     program = compiled.program
     if program is None:
@@ -160,27 +177,28 @@ def _one(compiled: CompiledRule, acts: _Activations, path: FieldPath, schema_typ
     try:
         variables = acts.variables(optional=compiled.optional_old_self)
     except EvalError as e:
-        errors.append(_invalid(path, schema_type, f"{e} evaluating rule: {rule.error_text}"))
+        errors.append(_invalid(where(), schema_type, f"{e} evaluating rule: {rule.error_text}"))
         return
     result, error, spent, stopped = _evaluate(program, variables, budget)
     if stopped:
         if budget.remaining < budget.per_call_limit:
-            errors.append(_invalid(path, schema_type, cost.OUT_OF_BUDGET))
+            errors.append(_invalid(where(), schema_type, cost.OUT_OF_BUDGET))
         else:
             errors.append(_invalid(
-                path, schema_type,
+                where(), schema_type,
                 "'operation cancelled: actual cost limit exceeded': no further validation rules "
                 f"will be run due to call cost exceeds limit for rule: {rule.error_text}"))
         raise _Stop
     if spent > budget.remaining:
-        errors.append(_invalid(path, schema_type, cost.OUT_OF_BUDGET))
+        errors.append(_invalid(where(), schema_type, cost.OUT_OF_BUDGET))
         raise _Stop
     budget.spend(spent)
     if error is not None:
-        errors.append(_invalid(path, schema_type, _runtime_detail(str(error), rule)))
+        errors.append(_invalid(where(), schema_type, _runtime_detail(str(error), rule)))
         return
     if result is True:
         return
+    path = where()
     at = path.child(compiled.field_path) if compiled.field_path else path
     detail = None
     if compiled.message_program is not None:
