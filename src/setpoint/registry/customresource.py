@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from setpoint.apimachinery import jsonpath, validation
+from setpoint.apimachinery import jsonpath, typed, validation
 from setpoint.apimachinery.fields import FieldError
 from setpoint.registry import table
 from setpoint.registry.resources import ResourceInfo, VersionInfo
@@ -61,6 +61,11 @@ class CustomResourceStrategy(Strategy):
 
     def schema(self, version: VersionInfo) -> CompiledSchema | None:
         return self._schemas.get(version.name)
+
+    def field_type(self, version: VersionInfo) -> typed.TypeSpec:
+        """The version's schema as server-side apply reads it (list types and map keys)."""
+        return typed.from_openapi(version.schema,
+                                  preserve_unknown_fields=self.preserve_unknown_fields)
 
     def from_storage(self, obj: Obj, version: str) -> Obj:
         """The stored object through ``version``: apiVersion rewritten (conversion None),

@@ -34,6 +34,7 @@ import orjson
 from setpoint.apimachinery import errors, fields, patch, selectors, timeutil, validation
 from setpoint.apimachinery.clock import Clock
 from setpoint.registry import cache as wc
+from setpoint.registry import fieldmanager
 from setpoint.registry.options import (
     DeleteOptions,
     ListOptions,
@@ -161,6 +162,7 @@ class Store:
         self._rng = rng
         self._namespace_gate = namespace_gate
         self._deletion_finalizers = deletion_finalizers
+        self._field_managers: dict[str, fieldmanager.FieldManager] = {}
 
     # --- helpers -------------------------------------------------------------------------
 
@@ -259,6 +261,15 @@ class Store:
 
     def _output(self, stored: Obj, version: VersionInfo) -> Obj:
         return self.strategy.from_storage(stored, version.name)
+
+    def _fields(self, version: VersionInfo) -> fieldmanager.FieldManager:
+        """Field management (managedFields, server-side apply) of ``version``."""
+        found = self._field_managers.get(version.name)
+        if found is None:
+            found = self._field_managers[version.name] = fieldmanager.FieldManager(
+                self.strategy.field_type(version), self.info.api_version(version.name),
+                status_subresource=self.strategy.has_status(version))
+        return found
 
     # --- reads ---------------------------------------------------------------------------
 
@@ -385,13 +396,15 @@ class Store:
     # --- create --------------------------------------------------------------------------
 
     async def create(self, namespace: str | None, body: Any, version_name: str,
-                     opts: WriteOptions) -> WriteResult:
+                     opts: WriteOptions, *, applied: bool = False) -> WriteResult:
         version = self._version(version_name)
         obj = body
         meta = self._check_type(obj, version)
         self._check_namespace(meta, namespace)
         warnings = self.strategy.warnings(version)
         self._normalize(obj, version, opts, warnings)
+        if opts.field_manager and not applied:
+            self._fields(version).update(None, obj, opts.field_manager, self._now())
         meta = obj["metadata"]
         if not meta.get("name") and isinstance(meta.get("generateName"), str) \
                 and meta["generateName"]:
@@ -462,7 +475,8 @@ class Store:
 
     async def _write_update(self, kv: st.KeyValue, current: Obj, new: Obj,
                             version: VersionInfo, opts: WriteOptions, subresource: str,
-                            warnings: builtins.list[str]) -> WriteResult:
+                            warnings: builtins.list[str], *, applied: bool = False
+                            ) -> WriteResult:
         """Prepare, validate and compare-and-swap ``new`` over ``current`` (storage form).
 
         Raises :class:`RevisionConflict` when the object moved on; callers retry or 409.
@@ -479,7 +493,17 @@ class Store:
         new_meta["resourceVersion"] = old_meta.get("resourceVersion")
         if "generation" in old_meta:
             new_meta["generation"] = old_meta["generation"]
+        applied_fields = new_meta.get("managedFields")
         self.strategy.prepare_for_update(new, old, version, subresource)
+        if applied:
+            new["metadata"]["managedFields"] = applied_fields
+            if applied_fields is None:
+                del new["metadata"]["managedFields"]
+        elif opts.field_manager:
+            self._fields(version).update(old, new, opts.field_manager, self._now(),
+                                         subresource)
+        elif "managedFields" in old_meta:
+            new["metadata"].setdefault("managedFields", old_meta["managedFields"])
         if subresource == "status":
             errs = self.strategy.validate_status_update(new, old, version)
         else:
@@ -525,7 +549,13 @@ class Store:
                     return await self._apply_create(namespace, name, body, version, opts)
                 raise
             base = deep_copy(self._output(current, version))
-            patched = self._apply_patch(base, patch_type, body, name)
+            applying = patch_type == PATCH_APPLY
+            extra: builtins.list[str] = []
+            if applying:
+                patched = self._server_side_apply(base, body, name, version, opts,
+                                                  subresource, extra)
+            else:
+                patched = self._apply_patch(base, patch_type, body, name)
             meta = self._check_type(patched, version)
             precondition = meta.get("resourceVersion")
             if precondition and str(precondition) != str(kv.mod_revision):
@@ -535,11 +565,11 @@ class Store:
                     f"the name of the object ({meta.get('name')}) does not match the name on "
                     f"the URL ({name})")
             self._check_namespace(meta, namespace)
-            warnings = self.strategy.warnings(version)
+            warnings = [*self.strategy.warnings(version), *extra]
             self._normalize(patched, version, opts, warnings, is_patch=True)
             try:
                 return await self._write_update(kv, current, patched, version, opts,
-                                                subresource, warnings)
+                                                subresource, warnings, applied=applying)
             except st.RevisionConflict as e:
                 if precondition:
                     raise self._conflict(name) from e
@@ -580,18 +610,32 @@ class Store:
             raise errors.BadRequest("the patched object must be a JSON object")
         return result
 
-    async def _apply_create(self, namespace: str | None, name: str, body: Any,
-                            version: VersionInfo, opts: WriteOptions) -> WriteResult:
+    def _server_side_apply(self, live: Obj | None, body: Any, name: str,
+                           version: VersionInfo, opts: WriteOptions, subresource: str,
+                           warnings: builtins.list[str]) -> Obj:
+        """The object an apply of ``body`` makes of ``live`` (None when it creates)."""
         if not isinstance(body, dict):
-            raise errors.BadRequest("the body of an apply patch must be an object")
-        meta = body.setdefault("metadata", {})
-        if isinstance(meta, dict) and meta.get("name") not in (None, name):
+            raise errors.BadRequest(
+                f"the body of an apply patch must be a JSON object, got {_json_type(body)}")
+        config = deep_copy(body)
+        meta = self._check_type(config, version)
+        if meta.get("name") not in (None, name):
             raise errors.BadRequest(
                 f"the name of the object ({meta.get('name')}) does not match the name on the "
                 f"URL ({name})")
-        if isinstance(meta, dict):
-            meta["name"] = name
-        return await self.create(namespace, body, version.name, opts)
+        meta["name"] = name
+        pruned = self.strategy.prune(config, version)
+        self._handle_pruned(pruned, opts, version, warnings, is_patch=True)
+        return self._fields(version).apply(live, config, opts.field_manager, self._now(),
+                                           force=opts.force, subresource=subresource)
+
+    async def _apply_create(self, namespace: str | None, name: str, body: Any,
+                            version: VersionInfo, opts: WriteOptions) -> WriteResult:
+        warnings: builtins.list[str] = []
+        obj = self._server_side_apply(None, body, name, version, opts, "", warnings)
+        result = await self.create(namespace, obj, version.name, opts, applied=True)
+        result.warnings.extend(w for w in warnings if w not in result.warnings)
+        return result
 
     # --- delete --------------------------------------------------------------------------
 

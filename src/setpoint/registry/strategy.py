@@ -20,7 +20,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from setpoint.apimachinery import fields, validation
+from setpoint.apimachinery import fields, typed, validation
 from setpoint.apimachinery.fields import FieldError, FieldPath
 from setpoint.registry import table
 from setpoint.registry.resources import ResourceInfo, VersionInfo
@@ -97,6 +97,12 @@ class Strategy:
 
     def has_status(self, version: VersionInfo) -> bool:
         return version.status
+
+    def field_type(self, version: VersionInfo) -> typed.TypeSpec:
+        """How objects merge under server-side apply and field ownership: ObjectMeta, the
+        known top-level fields, and below them no schema (objects granular, lists atomic)."""
+        declared = {name: typed.DEDUCED for name in self.known_fields or ()}
+        return typed.object_type(declared)
 
     def prepare_for_create(self, obj: Obj, version: VersionInfo) -> None:
         if self.has_status(version):

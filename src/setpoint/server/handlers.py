@@ -16,6 +16,7 @@ from setpoint.apimachinery import errors, fields, jsonpath, patch, selectors
 from setpoint.apimachinery.clock import Clock
 from setpoint.registry import table
 from setpoint.registry.catalog import Catalog, Served
+from setpoint.registry.fieldmanager import manager_from_user_agent
 from setpoint.registry.options import DeleteOptions, ListOptions, WatchOptions, WriteOptions
 from setpoint.registry.resources import VersionInfo
 from setpoint.registry.store import (
@@ -169,7 +170,10 @@ class ResourceHandler:
 
     # --- writes --------------------------------------------------------------------------
 
-    def _write_options(self, query: Mapping[str, str]) -> WriteOptions:
+    def _write_options(self, query: Mapping[str, str], request: web.Request | None = None
+                       ) -> WriteOptions:
+        """Write options from the query; ``request`` names the field manager of a write
+        that named none (its User-Agent), as Kubernetes does for everything but applies."""
         dry = query.getall("dryRun", []) if isinstance(query, MultiMapping) else (
             [query["dryRun"]] if "dryRun" in query else [])
         for value in dry:
@@ -177,6 +181,8 @@ class ResourceHandler:
                 raise errors.BadRequest(f"Invalid dry run value: {value!r}, supported "
                                         "values are: \"All\"")
         manager = query.get("fieldManager", "")
+        if not manager and request is not None:
+            manager = manager_from_user_agent(request.headers.get("User-Agent"))
         if len(manager) > 128:
             raise errors.invalid("PatchOptions", "meta.k8s.io", "", [fields.too_long(
                 "fieldManager", 128)])
@@ -211,14 +217,14 @@ class ResourceHandler:
             raise errors.MethodNotAllowed(
                 "create not allowed while custom resource definition is terminating",
                 details={"group": served.info.group, "kind": served.info.resource})
-        opts = self._write_options(request.query)
+        opts = self._write_options(request.query, request)
         body, _ = await self._body(request)
         result = await served.store.create(ri.namespace, body, version.name, opts)
         return self._created(result.object, True, result.warnings)
 
     async def _update(self, request: web.Request, served: Served, version: VersionInfo,
                       ri: RequestInfo) -> web.StreamResponse:
-        opts = self._write_options(request.query)
+        opts = self._write_options(request.query, request)
         body, _ = await self._body(request)
         store = served.store
         if ri.subresource == "scale":
@@ -230,8 +236,9 @@ class ResourceHandler:
 
     async def _patch(self, request: web.Request, served: Served, version: VersionInfo,
                      ri: RequestInfo) -> web.StreamResponse:
-        opts = self._write_options(request.query)
         content_type = negotiation.content_type_of(request.headers.get("Content-Type"))
+        opts = self._write_options(request.query,
+                                   None if content_type == PATCH_APPLY else request)
         if content_type not in PATCH_TYPES:
             raise errors.unsupported_patch_type(
                 (PATCH_JSON, PATCH_MERGE, PATCH_APPLY) if served.custom else PATCH_TYPES)
