@@ -51,7 +51,12 @@ class NamespaceStrategy(Strategy):
     selectable_fields = ("status.phase",)
 
     def prepare_for_create(self, obj: Obj, version: VersionInfo) -> None:
-        obj["spec"] = {"finalizers": ["kubernetes"]}
+        spec = obj.get("spec")
+        finalizers = [f for f in (spec.get("finalizers") or []) if isinstance(f, str)] \
+            if isinstance(spec, dict) else []
+        if "kubernetes" not in finalizers:
+            finalizers.append("kubernetes")  # the namespace controller's, always there
+        obj["spec"] = {"finalizers": finalizers}
         obj["status"] = {"phase": "Active"}
 
     def prepare_for_update(self, new: Obj, old: Obj, version: VersionInfo,

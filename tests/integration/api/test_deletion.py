@@ -150,6 +150,15 @@ async def test_a_deleted_namespace_terminates_until_finalized(
     assert status == 404
 
 
+async def test_a_namespace_keeps_its_own_spec_finalizers_and_gets_kubernetes(
+        http: aiohttp.ClientSession) -> None:
+    ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "mine"},
+          "spec": {"finalizers": ["example.com/other"]}}
+    status, created, _ = await request(http, "POST", "/api/v1/namespaces", ns)
+    assert status == 201, created
+    assert created["spec"]["finalizers"] == ["example.com/other", "kubernetes"]
+
+
 async def test_a_finalized_namespace_waits_for_its_metadata_finalizers(
         http: aiohttp.ClientSession) -> None:
     ns = {"apiVersion": "v1", "kind": "Namespace",
