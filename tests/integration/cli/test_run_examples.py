@@ -1,0 +1,85 @@
+"""The watertank and website examples, each run by ``setpoint run`` against ``setpoint serve``.
+
+(The book example has its own test in test_run.py, with health, metrics and leader election.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from setpoint.client import Client, load_kubeconfig
+from tests.conftest import ServeProcess
+from tests.integration.cli.test_run import EXAMPLES, ROOT, eventually_get, install
+
+TANK = ("waterworks.example.com/v1", "Tank")
+WEBSITE = ("web.example.com/v1", "Website")
+CONFIGMAP = ("v1", "ConfigMap")
+
+
+@asynccontextmanager
+async def operator(example: str, serve: ServeProcess, log: Path) -> AsyncIterator[None]:
+    with log.open("wb") as out:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "setpoint", "run", f"examples/{example}/operator.py",
+            "--kubeconfig", str(serve.kubeconfig), cwd=ROOT, stdout=out,
+            stderr=subprocess.STDOUT)
+    try:
+        yield
+    finally:
+        if process.returncode is None:
+            process.send_signal(signal.SIGTERM)
+        async with asyncio.timeout(20):
+            code = await process.wait()
+    output = await asyncio.to_thread(log.read_text)
+    assert code == 0, output
+    assert "Traceback" not in output
+
+
+async def test_watertank_reaches_its_target(serve_factory: Any, tmp_path: Path) -> None:
+    serve: ServeProcess = serve_factory()
+    async with Client(load_kubeconfig(serve.kubeconfig)) as client:
+        await install(client, EXAMPLES / "watertank" / "crd.yaml")
+        async with operator("watertank", serve, tmp_path / "run.log"):
+            await client.create({"apiVersion": "waterworks.example.com/v1", "kind": "Tank",
+                                 "metadata": {"name": "small", "namespace": "default"},
+                                 "spec": {"targetLevel": 8, "tolerance": 1}})
+
+            def at_target(tank: dict[str, Any]) -> bool:
+                status = tank.get("status") or {}
+                conditions = {c["type"]: c for c in status.get("conditions") or []}
+                return status.get("pump") == "off" and conditions.get(
+                    "AtTarget", {}).get("status") == "True"
+
+            tank = await eventually_get(client, TANK, "small", at_target, timeout=30)
+            assert abs(tank["status"]["level"] - 8) <= 1
+
+
+async def test_website_page_comes_back_after_deletion(serve_factory: Any,
+                                                      tmp_path: Path) -> None:
+    serve: ServeProcess = serve_factory()
+    async with Client(load_kubeconfig(serve.kubeconfig)) as client:
+        await install(client, EXAMPLES / "website" / "crd.yaml")
+        async with operator("website", serve, tmp_path / "run.log"):
+            await install(client, EXAMPLES / "website" / "website.yaml")
+            page = await eventually_get(
+                client, CONFIGMAP, "hello-site",
+                lambda cm: "<h1>Hello, setpoint</h1>" in (cm.get("data") or {}).get(
+                    "index.html", ""))
+            owner = page["metadata"]["ownerReferences"][0]
+            assert (owner["kind"], owner["name"], owner["controller"]) == (
+                "Website", "hello", True)
+            await client.delete(CONFIGMAP, "hello-site")
+            back = await eventually_get(client, CONFIGMAP, "hello-site",
+                                        lambda cm: cm["metadata"]["uid"] !=
+                                        page["metadata"]["uid"], timeout=10)
+            assert "<h1>Hello, setpoint</h1>" in back["data"]["index.html"]
+            await client.patch(WEBSITE, "hello", {"spec": {"title": "Renamed"}})
+            await eventually_get(client, CONFIGMAP, "hello-site",
+                                 lambda cm: "<h1>Renamed</h1>" in cm["data"]["index.html"])
