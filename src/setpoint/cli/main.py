@@ -1,7 +1,9 @@
 """The ``setpoint`` command: arguments in, config dataclasses out, then run.
 
-``setpoint serve`` runs the control plane until SIGINT or SIGTERM, then shuts down
-gracefully (open watches end, storage closes after its last acknowledged write).
+``setpoint serve`` runs the control plane (the API server and the built-in controllers that
+``--controllers`` names, see :mod:`setpoint.controlplane`) until SIGINT or SIGTERM, then shuts
+down gracefully (controllers first, then open watches end, storage closes after its last
+acknowledged write).
 ``setpoint run FILE_OR_MODULE`` runs the controllers a file or module defines (see
 :mod:`setpoint.cli.run`).
 """
@@ -17,8 +19,9 @@ from collections.abc import Coroutine, Sequence
 from pathlib import Path
 from typing import Any
 
+from setpoint import controlplane
 from setpoint.cli import run as run_command
-from setpoint.server.server import Server, ServerConfig
+from setpoint.server.server import ServerConfig
 from setpoint.storage import StorageConfig
 
 log = logging.getLogger("setpoint")
@@ -34,6 +37,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=6443, help="0 picks any free port")
     serve.add_argument("--storage", choices=("sqlite", "memory"), default="sqlite")
     serve.add_argument("--log-level", default="INFO")
+    serve.add_argument("--controllers", default=None, metavar="NAMES",
+                       help="built-in controllers to run, comma-separated (default: all of "
+                       f"{','.join(controlplane.CONTROLLERS)}; empty: none)")
     run_command.add_parser(sub)
     return parser
 
@@ -49,12 +55,15 @@ def serve_config(args: argparse.Namespace) -> ServerConfig:
                         kubeconfig_path=data_dir / "kubeconfig")
 
 
-async def _serve(config: ServerConfig) -> None:
+async def _serve(config: ServerConfig,
+                 controllers: frozenset[str] = frozenset(controlplane.CONTROLLERS)) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    async with Server(config) as server:
+    async with controlplane.ControlPlane(controlplane.ControlPlaneConfig(
+            server=config, controllers=controllers)) as plane:
+        server = plane.server
         print(f"setpoint serving on {server.url}; kubeconfig: {config.kubeconfig_path}",
               flush=True)
         await stop.wait()
@@ -75,7 +84,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=args.log_level.upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.command == "serve":
-        _run(_serve(serve_config(args)))
+        try:
+            controllers = controlplane.parse_controllers(args.controllers)
+        except ValueError as e:
+            print(f"setpoint serve: error: {e}", file=sys.stderr, flush=True)
+            return 2
+        _run(_serve(serve_config(args), controllers))
         return 0
     if args.command == "run":
         return run_command.main(args)

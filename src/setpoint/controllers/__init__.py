@@ -1,1 +1,51 @@
+"""``setpoint.controllers``: the built-in controllers, written on :mod:`setpoint.runtime`.
 
+They are ordinary operators: they talk to the API server through a
+:class:`setpoint.client.Client` (never through storage), so they run against any server, and
+:mod:`setpoint.controlplane` runs them inside ``setpoint serve`` over loopback HTTP.
+
+- ``garbagecollector`` (:class:`GarbageCollector`, a runnable): cascading deletion through
+  ``ownerReferences`` across every resource kind, in the background, foreground and orphan
+  modes;
+- ``namespace`` (:func:`namespace_controller`): a deleted namespace is emptied (every kind,
+  custom resources included, finalizers waited for), then finalized;
+- ``crd`` (:func:`crd_controller`): a deleted CRD's custom resources are deleted, then its
+  cleanup finalizer is removed.
+
+:func:`builtin` builds the ones named, fresh each time (they keep per-run state).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Final
+
+from setpoint import runtime
+from setpoint.controllers.crd import crd_controller
+from setpoint.controllers.garbagecollector import GarbageCollector
+from setpoint.controllers.namespace import namespace_controller
+
+#: every built-in controller, by the name ``setpoint serve --controllers`` takes
+NAMES: Final = ("garbagecollector", "namespace", "crd")
+
+
+def builtin(names: Iterable[str] = NAMES
+            ) -> tuple[list[runtime.Controller], list[runtime.Runnable]]:
+    """The controllers and runnables for ``names`` (a subset of :data:`NAMES`)."""
+    wanted = list(dict.fromkeys(names))
+    unknown = [n for n in wanted if n not in NAMES]
+    if unknown:
+        raise ValueError(f"unknown controllers: {', '.join(unknown)} (known: "
+                         f"{', '.join(NAMES)})")
+    controllers: list[runtime.Controller] = []
+    runnables: list[runtime.Runnable] = []
+    if "garbagecollector" in wanted:
+        runnables.append(GarbageCollector())
+    if "namespace" in wanted:
+        controllers.append(namespace_controller())
+    if "crd" in wanted:
+        controllers.append(crd_controller())
+    return controllers, runnables
+
+
+__all__ = ["NAMES", "GarbageCollector", "builtin", "crd_controller", "namespace_controller"]

@@ -1,4 +1,4 @@
-"""The CRD lifecycle: name acceptance, establishment, and cleanup on deletion.
+"""The CRD lifecycle in the server: name acceptance and establishment.
 
 A level-triggered loop over the CRDs in the watch cache. For each CRD it computes the status
 the CRD should have and writes it through the store (never through storage):
@@ -8,11 +8,14 @@ the CRD should have and writes it through the store (never through storage):
 * ``Established``: True (``InitialNamesAccepted``) once the names are accepted. From that
   write on, the catalog serves the resource.
 * ``storedVersions``: every version ever used as the storage version.
-* On deletion: ``Terminating`` (``InstanceDeletionInProgress``), every custom resource is
-  deleted (their own finalizers are honoured: the loop waits for them), then the
-  ``customresourcecleanup`` finalizer is removed and the CRD disappears.
 
-State lives in the API objects, so a restart in the middle of a deletion finishes the job.
+Establishment stays in the server because the catalog must serve a resource before any
+client can see its Established condition (kopf re-reads discovery on that event).
+
+Cleanup on deletion is not done here: a CRD being deleted is left alone, and the CRD
+controller (:mod:`setpoint.controllers.crd`, run by :mod:`setpoint.controlplane`) sets its
+``Terminating`` condition, deletes its custom resources through the API and removes the
+``customresourcecleanup`` finalizer. Without that controller a deleted CRD stays Terminating.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from setpoint.apimachinery.clock import Clock
 from setpoint.registry import cache as wc
 from setpoint.registry import crd
 from setpoint.registry.catalog import CRD_PREFIX, Catalog
-from setpoint.registry.options import DeleteOptions, ListOptions, WriteOptions
+from setpoint.registry.options import WriteOptions
 
 log = logging.getLogger(__name__)
 
@@ -44,12 +47,10 @@ def _condition(type_: str, status: str, reason: str, message: str, now: str,
 
 
 class CRDLifecycle:
-    def __init__(self, catalog: Catalog, cache: wc.WatchCache, clock: Clock, *,
-                 recheck_interval: float = 0.2) -> None:
+    def __init__(self, catalog: Catalog, cache: wc.WatchCache, clock: Clock) -> None:
         self._catalog = catalog
         self._cache = cache
         self._clock = clock
-        self._recheck = recheck_interval
         self._store = catalog.store(crd.GROUP, "customresourcedefinitions")
         self._dirty = asyncio.Event()
 
@@ -62,10 +63,10 @@ class CRDLifecycle:
             while True:
                 await self._dirty.wait()
                 self._dirty.clear()
-                terminating = False
+                failed = False
                 for _, obj in list(self._cache.items(CRD_PREFIX)):
                     try:
-                        terminating |= await self.reconcile(obj)
+                        await self.reconcile(obj)
                     except errors.Conflict:
                         self._dirty.set()
                     except errors.NotFound:
@@ -73,9 +74,9 @@ class CRDLifecycle:
                     except Exception:
                         log.exception("CRD lifecycle failed for %s",
                                       obj.get("metadata", {}).get("name"))
-                        terminating = True
-                if terminating:
-                    await asyncio.sleep(self._recheck)
+                        failed = True
+                if failed:
+                    await asyncio.sleep(1.0)
                     self._dirty.set()
 
     async def _notice(self, watcher: wc.Watcher) -> None:
@@ -86,12 +87,12 @@ class CRDLifecycle:
                 watcher = self._cache.watch(CRD_PREFIX, self._cache.revision)
             self._dirty.set()
 
-    async def reconcile(self, obj: Obj) -> bool:
-        """Bring one CRD's status in line; returns True while a deletion is in progress."""
+    async def reconcile(self, obj: Obj) -> None:
+        """Bring one CRD's status in line (a CRD being deleted is the CRD controller's)."""
         meta = obj["metadata"]
         name = meta["name"]
         if meta.get("deletionTimestamp"):
-            return await self._clean_up(obj)
+            return
         status = obj.get("status") or {}
         desired = self.desired_status(obj)
         if desired != status:
@@ -99,7 +100,6 @@ class CRDLifecycle:
             updated["status"] = desired
             await self._store.update(None, name, updated, "v1", WriteOptions(),
                                      subresource="status")
-        return False
 
     def desired_status(self, obj: Obj) -> Obj:
         spec = obj.get("spec") or {}
@@ -147,46 +147,3 @@ class CRDLifecycle:
             if value and f"{tag}:{value}" in taken:
                 return f'"{value}" is already in use'
         return ""
-
-    async def _clean_up(self, obj: Obj) -> bool:
-        name = obj["metadata"]["name"]
-        finalizers = list(obj["metadata"].get("finalizers") or [])
-        if crd.CLEANUP_FINALIZER not in finalizers:
-            return False
-        previous = crd.condition(obj, "Terminating")
-        if previous is None or previous.get("status") != "True":
-            status = dict(obj.get("status") or {})
-            conditions = [c for c in status.get("conditions") or []
-                          if c.get("type") != "Terminating"]
-            conditions.append(_condition(
-                "Terminating", "True", "InstanceDeletionInProgress",
-                "CustomResource deletion is in progress",
-                timeutil.format_time(self._clock.now()), None))
-            status["conditions"] = conditions
-            updated = dict(obj)
-            updated["status"] = status
-            await self._store.update(None, name, updated, "v1", WriteOptions(),
-                                     subresource="status")
-            return True
-        served = self._catalog.crd_serves(name)
-        if served is not None:
-            store = served.store
-            version = store.info.storage_version.name
-            page = await store.list(None, version, ListOptions())
-            if page.items:
-                for item in page.items:
-                    meta = item["metadata"]
-                    if meta.get("deletionTimestamp"):
-                        continue
-                    try:
-                        await store.delete(meta.get("namespace"), meta["name"], version,
-                                           DeleteOptions(propagation_policy="Background"))
-                    except errors.NotFound:
-                        pass
-                return True
-        updated = dict(obj)
-        meta = dict(obj["metadata"])
-        meta["finalizers"] = [f for f in finalizers if f != crd.CLEANUP_FINALIZER]
-        updated["metadata"] = meta
-        await self._store.update(None, name, updated, "v1", WriteOptions())
-        return False

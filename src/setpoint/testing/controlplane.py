@@ -31,9 +31,13 @@ Invariants:
 - Each operator gets its own client (its own connection pool), as a separate process would.
 - Nothing is global: two control planes in one process are independent.
 
-Non-guarantees: the server has no built-in controllers beyond CRD establishment, so
-nothing garbage-collects owned objects unless an operator does; there is no authentication
-(the kubeconfig is an admin's, over plain HTTP).
+The server runs the built-in controllers, as ``setpoint serve`` does (the garbage collector,
+the namespace lifecycle and CRD cleanup, see :mod:`setpoint.controlplane`): owned objects are
+garbage-collected, deleted namespaces are emptied. ``control_plane(controllers=())`` starts
+none, as envtest does (then Foreground and Orphan deletes delete at once, namespaces and CRDs
+being deleted stay Terminating).
+
+Non-guarantees: there is no authentication (the kubeconfig is an admin's, over plain HTTP).
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ from typing import Any, Literal, overload
 import yaml
 
 from setpoint import client as sp_client
+from setpoint import controlplane as sp_controlplane
 from setpoint import runtime
 from setpoint.apimachinery import errors
 from setpoint.cli import run as run_cli
@@ -445,11 +450,14 @@ def _resource(obj: Mapping[str, Any]) -> tuple[str, str]:
 
 @contextlib.asynccontextmanager
 async def control_plane(tmp_path: str | os.PathLike[str] | None = None,
-                        storage: Storage = "memory") -> AsyncIterator[ControlPlane]:
+                        storage: Storage = "memory",
+                        controllers: Iterable[str] | None = None
+                        ) -> AsyncIterator[ControlPlane]:
     """Start a control plane for the block; see the module docstring.
 
     ``tmp_path`` holds the kubeconfig (and ``state.db`` for ``storage="sqlite"``); without
-    it a temporary directory is made and removed afterwards.
+    it a temporary directory is made and removed afterwards. ``controllers`` names the
+    built-in controllers to run (None: all of them).
     """
     if storage not in ("memory", "sqlite"):
         raise ValueError(f"storage is 'memory' or 'sqlite', not {storage!r}")
@@ -464,8 +472,12 @@ async def control_plane(tmp_path: str | os.PathLike[str] | None = None,
         kubeconfig = directory / "kubeconfig"
         storage_config = (StorageConfig(kind="sqlite", path=directory / "state.db")
                           if storage == "sqlite" else StorageConfig(kind="memory"))
-        server = await stack.enter_async_context(Server(ServerConfig(
-            port=0, storage=storage_config, kubeconfig_path=kubeconfig)))
+        plane = await stack.enter_async_context(sp_controlplane.ControlPlane(
+            sp_controlplane.ControlPlaneConfig(
+                server=ServerConfig(port=0, storage=storage_config, kubeconfig_path=kubeconfig),
+                controllers=frozenset(sp_controlplane.CONTROLLERS) if controllers is None
+                else sp_controlplane.parse_controllers(",".join(controllers)))))
+        server = plane.server
         client = await stack.enter_async_context(
             sp_client.Client(sp_client.load_kubeconfig(kubeconfig)))
         await client.version()
