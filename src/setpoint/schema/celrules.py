@@ -340,33 +340,66 @@ class RuleValidator:
         self._cache = cel.RuleCache()
 
     @classmethod
-    def compile(cls, node: Node) -> RuleValidator | None:
-        """The validator for the resource schema ``node``; ``None`` if no rule can ever run."""
+    def compile(cls, node: Node, *, resource_root: bool = True,
+                cache: cel.RuleCache | None = None) -> RuleValidator | None:
+        """The validator for the schema ``node`` (a whole resource unless ``resource_root`` is
+        false); ``None`` if no rule can ever run. ``cache``: share compiled rules."""
         if not has_rules(node):
             return None
-        root = _build(node, node, True)
-        return cls(root) if root is not None else None
+        root = _build(node, node, resource_root)
+        if root is None:
+            return None
+        validator = cls(root)
+        if cache is not None:
+            validator._cache = cache
+        return validator
 
     def validate(self, obj: Any, old: Any = None, *, prior: Sequence[FieldError] = (),
-                 warnings: list[str] | None = None) -> list[FieldError]:
+                 warnings: list[str] | None = None, path: FieldPath | None = None,
+                 budget: cel.Budget | None = None, ratchet: bool = True) -> list[FieldError]:
         """The rule errors of ``obj`` (a create; an update when ``old`` is given), unsorted.
 
         ``prior``: the errors the value validation already found (a blocking one means no rule
         runs). ``warnings``: where ratcheted failures go (Kubernetes returns them as warnings).
+        ``path``: where ``obj`` sits (the root, ``<nil>``, by default). ``budget``: the cost
+        budget to spend (a fresh one by default). ``ratchet=False``: no ratcheting on update.
         """
         if blocking(prior):
             return [FieldError(ErrorType.INVALID, "<nil>", NOT_CHECKED, None)]
         walk = _Walk(self._cache, warnings)
+        if budget is not None:
+            walk.budget = budget
         root = self._root
-        current = _Correlated(obj, old, root.node) if old is not None else None
+        current = _Correlated(obj, old, root.node) if old is not None and ratchet else None
         try:
-            walk.visit(root, None, obj, old, current, None)
+            walk.visit(root, path, obj, old, current, None)
         except _Stop:
             pass
         return walk.errors
 
 
 # --- CRD time -----------------------------------------------------------------------------------
+
+def default_errors(node: Node, default: Any, path: FieldPath, *, resource_root: bool,
+                   budget: cel.Budget, cache: cel.RuleCache) -> list[FieldError]:
+    """The rules on and below ``node`` evaluated on its ``default`` (at ``path``, the
+    ``...default`` path), as ``ValidateDefaults`` does: as an update from the default to
+    itself (so transition rules run), then, if that passes, as a create (so ``optionalOldSelf``
+    rules see no old value). ``budget`` is shared by all the defaults of a schema and keeps
+    the lower of the two runs' remainders."""
+    validator = RuleValidator.compile(node, resource_root=resource_root, cache=cache)
+    if validator is None:
+        return []
+    first = cel.Budget(remaining=budget.remaining)
+    errs = validator.validate(default, default, path=path, budget=first, ratchet=False)
+    remaining = first.remaining
+    if not errs:
+        second = cel.Budget(remaining=budget.remaining)
+        errs = validator.validate(default, None, path=path, budget=second)
+        remaining = min(remaining, second.remaining)
+    budget.remaining = remaining
+    return errs
+
 
 def rule_errors(node: Node, path: FieldPath,
                 schema_errors: Sequence[FieldError] = ()) -> list[FieldError]:

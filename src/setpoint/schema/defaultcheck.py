@@ -9,10 +9,12 @@ Every ``default`` in a structural schema must:
 * pass value validation of its own node (errors under ``<path>.default``), validated as the
   structural schema says: formats are not stripped and int-or-string adds no type;
 * inside the ``metadata``/``apiVersion``/``kind`` of an embedded resource, result in valid
-  metadata once placed in a surrounding object (``must result in valid metadata: ...``).
+  metadata once placed in a surrounding object (``must result in valid metadata: ...``);
+* once all that holds, satisfy the CEL rules on and below its node
+  (:func:`~setpoint.schema.celrules.default_errors`), all defaults sharing one cost budget;
+  when it runs out, no further default is checked.
 
-``additionalProperties`` is not followed (defaults there are forbidden by other checks). CEL
-rules are not evaluated.
+``additionalProperties`` is not followed (defaults there are forbidden by other checks).
 
 Invariants: the schema nodes and their defaults are never mutated.
 """
@@ -24,20 +26,35 @@ from typing import Any
 
 from setpoint.apimachinery import fields
 from setpoint.apimachinery.fields import FieldError, FieldPath
-from setpoint.schema import govalues, objectmeta, pruning, values
+from setpoint.schema import cel, celrules, govalues, objectmeta, pruning, values
 from setpoint.schema.structural import META_FIELDS, MISSING, Node
 
 Step = tuple[str, str]
 
 
+class _Rules:
+    """What the CEL checks of all defaults share: one cost budget, one rule cache."""
+
+    __slots__ = ("budget", "cache")
+
+    def __init__(self) -> None:
+        self.budget = cel.Budget()
+        self.cache = cel.RuleCache()
+
+    def check(self, s: Node, default: Any, dpath: FieldPath,
+              embedded: bool) -> list[FieldError]:
+        return celrules.default_errors(s, default, dpath, resource_root=embedded,
+                                       budget=self.budget, cache=self.cache)
+
+
 def validate_defaults(root: Node, path: FieldPath) -> list[FieldError]:
     """``defaulting.ValidateDefaults`` with ``isResourceRoot`` and ``requirePrunedDefaults``."""
-    return _defaults(root, path, root, [], False, True)
+    return _defaults(root, path, root, [], False, True, _Rules())
 
 
 def _defaults(s: Node | None, pth: FieldPath, root: Node, steps: list[Step],
-              inside_meta: bool, embedded: bool) -> list[FieldError]:
-    if s is None:
+              inside_meta: bool, embedded: bool, rules: _Rules) -> list[FieldError]:
+    if s is None or rules.budget.exhausted:
         return []
     if embedded:
         inside_meta = False
@@ -48,7 +65,10 @@ def _defaults(s: Node | None, pth: FieldPath, root: Node, steps: list[Step],
         dpath = pth.child("default")
         validator = values.compile_validator(s, values.DEFAULTS)
         if inside_meta:
-            errs.extend(_meta_default(s, dpath, root, steps, validator))
+            meta_errs = _meta_default(s, dpath, root, steps, validator)
+            errs.extend(meta_errs)
+            if not meta_errs:
+                errs.extend(rules.check(s, s.default, dpath, embedded))
         else:
             pruned = govalues.deep_copy(s.default)
             pruning.compile_pruner(s, resource_root=embedded, coerce_metadata=False)(
@@ -66,13 +86,15 @@ def _defaults(s: Node | None, pth: FieldPath, root: Node, steps: list[Step],
                     raw: values.Errs = []
                     validator.validate(s.default, "", raw)
                     errs.extend(values.to_field_errors(raw, str(dpath)))
+                    if not raw:
+                        errs.extend(rules.check(s, s.default, dpath, embedded))
     if s.items is not None:
         errs.extend(_defaults(s.items, pth.child("items"), root, [*steps, ("index", "")],
-                              inside_meta, s.items.embedded_resource))
+                              inside_meta, s.items.embedded_resource, rules))
     for k, sub in (s.properties or {}).items():
         sub_meta = inside_meta or (embedded and k in META_FIELDS)
         errs.extend(_defaults(sub, pth.child("properties").key(k), root, [*steps, ("key", k)],
-                              sub_meta, sub.embedded_resource))
+                              sub_meta, sub.embedded_resource, rules))
     return errs
 
 

@@ -393,6 +393,31 @@ CRD_CASES: list[tuple[str, dict[str, Any], list[str]]] = [
                              "items": STR}}}),
      [f'{P}.properties[spec].properties[l].x-kubernetes-list-type: Unsupported value: "bogus": '
       'supported values: "atomic", "set", "map"']),
+    # defaults must satisfy the rules (ValidateDefaults)
+    ("a default breaking its rule", resource({"type": "object", "properties": {"n": {
+        "type": "integer", "default": 0, "x-kubernetes-validations": rules("self >= 1")}}}),
+     [f'{P}.properties[spec].properties[n].default: Invalid value: "integer": failed rule: '
+      "self >= 1"]),
+    ("a default breaking a rule below it", resource({
+        "type": "object", "default": {"a": 0}, "properties": {"a": {
+            "type": "integer", "x-kubernetes-validations": rules(
+                {"rule": "self >= 1", "message": "a must be positive"})}}}),
+     [f'{P}.properties[spec].default.a: Invalid value: "integer": a must be positive']),
+    ("a default is its own old value", resource({"type": "object", "properties": {"n": {
+        "type": "integer", "default": 3, "x-kubernetes-validations": rules(
+            "self == oldSelf")}}}), []),
+    ("a default is also checked as a create", resource({"type": "object", "properties": {"n": {
+        "type": "integer", "default": 3, "x-kubernetes-validations": rules(
+            {"rule": "oldSelf.hasValue() ? self == oldSelf.value() : self > 5",
+             "optionalOldSelf": True})}}}),
+     [f'{P}.properties[spec].properties[n].default: Invalid value: "integer": failed rule: '
+      "oldSelf.hasValue() ? self == oldSelf.value() : self > 5"]),
+    ("a rule that does not compile fails its default first", resource({
+        "type": "object", "properties": {"n": {
+            "type": "integer", "default": 3, "x-kubernetes-validations": rules("self.nope")}}}),
+     [f'{P}.properties[spec].properties[n].default: Invalid value: "integer": rule compile '
+      "error: compilation failed: ERROR: <input>:1:5: type 'int' does not support field "
+      "selection\n | self.nope\n | ....^"]),
     ("a non-structural schema: no rule is compiled", {"type": "object", "properties": {
         "spec": {"x-kubernetes-validations": rules("self.nope")}}},
      [f"{P}.properties[spec].type: Required value: must not be empty for specified object "
