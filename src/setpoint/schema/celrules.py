@@ -32,11 +32,12 @@ checks:
 Errors are Kubernetes' (``spec: Invalid value: "object": <message>``; the root is ``<nil>``)
 and are returned unsorted; :class:`~setpoint.schema.CompiledSchema` merges and sorts them.
 
-**CRD time** (:func:`rule_errors`): the compile errors of every rule on the structural spine,
-at ``<path>.x-kubernetes-validations[i].rule``, as ``ValidateCustomResourceDefinitionOpenAPISchema``
-reports them, skipping any node with a schema error at or below it (Kubernetes compiles only
-rules whose schema is sound); ``oldSelf`` is refused below a list whose items cannot be
-correlated.
+**CRD time**: :func:`default_errors` evaluates the rules on every ``default`` (as
+``ValidateDefaults`` does); :func:`rule_errors` reports the compile errors of every rule on
+the structural spine at ``<path>.x-kubernetes-validations[i].rule``, as
+``ValidateCustomResourceDefinitionOpenAPISchema`` does, skipping any node with a schema error
+at or below it (Kubernetes compiles only rules whose schema is sound); ``oldSelf`` is refused
+below a list whose items cannot be correlated.
 
 Invariants: nothing here mutates the object; a schema without rules costs nothing (no
 validator is built); the walk never evaluates a rule after the budget ran out.

@@ -286,10 +286,10 @@ def _rules(raw: Mapping[str, Any], path: FieldPath) -> list[FieldError]:
             errs.append(fields.required(rpath.child("rule"), "rule is not specified"))
         elif message and not trimmed_msg:
             errs.append(fields.invalid(rpath.child("message"), message,
-                                       "must be non-empty if specified"))
+                                       "message must be non-empty if specified"))
         elif "\n" in trimmed_msg or "\r" in trimmed_msg:
             errs.append(fields.invalid(rpath.child("message"), message,
-                                       "must not contain line breaks"))
+                                       "message must not contain line breaks"))
         elif ("\n" in trimmed_rule or "\r" in trimmed_rule) and not trimmed_msg:
             errs.append(fields.required(rpath.child("message"),
                                         "message must be specified if rule contains line breaks"))
@@ -302,10 +302,10 @@ def _rules(raw: Mapping[str, Any], path: FieldPath) -> list[FieldError]:
         field_path = _str(rule.get("fieldPath"))
         if field_path and not field_path.strip():
             errs.append(fields.invalid(rpath.child("fieldPath"), field_path,
-                                       "must be non-empty if specified"))
+                                       "fieldPath must be non-empty if specified"))
         if "\n" in field_path or "\r" in field_path:
             errs.append(fields.invalid(rpath.child("fieldPath"), field_path,
-                                       "must not contain line breaks"))
+                                       "fieldPath must not contain line breaks"))
     return errs
 
 

@@ -14,8 +14,9 @@ for one version's schema, in upstream's order of precedence:
    (``allOf``/``anyOf``/``oneOf``/``not``) free of ``type``/``default``/``description``/
    ``nullable``/``additionalProperties``/extensions (except the two int-or-string patterns),
    fields used by root-level junctors declared outside them, valid RE2 patterns;
-4. only if (3) passes: every ``default`` validates, is already pruned and, inside embedded
-   resources, gives valid metadata (``ValidateDefaults``; CEL rules are not evaluated);
+4. only if (3) passes: every ``default`` validates, is already pruned, gives valid metadata
+   inside embedded resources, and satisfies the CEL rules on and below its node
+   (``ValidateDefaults``);
 5. the per-node OpenAPI checks: ``uniqueItems: true``, properties together with
    ``additionalProperties``, forbidden defaults (top-level metadata, additionalProperties under
    metadata), ``type: null``, unknown types, list-type/map-type/list-map-keys misuse, and the

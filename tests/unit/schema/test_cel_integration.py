@@ -393,6 +393,17 @@ CRD_CASES: list[tuple[str, dict[str, Any], list[str]]] = [
                              "items": STR}}}),
      [f'{P}.properties[spec].properties[l].x-kubernetes-list-type: Unsupported value: "bogus": '
       'supported values: "atomic", "set", "map"']),
+    ("a blank message", with_rule(message="  "),
+     [f'{P}.properties[spec].x-kubernetes-validations[0].message: Invalid value: "  ": message '
+      "must be non-empty if specified"]),
+    ("a message with a line break", with_rule(message="a\nb"),
+     [f'{P}.properties[spec].x-kubernetes-validations[0].message: Invalid value: "a\\nb": '
+      "message must not contain line breaks"]),
+    ("a blank fieldPath", with_rule(fieldPath=" "),
+     [f'{P}.properties[spec].x-kubernetes-validations[0].fieldPath: Invalid value: " ": '
+      "fieldPath must be a valid path",
+      f'{P}.properties[spec].x-kubernetes-validations[0].fieldPath: Invalid value: " ": '
+      "fieldPath must be non-empty if specified"]),
     # defaults must satisfy the rules (ValidateDefaults)
     ("a default breaking its rule", resource({"type": "object", "properties": {"n": {
         "type": "integer", "default": 0, "x-kubernetes-validations": rules("self >= 1")}}}),
