@@ -7,7 +7,8 @@ Kubernetes libraries (lists, regex, URLs, quantities, IPs and CIDRs, formats, se
 Nothing here does I/O or keeps global mutable state; see ``docs/cel.md`` for the design, the
 engine comparison and what is not covered.
 
-Intended use by a schema walker (one :class:`RuleCache` per CRD version, one
+:mod:`setpoint.schema.celrules` is the walker that :class:`~setpoint.schema.CompiledSchema`
+uses; this is how it calls the engine (one :class:`RuleCache` per CRD version, one
 :class:`Budget` per validated object)::
 
     cache = cel.RuleCache()                     # when the CRD version's schema is compiled
@@ -18,7 +19,8 @@ Intended use by a schema walker (one :class:`RuleCache` per CRD version, one
         if node.validations and not budget.exhausted:
             errors.extend(cel.validate_rules(
                 cel.rules_of(node), value, old, path=path, has_old=has_old,
-                budget=budget, node=node, cache=cache, resource_root=resource_root))
+                budget=budget, node=node, cache=cache, resource_root=resource_root,
+                ratchet=warnings, unchanged=...))  # on update: is this node unchanged?
         ...  # recurse into properties / additionalProperties / items as Kubernetes does,
              # passing the correlated old child (map keys; map-list keys)
 
