@@ -1,8 +1,9 @@
 """Choosing a backend from configuration.
 
 :func:`create_backend` returns an unstarted backend; the caller owns it and must ``await
-backend.start()`` and, in the end, ``await backend.close()``. New kinds (etcd) are new
-``kind`` values with their own options, validated here.
+backend.start()`` and, in the end, ``await backend.close()``. Each kind has its own
+options, validated here. The etcd backend is imported only when asked for, since it needs the
+``aetcd`` client that the other kinds do not.
 """
 
 from __future__ import annotations
@@ -28,20 +29,32 @@ class StorageConfig:
     * ``synchronous`` (sqlite): ``"FULL"`` survives power loss, ``"NORMAL"`` survives a
       killed process and is faster.
     * ``max_batch`` (sqlite): the most writes group commit puts in one transaction.
+    * ``endpoints`` (etcd, required): the cluster's client URLs, ``http://host:port``.
+    * ``prefix`` (etcd): the etcd namespace of every key, ``""`` (keys stay as they are,
+      under ``/registry/``) or e.g. ``/clusters/a`` so that clusters can share one etcd.
 
     >>> StorageConfig(kind="memory").watch_buffer
     1000
     """
 
-    kind: Literal["memory", "sqlite"]
+    kind: Literal["memory", "sqlite", "etcd"]
     path: Path | None = None
     watch_buffer: int = rules.DEFAULT_WATCH_BUFFER
     synchronous: Synchronous = "FULL"
     max_batch: int = DEFAULT_MAX_BATCH
+    endpoints: tuple[str, ...] = ()
+    prefix: str = ""
 
     def __post_init__(self) -> None:
-        if self.kind not in ("memory", "sqlite"):
+        if self.kind not in ("memory", "sqlite", "etcd"):
             raise ValueError(f"unknown storage kind {self.kind!r}")
+        if self.kind == "etcd":
+            if self.path is not None:
+                raise ValueError("etcd storage takes no path")
+            if not self.endpoints or not isinstance(self.endpoints, tuple):
+                raise ValueError("etcd storage needs endpoints (a tuple of URLs)")
+        elif self.endpoints or self.prefix:
+            raise ValueError(f"{self.kind} storage takes no endpoints or prefix")
         if self.kind == "sqlite" and self.path is None:
             raise ValueError("sqlite storage needs a path")
         if self.kind == "memory" and self.path is not None:
@@ -62,4 +75,9 @@ def create_backend(config: StorageConfig) -> Backend:
         assert config.path is not None  # checked in StorageConfig.__post_init__
         return SQLiteBackend(config.path, synchronous=config.synchronous,
                              watch_buffer=config.watch_buffer, max_batch=config.max_batch)
+    if config.kind == "etcd":
+        from setpoint.storage.etcd import EtcdBackend
+
+        return EtcdBackend(config.endpoints, prefix=config.prefix,
+                           watch_buffer=config.watch_buffer)
     assert_never(config.kind)

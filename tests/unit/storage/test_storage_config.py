@@ -34,13 +34,21 @@ def test_sqlite_config_builds_an_sqlite_backend_without_touching_the_path(
 
 
 @pytest.mark.parametrize(("options", "message"), [
-    ({"kind": "etcd"}, "unknown storage kind"),
+    ({"kind": "consul"}, "unknown storage kind"),
     ({"kind": "sqlite"}, "needs a path"),
     ({"kind": "memory", "path": Path("x.db")}, "takes no path"),
     ({"kind": "memory", "watch_buffer": 0}, "watch_buffer"),
     ({"kind": "sqlite", "path": Path("x.db"), "synchronous": "OFF"}, "synchronous"),
     ({"kind": "sqlite", "path": Path("x.db"), "max_batch": 0}, "max_batch"),
-], ids=["kind", "sqlite-path", "memory-path", "buffer", "synchronous", "batch"])
+    ({"kind": "etcd"}, "needs endpoints"),
+    ({"kind": "etcd", "endpoints": ["127.0.0.1:2379"]}, "needs endpoints"),
+    ({"kind": "etcd", "endpoints": ("127.0.0.1:2379",), "path": Path("x.db")},
+     "takes no path"),
+    ({"kind": "memory", "endpoints": ("127.0.0.1:2379",)}, "takes no endpoints"),
+    ({"kind": "sqlite", "path": Path("x.db"), "prefix": "/c"}, "takes no endpoints"),
+], ids=["kind", "sqlite-path", "memory-path", "buffer", "synchronous", "batch",
+        "etcd-endpoints", "etcd-endpoints-list", "etcd-path", "memory-endpoints",
+        "sqlite-prefix"])
 def test_invalid_configs_are_rejected(options: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         StorageConfig(**options)

@@ -1,0 +1,11 @@
+"""The etcd backend; see :mod:`setpoint.storage.etcd.backend`.
+
+Importing it needs the ``aetcd`` client (and with it ``grpcio``); the rest of
+:mod:`setpoint.storage` does not, so :func:`~setpoint.storage.create_backend` imports this
+package only for ``kind="etcd"``.
+"""
+
+from setpoint.storage.etcd.backend import EtcdBackend
+from setpoint.storage.etcd.watch import EtcdWatch, Progress
+
+__all__ = ["EtcdBackend", "EtcdWatch", "Progress"]
