@@ -5,7 +5,8 @@ old resourceVersion is a 410 ``Expired`` there, as kube-apiserver sends it). Str
 ``timeoutSeconds``, or after a long server-chosen time when the client gave none (kubectl
 ``get -w`` exits when its stream ends, so that time is long), or when the watcher fell behind
 (the client resumes from its last resourceVersion). Bookmarks go out after ``bookmark_interval``
-of silence when the client allows them; kopf reconnects after 70 s without a byte.
+of silence when the client allows them; kopf reconnects after 70 s without a byte. A client
+that closes its stream simply ends the watch (clients stop watches by disconnecting).
 """
 
 from __future__ import annotations
@@ -123,9 +124,9 @@ async def serve_watch(request: web.Request, store: Store, namespace: str | None,
                 break
             kind, obj = event
             await response.write(_line(kind, shape(obj)))
-    except (ConnectionResetError, asyncio.CancelledError):
-        stream.close()
-        raise
+    except ConnectionResetError:
+        # the client went away (a watch it stopped): nothing to log, nothing more to send
+        return response
     finally:
         stream.close()
     try:

@@ -204,3 +204,19 @@ async def test_discovery_and_go_booleans(http: aiohttp.ClientSession) -> None:
     patch_op = doc["paths"]["/apis/example.com/v1/namespaces/{namespace}/widgets/{name}"][
         "patch"]
     assert any(p["name"] == "fieldValidation" for p in patch_op["parameters"])
+
+
+async def test_a_client_closing_its_watch_is_not_a_server_error(
+        http: aiohttp.ClientSession, caplog: Any) -> None:
+    await install_widgets(http)
+    await request(http, "POST", WIDGETS, widget("first"))
+    async with http.get(f"{WIDGETS}?watch=true") as response:
+        async with asyncio.timeout(5):
+            assert orjson.loads(await response.content.readline())["type"] == "ADDED"
+        response.connection.transport.close()  # type: ignore[union-attr]
+    for i in range(5):
+        await request(http, "POST", WIDGETS, widget(f"after-{i}"))
+        await asyncio.sleep(0.05)
+    status, _, _ = await request(http, "GET", WIDGETS)
+    assert status == 200
+    assert not [r for r in caplog.records if r.levelname == "ERROR"]
