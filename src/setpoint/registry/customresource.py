@@ -38,6 +38,7 @@ def _has_defaults(schema: Any) -> bool:
 class CustomResourceStrategy(Strategy):
     uses_generation = True
     allow_unconditional_update = False
+    requires_type_meta = True
 
     def __init__(self, info: ResourceInfo, *, preserve_unknown_fields: bool) -> None:
         super().__init__(info)

@@ -200,7 +200,7 @@ class Store:
         api_version = self.info.api_version(version.name)
         kind = obj.get("kind")
         have = obj.get("apiVersion")
-        if self.info.group and (not kind or not have):
+        if self.strategy.requires_type_meta and (not kind or not have):
             missing = "Kind" if not kind else "apiVersion"
             raise errors.BadRequest(f"Object '{missing}' is missing in '{_short(obj)}'")
         if kind is None:

@@ -55,6 +55,9 @@ class Strategy:
     uses_generation: bool = False
     #: a PUT without metadata.resourceVersion overwrites (ConfigMap, Secret) instead of 422
     allow_unconditional_update: bool = True
+    #: bodies must name apiVersion and kind (custom resources); built-ins default them, as
+    #: typed clients (V1ConfigMap, V1Lease) leave them out
+    requires_type_meta: bool = False
     #: extra field selectors beyond metadata.name and metadata.namespace
     selectable_fields: tuple[str, ...] = ()
 

@@ -65,6 +65,16 @@ async def test_leases(http: aiohttp.ClientSession) -> None:
     assert status == 409  # the same resourceVersion again: someone else won
 
 
+async def test_built_ins_of_named_groups_default_their_type(
+        http: aiohttp.ClientSession) -> None:
+    # typed clients (the kubernetes client's V1Lease) send neither apiVersion nor kind
+    path = "/apis/coordination.k8s.io/v1/namespaces/default/leases"
+    status, created, _ = await request(http, "POST", path, {
+        "metadata": {"name": "typed"}, "spec": {"holderIdentity": "a"}})
+    assert status == 201, created
+    assert (created["apiVersion"], created["kind"]) == ("coordination.k8s.io/v1", "Lease")
+
+
 async def test_secret_string_data_and_configmap_immutability(
         http: aiohttp.ClientSession) -> None:
     secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"},
