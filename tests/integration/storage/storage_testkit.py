@@ -13,14 +13,19 @@ TIMEOUT = 10.0
 
 
 class Opener:
-    """Opens backends of one kind (sqlite: always the same file) and closes them all."""
+    """Opens backends of one kind (sqlite: always the same file; etcd: always the same
+    endpoint) and closes them all."""
 
-    def __init__(self, kind: str, path: Path) -> None:
+    def __init__(self, kind: str, path: Path, endpoint: str | None = None) -> None:
         self.kind = kind
         self.path = path
+        self.endpoint = endpoint
         self._opened: list[Backend] = []
 
     def config(self, **options: Any) -> StorageConfig:
+        if self.kind == "etcd":
+            assert self.endpoint is not None
+            return StorageConfig(kind="etcd", endpoints=(self.endpoint,), **options)
         path = self.path if self.kind == "sqlite" else None
         return StorageConfig(kind=self.kind, path=path, **options)  # type: ignore[arg-type]
 
