@@ -89,12 +89,15 @@ class StorageMachine(RuleBasedStateMachine):
         super().__init__()
         self.loop = asyncio.new_event_loop()
         self.directory = tempfile.TemporaryDirectory()
-        path = Path(self.directory.name) / "machine.db" if self.kind == "sqlite" else None
-        config = StorageConfig(kind=self.kind, path=path,  # type: ignore[arg-type]
-                               synchronous="NORMAL")
-        self.backend = create_backend(config)
+        self.backend = create_backend(self.config(Path(self.directory.name)))
         self.model = Model()
         self.run(self.backend.start())
+
+    def config(self, directory: Path) -> StorageConfig:
+        """The backend's configuration; ``directory`` belongs to this run."""
+        path = directory / "machine.db" if self.kind == "sqlite" else None
+        return StorageConfig(kind=self.kind, path=path,  # type: ignore[arg-type]
+                             synchronous="NORMAL")
 
     def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
         return self.loop.run_until_complete(coroutine)
