@@ -23,6 +23,10 @@ Invariants:
 - State lives in the API objects: a control plane started on the data of one that was
   killed in the middle of a deletion finishes that deletion.
 
+With ``leader_election``, the controllers run only while this process holds the Lease
+``kube-system/setpoint-controller-manager`` (for several servers sharing one storage); without
+it (the default, one server) they run at once.
+
 Non-guarantees: ``__aenter__`` returns once the server serves and the controllers' caches
 have synced (at most ``controllers_ready_timeout`` seconds; after that it returns anyway and
 the controllers catch up). Without the ``namespace`` controller a deleted namespace stays
@@ -48,6 +52,8 @@ log = logging.getLogger(__name__)
 
 #: every built-in controller, by name
 CONTROLLERS: Final = builtin_controllers.NAMES
+#: the Lease the built-in controllers of several servers compete for (in kube-system)
+LEASE_NAME: Final = "setpoint-controller-manager"
 
 
 def parse_controllers(text: str | None) -> frozenset[str]:
@@ -72,6 +78,10 @@ class ControlPlaneConfig:
     controllers: frozenset[str] = frozenset(CONTROLLERS)
     graceful_shutdown_timeout: float = 5.0
     controllers_ready_timeout: float = 10.0
+    #: compete for the Lease ``kube-system/setpoint-controller-manager`` and run the
+    #: controllers only while holding it: for several servers sharing one storage, so that
+    #: one set of built-in controllers runs at a time
+    leader_election: bool = False
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.controllers) - set(CONTROLLERS))
@@ -120,8 +130,11 @@ class ControlPlane:
             user_agent="setpoint-controller-manager"))
         self._stack.push_async_callback(client.close)
         self.client = client
+        election = runtime.LeaderElectionConfig(
+            lease_name=LEASE_NAME, lease_namespace="kube-system") \
+            if self.config.leader_election else None
         manager = runtime.Manager(
-            client, controllers, runnables=runnables,
+            client, controllers, runnables=runnables, leader_election=election,
             graceful_shutdown_timeout=self.config.graceful_shutdown_timeout)
         self.manager = manager
         group = await self._stack.enter_async_context(asyncio.TaskGroup())

@@ -15,6 +15,8 @@ from setpoint.testing import control_plane
 from tests.integration.controllers.conftest import (
     CM,
     NAMESPACE,
+    eventually,
+    get_or_none,
     gone,
     make,
     owner_ref,
@@ -79,3 +81,18 @@ async def test_the_testing_control_plane_collects_garbage() -> None:
     async with control_plane(controllers=()) as cp:
         assert cp.server.catalog is not None
         assert not cp.server.catalog.garbage_collection
+
+
+async def test_with_leader_election_the_controllers_hold_a_lease() -> None:
+    async with ControlPlane(plane_config(leader_election=True)) as plane, \
+            Client(ClientConfig(server=plane.url)) as client:
+        async def leading() -> bool:
+            lease = await get_or_none(client, ("coordination.k8s.io/v1", "Lease"),
+                                      "setpoint-controller-manager", namespace="kube-system")
+            return lease is not None and bool(lease["spec"].get("holderIdentity"))
+
+        await eventually(leading, what="the lease held")
+        owner = await client.create(make(CM, "owner"))
+        await client.create(make(CM, "dep", owners=[owner_ref(owner)]))
+        await client.delete(CM, "owner", namespace="default")
+        await gone(client, CM, "dep")
