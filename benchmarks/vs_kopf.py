@@ -1,0 +1,315 @@
+"""The same operator written with kopf and with ``setpoint.runtime``, side by side.
+
+The operator: for every ``Thing`` of its namespace, set ``status.phase`` to ``Ready`` (through
+the status subresource) unless it already is. Written idiomatically in both: a kopf
+``on.create`` handler that sets ``patch.status``; a setpoint controller that reads the
+object from its cache and patches the status.
+
+One ``setpoint serve`` process (a fresh data directory, port 0) serves every trial. For each
+N and each operator, in a namespace of its own: N things are created first, then the
+operator starts as a process of its own (uvloop for both); the benchmark watches the
+namespace and stops the clock when every thing is ``Ready``. Each trial runs ``--repeat``
+times, the operators taking turns to go first; the table shows medians. Reported per
+operator:
+
+* seconds from starting the operator process until all N are reconciled, and how much of
+  that passed before the first one was (interpreter start, imports, login, discovery,
+  the first list);
+* reconciled objects per second after the first;
+* the operator's CPU seconds (user + system) and peak RSS, read from ``/proc`` at the
+  moment the last object was reconciled;
+* the server's CPU seconds over the same interval (what the operator's requests cost it).
+
+    python benchmarks/vs_kopf.py [--n 500,2000] [--workers 16] [--repeat 3] [--storage sqlite]
+
+The last column says how many times better setpoint did (kopf's figure over setpoint's,
+or the other way round for a rate).
+
+``--workers`` is the setpoint controller's concurrency (its default is 2); kopf handles
+every object in a task of its own, without a limit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "src"))
+
+from tests.conftest import ServeProcess, start_serve  # noqa: E402
+
+GROUP = "bench.example.com"
+PLURAL = "things"
+THING = (f"{GROUP}/v1", "Thing")
+CRD: dict[str, Any] = {
+    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    "metadata": {"name": f"{PLURAL}.{GROUP}"},
+    "spec": {"group": GROUP, "scope": "Namespaced",
+             "names": {"plural": PLURAL, "singular": "thing", "kind": "Thing"},
+             "versions": [{"name": "v1", "served": True, "storage": True,
+                           "subresources": {"status": {}},
+                           "schema": {"openAPIV3Schema": {
+                               "type": "object", "properties": {
+                                   "spec": {"type": "object", "properties": {
+                                       "size": {"type": "integer"}}},
+                                   "status": {"type": "object",
+                                              "x-kubernetes-preserve-unknown-fields": True,
+                                              "properties": {
+                                                  "phase": {"type": "string"}}}}}}}]},
+}
+OPERATORS = ("kopf", "setpoint")
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+# --- the two operators (each runs in a process of its own) --------------------------------------
+
+
+def run_kopf(namespace: str) -> None:
+    import kopf
+
+    registry = kopf.OperatorRegistry()
+
+    @kopf.on.login(registry=registry)
+    def login(**kwargs: Any) -> Any:
+        return kopf.login_with_kubeconfig(**kwargs)
+
+    @kopf.on.create(GROUP, "v1", PLURAL, registry=registry)
+    def ready(patch: Any, **_: Any) -> None:
+        patch.status["phase"] = "Ready"
+
+    kopf.run(loop=_new_loop(), registry=registry, standalone=True, namespaces=[namespace])
+
+
+def run_setpoint(namespace: str, kubeconfig: str, workers: int) -> None:
+    from setpoint.client import Client, load_kubeconfig
+    from setpoint.runtime import Context, Manager, Registry, Request, Result
+
+    registry = Registry()
+
+    @registry.controller(for_=THING, workers=workers, namespace=namespace)
+    async def reconcile(request: Request, ctx: Context) -> Result:
+        thing = ctx.get(request)
+        if thing is not None and (thing.get("status") or {}).get("phase") != "Ready":
+            await ctx.client.patch_status(THING, request.name, {"status": {"phase": "Ready"}},
+                                          namespace=request.namespace)
+        return Result.done()
+
+    async def main() -> None:
+        async with Client(load_kubeconfig(kubeconfig)) as client:
+            await Manager(client, registry).run()
+
+    loop = _new_loop()
+    with contextlib.suppress(KeyboardInterrupt):
+        loop.run_until_complete(main())
+
+
+def _new_loop() -> asyncio.AbstractEventLoop:
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover
+        return asyncio.new_event_loop()
+    loop: asyncio.AbstractEventLoop = uvloop.new_event_loop()
+    asyncio.set_event_loop(loop)
+    return loop
+
+
+# --- measuring ------------------------------------------------------------------------------------
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+def peak_rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+async def call(http: aiohttp.ClientSession, method: str, path: str, body: Any = None,
+               content_type: str = "application/json") -> Any:
+    data = orjson.dumps(body) if body is not None else None
+    async with http.request(method, path, data=data,
+                            headers={"Content-Type": content_type}) as response:
+        payload = await response.read()
+        if response.status >= 300:
+            raise RuntimeError(f"{method} {path}: {response.status} {payload[:300]!r}")
+        return orjson.loads(payload)
+
+
+async def install_crd(http: aiohttp.ClientSession) -> None:
+    await call(http, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", CRD)
+    async with asyncio.timeout(10):
+        while True:
+            async with http.get(f"/apis/{GROUP}/v1/{PLURAL}") as response:
+                if response.status == 200:
+                    return
+            await asyncio.sleep(0.02)
+
+
+async def populate(http: aiohttp.ClientSession, namespace: str, n: int,
+                   concurrency: int = 16) -> None:
+    await call(http, "POST", "/api/v1/namespaces",
+               {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+    path = f"/apis/{GROUP}/v1/namespaces/{namespace}/{PLURAL}"
+    counter = iter(range(n))
+
+    async def create() -> None:
+        for i in counter:
+            await call(http, "POST", path, {
+                "apiVersion": f"{GROUP}/v1", "kind": "Thing",
+                "metadata": {"name": f"thing-{i:05d}"}, "spec": {"size": i}})
+
+    async with asyncio.TaskGroup() as group:
+        for _ in range(concurrency):
+            group.create_task(create())
+
+
+async def wait_all_ready(http: aiohttp.ClientSession, namespace: str, n: int,
+                         started: float, timeout: float) -> tuple[float, float]:
+    """Seconds (since ``started``) until the first and until the last thing is Ready."""
+    path = f"/apis/{GROUP}/v1/namespaces/{namespace}/{PLURAL}"
+    listed = await call(http, "GET", path)
+    ready = {i["metadata"]["name"] for i in listed["items"]
+             if (i.get("status") or {}).get("phase") == "Ready"}
+    first = time.perf_counter() - started if ready else None
+    rv = listed["metadata"]["resourceVersion"]
+    async with asyncio.timeout(timeout):
+        while len(ready) < n:
+            watch = f"{path}?watch=true&resourceVersion={rv}&allowWatchBookmarks=true"
+            async with http.get(watch, timeout=aiohttp.ClientTimeout(total=None)) as response:
+                async for line in response.content:
+                    event = orjson.loads(line)
+                    obj = event["object"]
+                    rv = obj["metadata"].get("resourceVersion", rv)
+                    if event["type"] in ("ADDED", "MODIFIED") and \
+                            (obj.get("status") or {}).get("phase") == "Ready":
+                        ready.add(obj["metadata"]["name"])
+                        if first is None:
+                            first = time.perf_counter() - started
+                        if len(ready) == n:
+                            break
+    last = time.perf_counter() - started
+    return (first if first is not None else last), last
+
+
+async def trial(server: ServeProcess, http: aiohttp.ClientSession, operator: str, n: int,
+                args: argparse.Namespace, attempt: int) -> dict[str, float]:
+    namespace = f"{operator}-{n}-{attempt}"
+    await populate(http, namespace, n)
+    env = {**os.environ, "KUBECONFIG": str(server.kubeconfig)}
+    command = [sys.executable, __file__, "--child", operator, "--namespace", namespace,
+               "--kubeconfig", str(server.kubeconfig), "--workers", str(args.workers)]
+    server_cpu = cpu_seconds(server.process.pid)
+    started = time.perf_counter()
+    child = await asyncio.create_subprocess_exec(*command, env=env,
+                                                 stdout=subprocess.DEVNULL,
+                                                 stderr=subprocess.PIPE)
+    try:
+        first, last = await wait_all_ready(http, namespace, n, started, args.timeout)
+        result = {"seconds": last, "first": first,
+                  "per_second": (n - 1) / (last - first) if last > first else float("nan"),
+                  "cpu": cpu_seconds(child.pid), "rss": peak_rss_mib(child.pid),
+                  "server_cpu": cpu_seconds(server.process.pid) - server_cpu}
+    finally:
+        child.send_signal(signal.SIGTERM)
+        try:
+            async with asyncio.timeout(15):
+                _, errors = await child.communicate()
+        except TimeoutError:
+            child.kill()
+            _, errors = await child.communicate()
+    if child.returncode not in (0, -signal.SIGTERM) and b"Traceback" in errors:
+        print(errors.decode()[-2000:], file=sys.stderr)
+    return result
+
+
+async def run(args: argparse.Namespace) -> None:
+    sizes = [int(s) for s in args.n.split(",")]
+    runs: dict[tuple[int, str], list[dict[str, float]]] = {}
+    load = os.getloadavg()[0]
+    with tempfile.TemporaryDirectory() as tmp:
+        server = start_serve(Path(tmp) / "data", storage=args.storage)
+        try:
+            async with aiohttp.ClientSession(base_url=server.url) as http:
+                await install_crd(http)
+                for n in sizes:
+                    for attempt in range(args.repeat):
+                        order = OPERATORS if attempt % 2 == 0 else OPERATORS[::-1]
+                        for operator in order:
+                            runs.setdefault((n, operator), []).append(
+                                await trial(server, http, operator, n, args, attempt))
+                            await asyncio.sleep(1)
+        finally:
+            server.stop()
+    results = {key: {measure: statistics.median(r[measure] for r in trials)
+                     for measure in trials[0]} for key, trials in runs.items()}
+    report(sizes, results, args, load)
+
+
+def report(sizes: list[int], results: dict[tuple[int, str], dict[str, float]],
+           args: argparse.Namespace, load: float) -> None:
+    # (label, measure, format, higher is better)
+    rows = [
+        ("seconds until all reconciled", "seconds", ".1f", False),
+        ("  of which before the first", "first", ".1f", False),
+        ("reconciled/s after the first", "per_second", ",.0f", True),
+        ("operator CPU seconds", "cpu", ".1f", False),
+        ("operator peak RSS (MiB)", "rss", ".0f", False),
+        ("server CPU seconds", "server_cpu", ".1f", False),
+    ]
+    width = max(len(label) for label, _, _, _ in rows)
+    print(f"kopf vs setpoint.runtime: one setpoint serve ({args.storage}), operators as "
+          f"processes (uvloop), setpoint workers={args.workers}, median of {args.repeat}, "
+          f"Python {sys.version.split()[0]}, load average {load:.1f} at the start")
+    for n in sizes:
+        kopf, mine = results[(n, "kopf")], results[(n, "setpoint")]
+        print(f"\nN = {n:,}")
+        print(f"{'':<{width}}  {'kopf':>9}  {'setpoint':>9}  {'setpoint better':>15}")
+        for label, key, fmt, higher in rows:
+            worse, better = (kopf[key], mine[key]) if not higher else (mine[key], kopf[key])
+            ratio = worse / better if better else float("nan")
+            print(f"{label:<{width}}  {kopf[key]:>9{fmt}}  {mine[key]:>9{fmt}}  "
+                  f"{ratio:>14.1f}x")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--n", default="500,2000", help="comma-separated object counts")
+    parser.add_argument("--workers", type=int, default=16)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--storage", default="sqlite", choices=("sqlite", "memory"))
+    parser.add_argument("--timeout", type=float, default=600.0,
+                        help="seconds an operator may take for one trial")
+    parser.add_argument("--child", choices=OPERATORS, help=argparse.SUPPRESS)
+    parser.add_argument("--namespace", help=argparse.SUPPRESS)
+    parser.add_argument("--kubeconfig", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child == "kopf":
+        run_kopf(args.namespace)
+    elif args.child == "setpoint":
+        run_setpoint(args.namespace, args.kubeconfig, args.workers)
+    else:
+        asyncio.run(run(args))
+
+
+if __name__ == "__main__":
+    main()
