@@ -91,6 +91,15 @@ class ControlPlaneConfig:
             raise ValueError("timeouts must be positive")
 
 
+def loopback_url(host: str, port: int) -> str:
+    """The URL the controllers use: the server's, or loopback when it listens everywhere."""
+    if host in ("", "0.0.0.0"):
+        host = "127.0.0.1"
+    elif host == "::":
+        host = "::1"
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
 class ControlPlane:
     """A running server and its built-in controllers; see the module docstring."""
 
@@ -126,7 +135,8 @@ class ControlPlane:
             return
         controllers, runnables = builtin_controllers.builtin(names)
         client = sp_client.Client(sp_client.ClientConfig(
-            server=self.server.url, max_connections=256,
+            server=loopback_url(self.server.config.host, self.server.port),
+            max_connections=256,
             user_agent="setpoint-controller-manager"))
         self._stack.push_async_callback(client.close)
         self.client = client

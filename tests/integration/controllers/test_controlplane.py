@@ -10,7 +10,12 @@ import pytest
 
 from setpoint.apimachinery import errors
 from setpoint.client import Client, ClientConfig
-from setpoint.controlplane import ControlPlane, ControlPlaneConfig, parse_controllers
+from setpoint.controlplane import (
+    ControlPlane,
+    ControlPlaneConfig,
+    loopback_url,
+    parse_controllers,
+)
 from setpoint.testing import control_plane
 from tests.integration.controllers.conftest import (
     CM,
@@ -96,3 +101,10 @@ async def test_with_leader_election_the_controllers_hold_a_lease() -> None:
         await client.create(make(CM, "dep", owners=[owner_ref(owner)]))
         await client.delete(CM, "owner", namespace="default")
         await gone(client, CM, "dep")
+
+
+def test_the_controllers_reach_a_server_listening_everywhere_over_loopback() -> None:
+    assert loopback_url("0.0.0.0", 6443) == "http://127.0.0.1:6443"
+    assert loopback_url("::", 6443) == "http://[::1]:6443"
+    assert loopback_url("127.0.0.1", 1) == "http://127.0.0.1:1"
+    assert loopback_url("::1", 2) == "http://[::1]:2"
