@@ -276,3 +276,14 @@ async def test_a_thousand_dependents_go_in_the_background(client: Client) -> Non
 
     await eventually(all_gone, timeout=60, interval=0.05, what="1,000 dependents gone")
     print(f"1,000 dependents collected in {time.perf_counter() - started:.2f}s")
+
+
+async def test_a_foreground_cycle_is_broken(client: Client) -> None:
+    first = await client.create(make(CM, "first"))
+    second = await client.create(make(CM, "second", owners=[owner_ref(first)]))
+    await client.patch(CM, "first", {"metadata": {"ownerReferences": [owner_ref(second)]}},
+                       namespace="default")
+    await asyncio.sleep(0.2)
+    await client.delete(CM, "first", namespace="default", propagation_policy="Foreground")
+    await gone(client, CM, "first")
+    await gone(client, CM, "second")
