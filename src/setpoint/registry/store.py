@@ -550,10 +550,9 @@ class Store:
                 raise
             base = deep_copy(self._output(current, version))
             applying = patch_type == PATCH_APPLY
-            extra: builtins.list[str] = []
             if applying:
-                patched = self._server_side_apply(base, body, name, version, opts,
-                                                  subresource, extra)
+                patched = self._server_side_apply(namespace, base, body, name, version, opts,
+                                                  subresource)
             else:
                 patched = self._apply_patch(base, patch_type, body, name)
             meta = self._check_type(patched, version)
@@ -565,7 +564,7 @@ class Store:
                     f"the name of the object ({meta.get('name')}) does not match the name on "
                     f"the URL ({name})")
             self._check_namespace(meta, namespace)
-            warnings = [*self.strategy.warnings(version), *extra]
+            warnings = self.strategy.warnings(version)
             self._normalize(patched, version, opts, warnings, is_patch=True)
             try:
                 return await self._write_update(kv, current, patched, version, opts,
@@ -610,10 +609,13 @@ class Store:
             raise errors.BadRequest("the patched object must be a JSON object")
         return result
 
-    def _server_side_apply(self, live: Obj | None, body: Any, name: str,
-                           version: VersionInfo, opts: WriteOptions, subresource: str,
-                           warnings: builtins.list[str]) -> Obj:
-        """The object an apply of ``body`` makes of ``live`` (None when it creates)."""
+    def _server_side_apply(self, namespace: str | None, live: Obj | None, body: Any,
+                           name: str, version: VersionInfo, opts: WriteOptions,
+                           subresource: str) -> Obj:
+        """The object an apply of ``body`` makes of ``live`` (None when it creates).
+
+        A configuration must fit the schema: an unknown field is a 400 whatever the field
+        validation, as Kubernetes cannot type it (``field not declared in schema``)."""
         if not isinstance(body, dict):
             raise errors.BadRequest(
                 f"the body of an apply patch must be a JSON object, got {_json_type(body)}")
@@ -625,17 +627,19 @@ class Store:
                 f"URL ({name})")
         meta["name"] = name
         pruned = self.strategy.prune(config, version)
-        self._handle_pruned(pruned, opts, version, warnings, is_patch=True)
+        if pruned:
+            paths = [f".{p}: field not declared in schema" for p in pruned]
+            raise errors.BadRequest(
+                f"failed to create typed patch object ({namespace + '/' if namespace else ''}"
+                f"{name}; {self.info.group}/{version.name}, Kind={self.info.kind}): "
+                + (paths[0] if len(paths) == 1 else "errors:\n  " + "\n  ".join(paths)))
         return self._fields(version).apply(live, config, opts.field_manager, self._now(),
                                            force=opts.force, subresource=subresource)
 
     async def _apply_create(self, namespace: str | None, name: str, body: Any,
                             version: VersionInfo, opts: WriteOptions) -> WriteResult:
-        warnings: builtins.list[str] = []
-        obj = self._server_side_apply(None, body, name, version, opts, "", warnings)
-        result = await self.create(namespace, obj, version.name, opts, applied=True)
-        result.warnings.extend(w for w in warnings if w not in result.warnings)
-        return result
+        obj = self._server_side_apply(namespace, None, body, name, version, opts, "")
+        return await self.create(namespace, obj, version.name, opts, applied=True)
 
     # --- delete --------------------------------------------------------------------------
 

@@ -231,3 +231,22 @@ async def test_clearing_managed_fields_with_an_empty_entry(http: aiohttp.ClientS
                                        content_type=MERGE)
     assert status == 200
     assert "managedFields" not in cleared["metadata"]
+
+
+async def test_unknown_fields_cannot_be_applied(http: aiohttp.ClientSession) -> None:
+    await install_widgets(http)
+    body = widget("unknown", 1)
+    body["spec"]["nope"] = 1
+    for validation in ("Strict", "Warn", "Ignore"):
+        status, out = await apply(http, WIDGETS + "/unknown", body,
+                                  extra=f"&fieldValidation={validation}")
+        assert status == 400, out
+        assert out["message"] == (
+            "failed to create typed patch object (default/unknown; example.com/v1, "
+            "Kind=Widget): .spec.nope: field not declared in schema")
+    config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "bad"},
+              "data_error": {"a": "1"}}
+    status, out = await apply(http, CONFIGMAPS + "/bad", config)
+    assert status == 400
+    assert out["message"] == ("failed to create typed patch object (default/bad; /v1, "
+                              "Kind=ConfigMap): .data_error: field not declared in schema")
