@@ -552,13 +552,18 @@ Body = Callable[[Activation, list[Any], str, "str | None", Eval, "Eval | None", 
 # loop-condition calls, list and map insertions), as measured by Kubernetes' cost tests.
 
 
-def _all(a: Activation, items: list[Any], var: str, var2: str | None, step: Eval,
-         guard: Eval | None, rng: Any) -> Any:
+def _quantify(a: Activation, items: list[Any], var: str, var2: str | None, step: Eval, *,
+              stop_on: bool, step_cost: int) -> bool:
+    """``all`` (stops on False) and ``exists`` (stops on True), as cel-go folds them.
+
+    An error or a non-bool result is held back: a later element that decides the answer
+    wins over it, as in cel-go; otherwise the first error is raised at the end.
+    """
     err: EvalError | None = None
     last = len(items) - 1
     variables = a.vars
     for i, item in enumerate(items):
-        a.cost += 3
+        a.cost += step_cost
         if var2 is None:
             variables[var] = item
         else:
@@ -570,45 +575,26 @@ def _all(a: Activation, items: list[Any], var: str, var2: str | None, step: Eval
             v = None
         if a.cost > a.limit:
             raise CostLimitExceeded()
-        if v is False:
+        if v is stop_on:
             # cel-go checks the loop condition once more when elements remain.
-            a.cost += 3 if i < last else 1
-            return False
-        if v is not True and err is None:
+            a.cost += step_cost if i < last else 1
+            return bool(stop_on)
+        if v is not (not stop_on) and err is None:
             err = NoSuchOverload()
     a.cost += 1
     if err is not None:
         raise err
-    return True
+    return not stop_on
+
+
+def _all(a: Activation, items: list[Any], var: str, var2: str | None, step: Eval,
+         guard: Eval | None, rng: Any) -> Any:
+    return _quantify(a, items, var, var2, step, stop_on=False, step_cost=3)
 
 
 def _exists(a: Activation, items: list[Any], var: str, var2: str | None, step: Eval,
             guard: Eval | None, rng: Any) -> Any:
-    err: EvalError | None = None
-    last = len(items) - 1
-    variables = a.vars
-    for i, item in enumerate(items):
-        a.cost += 4
-        if var2 is None:
-            variables[var] = item
-        else:
-            variables[var], variables[var2] = item
-        try:
-            v = step(a)
-        except EvalError as e:
-            err = err or e
-            v = None
-        if a.cost > a.limit:
-            raise CostLimitExceeded()
-        if v is True:
-            a.cost += 4 if i < last else 1
-            return True
-        if v is not False and err is None:
-            err = NoSuchOverload()
-    a.cost += 1
-    if err is not None:
-        raise err
-    return False
+    return _quantify(a, items, var, var2, step, stop_on=True, step_cost=4)
 
 
 def _exists_one(a: Activation, items: list[Any], var: str, var2: str | None, step: Eval,
