@@ -20,6 +20,10 @@ Invariants:
   the last event it yielded; the caller watches again from that revision + 1.
 * :meth:`Fanout.close` ends every stream: its next step (or the one it is blocked in) raises
   ``StopAsyncIteration``.
+* A stream opened with ``progress`` yields ``Progress(r)`` when it is live, has nothing
+  buffered and ``r``, the last published revision, is above the last event or marker it
+  yielded: every event under its prefix up to ``r`` has then been handed out. Publishing wakes
+  such a stream even when no event matched it.
 
 Non-guarantees: a stream starts reading only on its first step, so creating one reserves
 nothing. Replay reads history in pages, so a compaction that overtakes a replaying stream ends
@@ -34,7 +38,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
 from setpoint.storage import rules
-from setpoint.storage.interface import Event, StorageError, WatchLagged
+from setpoint.storage.interface import Event, Progress, StorageError, WatchLagged
 
 ReadEvents = Callable[[str, int, int, int], Awaitable[Sequence[Event]]]
 """``read(prefix, start, end, limit)``: the kept events under ``prefix`` with
@@ -53,11 +57,12 @@ class _State(enum.Enum):
 class _Subscriber:
     """A live watcher's bounded buffer; only its :class:`WatchStream` reads it."""
 
-    __slots__ = ("buffer", "min_revision", "prefix", "state", "wakeup")
+    __slots__ = ("buffer", "min_revision", "prefix", "progress", "state", "wakeup")
 
-    def __init__(self, prefix: str, min_revision: int) -> None:
+    def __init__(self, prefix: str, min_revision: int, progress: bool) -> None:
         self.prefix = prefix
         self.min_revision = min_revision
+        self.progress = progress
         self.buffer: deque[Event] = deque()
         self.state = _State.LIVE
         self.wakeup = asyncio.Event()
@@ -120,6 +125,8 @@ class Fanout:
                         if e.revision >= subscriber.min_revision
                         and e.kv.key.startswith(subscriber.prefix)]
             if not matching:
+                if subscriber.progress:
+                    subscriber.wakeup.set()  # it may report progress
                 continue
             if len(subscriber.buffer) + len(matching) > self._buffer:
                 self._subscribers.discard(subscriber)
@@ -128,9 +135,12 @@ class Fanout:
             subscriber.buffer.extend(matching)
             subscriber.wakeup.set()
 
-    def watch(self, read: ReadEvents, prefix: str, start_revision: int) -> WatchStream:
-        """A stream of events under ``prefix`` from ``start_revision`` (``0`` means ``1``)."""
-        return WatchStream(self, read, prefix, rules.watch_start(start_revision))
+    def watch(self, read: ReadEvents, prefix: str, start_revision: int, *,
+              progress: bool = False) -> WatchStream:
+        """A stream of events under ``prefix`` from ``start_revision`` (``0`` means ``1``);
+        with ``progress``, :class:`Progress` markers too."""
+        return WatchStream(self, read, prefix, rules.watch_start(start_revision),
+                           progress=progress)
 
     def close(self) -> None:
         """End every stream. Idempotent."""
@@ -139,8 +149,8 @@ class Fanout:
         for subscriber in subscribers:
             subscriber.end(_State.CLOSED)
 
-    def _subscribe(self, prefix: str, min_revision: int) -> _Subscriber:
-        subscriber = _Subscriber(prefix, min_revision)
+    def _subscribe(self, prefix: str, min_revision: int, progress: bool) -> _Subscriber:
+        subscriber = _Subscriber(prefix, min_revision, progress)
         self._subscribers.add(subscriber)
         return subscriber
 
@@ -148,16 +158,19 @@ class Fanout:
         self._subscribers.discard(subscriber)
 
 
-class WatchStream(AsyncIterator[Event]):
+class WatchStream(AsyncIterator[Event | Progress]):
     """One watcher's position in the log. Cancelling a step loses nothing: the stream only
-    advances when it hands out an event."""
+    advances when it hands out an event or marker."""
 
-    def __init__(self, fanout: Fanout, read: ReadEvents, prefix: str, start: int) -> None:
+    def __init__(self, fanout: Fanout, read: ReadEvents, prefix: str, start: int, *,
+                 progress: bool = False) -> None:
         self._fanout = fanout
         self._read = read
         self._prefix = prefix
+        self._progress = progress
         self._next = start
         self._last = start - 1
+        self._reported = start - 1  # the last marker (or event) handed out
         self._page: deque[Event] = deque()
         self._subscriber: _Subscriber | None = None
         self._finished = False
@@ -167,7 +180,7 @@ class WatchStream(AsyncIterator[Event]):
         """The revision of the last event handed out (``start - 1`` before the first)."""
         return self._last
 
-    async def __anext__(self) -> Event:
+    async def __anext__(self) -> Event | Progress:
         while True:
             if self._finished or self._fanout.closed:
                 await self.aclose()
@@ -183,13 +196,17 @@ class WatchStream(AsyncIterator[Event]):
                     raise WatchLagged(self._last)
                 if subscriber.state is _State.CLOSED:
                     continue
+                if self._progress and self._fanout.revision > max(self._last, self._reported):
+                    self._reported = self._fanout.revision
+                    return Progress(self._reported)
                 subscriber.wakeup.clear()
                 await subscriber.wakeup.wait()
                 continue
             end = self._fanout.revision
             if self._next > end:
                 # No await between reading ``end`` and subscribing: nothing can slip between.
-                self._subscriber = self._fanout._subscribe(self._prefix, self._next)
+                self._subscriber = self._fanout._subscribe(self._prefix, self._next,
+                                                           self._progress)
                 continue
             await self._replay_page(end)
 

@@ -15,10 +15,17 @@ contract suite in ``tests/integration/storage`` checks against every backend:
   (on the iterator's first step, before any event); ``start`` 0 means 1 (everything kept).
 * **Bounded.** A watcher that falls more than its buffer behind is ended with
   :class:`WatchLagged`; the caller watches again from the last revision it saw + 1.
+* **Progress markers (opt-in).** ``watch(prefix, start, progress=True)`` also yields
+  :class:`Progress` markers: ``Progress(r)`` comes only after every event under ``prefix``
+  with revision ``<= r`` has been yielded, and only when ``r`` is above the last event or
+  marker yielded, so a follower learns that revisions written outside its prefix hold nothing
+  for it. Without ``progress`` a watch yields events only.
 
 Non-guarantees: nothing about wall-clock time; a watch may end at any time (the caller
 resumes from its last revision); ``list`` with ``limit`` pages may observe the revision of
-the first page only if the caller passes it back as ``revision``.
+the first page only if the caller passes it back as ``revision``. When markers come is the
+backend's: memory and SQLite send one as soon as a write outside the prefix is published,
+etcd as often as its ``--experimental-watch-progress-notify-interval`` says.
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ from __future__ import annotations
 import enum
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Literal, Protocol, overload, runtime_checkable
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +76,14 @@ class Event:
     @property
     def is_create(self) -> bool:
         return self.type is EventType.PUT and self.prev is None
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """A watch marker: every event under the watched prefix with revision ``<= revision``
+    has been yielded, even if none of them was under the prefix."""
+
+    revision: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,8 +204,22 @@ class Backend(Protocol):
                    start_after: str | None = None, limit: int | None = None) -> ListResult:
         """Keys under ``prefix`` in key order, strictly after ``start_after``."""
 
-    def watch(self, prefix: str, start_revision: int) -> AsyncIterator[Event]:
-        """Events under ``prefix`` with revision ``>= start_revision`` (see module doc)."""
+    @overload
+    def watch(self, prefix: str, start_revision: int, *,
+              progress: Literal[False] = False) -> AsyncIterator[Event]: ...
+
+    @overload
+    def watch(self, prefix: str, start_revision: int, *,
+              progress: Literal[True]) -> AsyncIterator[Event | Progress]: ...
+
+    @overload
+    def watch(self, prefix: str, start_revision: int, *,
+              progress: bool) -> AsyncIterator[Event] | AsyncIterator[Event | Progress]: ...
+
+    def watch(self, prefix: str, start_revision: int, *,
+              progress: bool = False) -> AsyncIterator[Event] | AsyncIterator[Event | Progress]:
+        """Events under ``prefix`` with revision ``>= start_revision`` (see module doc);
+        with ``progress``, :class:`Progress` markers between them."""
 
     async def compact(self, revision: int) -> None:
         """Forget history at or below ``revision`` (keeping every key's newest value)."""

@@ -19,7 +19,7 @@ import builtins
 import enum
 from collections.abc import AsyncIterator, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, cast, overload
 
 from setpoint.storage import rules
 from setpoint.storage.fanout import Fanout
@@ -30,6 +30,7 @@ from setpoint.storage.interface import (
     KeyNotFound,
     KeyValue,
     ListResult,
+    Progress,
     RevisionConflict,
     Unavailable,
 )
@@ -151,9 +152,24 @@ class MemoryBackend:
                 remaining += 1
         return ListResult(kvs, at, more=remaining > 0, remaining=remaining)
 
-    def watch(self, prefix: str, start_revision: int) -> AsyncIterator[Event]:
+    @overload
+    def watch(self, prefix: str, start_revision: int, *,
+              progress: Literal[False] = False) -> AsyncIterator[Event]: ...
+
+    @overload
+    def watch(self, prefix: str, start_revision: int, *,
+              progress: Literal[True]) -> AsyncIterator[Event | Progress]: ...
+
+    @overload
+    def watch(self, prefix: str, start_revision: int, *,
+              progress: bool) -> AsyncIterator[Event] | AsyncIterator[Event | Progress]: ...
+
+    def watch(self, prefix: str, start_revision: int, *,
+              progress: bool = False) -> AsyncIterator[Event] | AsyncIterator[Event | Progress]:
         self._check_running()
-        return self._fanout.watch(self._read_events, prefix, start_revision)
+        stream = self._fanout.watch(self._read_events, prefix, start_revision,
+                                    progress=progress)
+        return stream if progress else cast(AsyncIterator[Event], stream)
 
     async def compact(self, revision: int) -> None:
         self._check_running()

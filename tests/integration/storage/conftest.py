@@ -31,7 +31,7 @@ def etcd(kind: str, tmp_path: Path) -> Iterator[etcd_server.EtcdServer | None]:
         pytest.skip(etcd_server.MISSING)
     if importlib.util.find_spec("aetcd") is None:
         pytest.skip("the aetcd client is not installed")
-    with etcd_server.running(tmp_path / "etcd") as server:
+    with etcd_server.running(tmp_path / "etcd", *etcd_server.PROGRESS_EVERY_100MS) as server:
         yield server
 
 

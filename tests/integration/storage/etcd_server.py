@@ -22,6 +22,8 @@ from pathlib import Path
 BINARY = os.environ.get("SETPOINT_TEST_ETCD") or shutil.which("etcd")
 MISSING = "no etcd binary installed (apt-get install etcd-server, or set SETPOINT_TEST_ETCD)"
 START_TIMEOUT = 15.0
+PROGRESS_EVERY_100MS = ("--experimental-watch-progress-notify-interval", "100ms")
+"""etcd sends a watch without events a progress notification this often (default: 10 min)."""
 
 
 def free_port() -> int:

@@ -6,6 +6,7 @@ package only for ``kind="etcd"``.
 """
 
 from setpoint.storage.etcd.backend import EtcdBackend
-from setpoint.storage.etcd.watch import EtcdWatch, Progress
+from setpoint.storage.etcd.watch import EtcdWatch
+from setpoint.storage.interface import Progress  # where it lives; kept here for importers
 
 __all__ = ["EtcdBackend", "EtcdWatch", "Progress"]

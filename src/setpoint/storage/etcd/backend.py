@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast, overload
 
 from setpoint.storage import fanout, rules
 from setpoint.storage.etcd import keys, wire
-from setpoint.storage.etcd.watch import EtcdWatch, Host, Progress
+from setpoint.storage.etcd.watch import EtcdWatch, Host
 from setpoint.storage.interface import (
     Event,
     Expired,
@@ -48,6 +48,7 @@ from setpoint.storage.interface import (
     KeyNotFound,
     KeyValue,
     ListResult,
+    Progress,
     RevisionConflict,
     Unavailable,
 )
@@ -272,6 +273,10 @@ class EtcdBackend:
     @overload
     def watch(self, prefix: str, start_revision: int, *,
               progress: Literal[True]) -> AsyncIterator[Event | Progress]: ...
+
+    @overload
+    def watch(self, prefix: str, start_revision: int, *,
+              progress: bool) -> AsyncIterator[Event] | AsyncIterator[Event | Progress]: ...
 
     def watch(self, prefix: str, start_revision: int, *,
               progress: bool = False) -> AsyncIterator[Event] | AsyncIterator[Event | Progress]:

@@ -52,18 +52,11 @@ from setpoint.storage.interface import (
     EventType,
     Expired,
     KeyValue,
+    Progress,
     StorageError,
     Unavailable,
     WatchLagged,
 )
-
-
-@dataclass(frozen=True, slots=True)
-class Progress:
-    """A watch marker: every event under the watched prefix with revision ``<= revision``
-    has been yielded, even if none of them was under the prefix."""
-
-    revision: int
 
 
 @dataclass(frozen=True, slots=True)

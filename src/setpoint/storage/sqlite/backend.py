@@ -28,7 +28,7 @@ import sqlite3
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast, overload
 
 from setpoint.storage import rules
 from setpoint.storage.fanout import Fanout
@@ -36,6 +36,7 @@ from setpoint.storage.interface import (
     Event,
     KeyValue,
     ListResult,
+    Progress,
     StorageError,
     Unavailable,
 )
@@ -169,9 +170,23 @@ class SQLiteBackend:
             lambda c: reads.list_keys(c, prefix, revision, start_after, limit))
         return result
 
-    def watch(self, prefix: str, start_revision: int) -> AsyncIterator[Event]:
+    @overload
+    def watch(self, prefix: str, start_revision: int, *,
+              progress: Literal[False] = False) -> AsyncIterator[Event]: ...
+
+    @overload
+    def watch(self, prefix: str, start_revision: int, *,
+              progress: Literal[True]) -> AsyncIterator[Event | Progress]: ...
+
+    @overload
+    def watch(self, prefix: str, start_revision: int, *,
+              progress: bool) -> AsyncIterator[Event] | AsyncIterator[Event | Progress]: ...
+
+    def watch(self, prefix: str, start_revision: int, *,
+              progress: bool = False) -> AsyncIterator[Event] | AsyncIterator[Event | Progress]:
         fanout = self._check_running()
-        return fanout.watch(self._read_events, prefix, start_revision)
+        stream = fanout.watch(self._read_events, prefix, start_revision, progress=progress)
+        return stream if progress else cast(AsyncIterator[Event], stream)
 
     async def compact(self, revision: int) -> None:
         self._check_running()
