@@ -1,22 +1,33 @@
 """The watch cache: every object under ``/registry/`` in memory, fed by one storage watch.
 
 One reflector reads the whole keyspace once and then follows a single storage watch, so the
-cache sees every write of the store in revision order. That gives:
+cache sees every write of the store in revision order. The watch asks for progress markers
+(see :mod:`setpoint.storage.interface`), so the cache's revision also moves past revisions
+that hold nothing under ``/registry/`` (another cluster's keys in a shared etcd). That gives:
 
 * **Consistent reads without storage round trips.** :meth:`WatchCache.wait_fresh` asks the
-  backend for its current revision and waits until the cache has applied it; a read after
-  that observes every write acknowledged before the read began (Kubernetes' consistent reads
-  from cache). Gets and lists are then served from memory.
+  backend for its current revision and waits until the cache has applied it (by an event or
+  a progress marker); a read after that observes every write acknowledged before the read
+  began (Kubernetes' consistent reads from cache). Gets and lists are then served from memory.
 * **Watch from any revision in the window.** The newest ``capacity`` events are kept; a watch
   from ``N`` replays events ``> N`` from that log and continues live. ``N`` older than the
   window is :class:`~setpoint.apimachinery.errors.Expired` (410), as the real watch cache.
+  On start the cache lists the store at an older revision (at most ``capacity`` revisions
+  back, never below the compacted one) and replays storage history from there before it is
+  ready, so clients of a restarted server (or of another server on the same store) resume
+  their watches from the resourceVersion they last saw instead of relisting.
 * **Bounded fan-out.** Each :class:`Watcher` has a bounded queue for live events. A watcher that
   falls ``buffer`` events behind is closed (``lagged``); its client watches again from the last
   revision it saw. Nothing is buffered without limit.
 
 Objects handed out are shared and must be treated as immutable; writers copy first.
 Non-guarantees: the cache may lag storage by a few milliseconds (reads that need freshness
-call :meth:`wait_fresh`); history before the cache started is not in the log.
+call :meth:`wait_fresh`); history that storage had compacted, or that is more than
+``capacity`` revisions older than the start, is not in the log. When the newest
+revision of the store is outside ``/registry/``, :meth:`wait_fresh` waits for the backend's
+next progress marker (etcd: ``--experimental-watch-progress-notify-interval``); when storage
+is unreachable it raises 503 while reads that name a resourceVersion the cache has are still
+served from memory.
 """
 
 from __future__ import annotations
@@ -167,6 +178,7 @@ class WatchCache:
         self.revision = 0
         self._progress = asyncio.Condition()
         self._ready = asyncio.Event()
+        self._ready_at = 0  # the store's revision at start: ready once it is applied
         self._listeners: list[Callable[[CacheEvent], None]] = []
 
     # --- lifecycle -----------------------------------------------------------------------
@@ -175,7 +187,8 @@ class WatchCache:
         """Fill the cache and follow the store until cancelled."""
         try:
             await self._initial_list()
-            self._ready.set()
+            if self.revision >= self._ready_at:
+                self._ready.set()
             while True:
                 try:
                     await self._follow()
@@ -204,33 +217,38 @@ class WatchCache:
         self._listeners.append(listener)
 
     async def _initial_list(self) -> None:
-        revision = await self._backend.current_revision()
+        """List the store at a revision up to ``capacity`` back; following the watch from
+        there replays the history since into the log (see the module docstring)."""
+        current = await self._backend.current_revision()
+        base = max(await self._backend.compacted_revision(), current - self._capacity, 0)
+        try:
+            # revision 0 is the empty store (a read "at 0" would mean "now")
+            objects = await self._list_all(base) if base else {}
+        except st.Expired:  # compacted meanwhile: start without history
+            base = current
+            objects = await self._list_all(base)
+        for key, obj in objects.items():
+            self._objects.setdefault(resource_prefix(key), {})[key] = obj
+        self.revision = base
+        self._window_start = base
+        self._ready_at = current
+
+    async def _list_all(self, revision: int) -> dict[str, Obj]:
+        found: dict[str, Obj] = {}
         start_after: str | None = None
         while True:
             page = await self._backend.list(ROOT, revision=revision, start_after=start_after,
                                             limit=10_000)
             for kv in page.kvs:
-                self._objects.setdefault(resource_prefix(kv.key), {})[kv.key] = decode(
-                    kv.value, kv.mod_revision)
+                found[kv.key] = decode(kv.value, kv.mod_revision)
             if not page.more or not page.kvs:
-                break
+                return found
             start_after = page.kvs[-1].key
-        self.revision = revision
-        self._window_start = revision
 
     async def _relist(self) -> None:
         """Replace the contents after the history we followed was compacted away."""
         revision = await self._backend.current_revision()
-        fresh: dict[str, Obj] = {}
-        start_after: str | None = None
-        while True:
-            page = await self._backend.list(ROOT, revision=revision, start_after=start_after,
-                                            limit=10_000)
-            for kv in page.kvs:
-                fresh[kv.key] = decode(kv.value, kv.mod_revision)
-            if not page.more or not page.kvs:
-                break
-            start_after = page.kvs[-1].key
+        fresh = await self._list_all(revision)
         # watchers cannot be told what they missed: end them all, they re-watch and get 410.
         for watchers in list(self._watchers.values()):
             for watcher in list(watchers):
@@ -243,12 +261,18 @@ class WatchCache:
         await self._advance(revision)
 
     async def _follow(self) -> None:
-        async for event in self._backend.watch(ROOT, self.revision + 1):
-            self._apply(event)
-            await self._advance(event.revision)
+        async for item in self._backend.watch(ROOT, self.revision + 1, progress=True):
+            if isinstance(item, st.Progress):
+                if item.revision > self.revision:
+                    await self._advance(item.revision)
+                continue
+            self._apply(item)
+            await self._advance(item.revision)
 
     async def _advance(self, revision: int) -> None:
         self.revision = revision
+        if revision >= self._ready_at and not self._ready.is_set():
+            self._ready.set()
         async with self._progress:
             self._progress.notify_all()
 
@@ -300,7 +324,11 @@ class WatchCache:
     async def wait_fresh(self) -> int:
         """Wait until every write acknowledged so far is in the cache; return that revision."""
         await self._ready.wait()
-        revision = await self._backend.current_revision()
+        try:
+            revision = await self._backend.current_revision()
+        except st.Unavailable as e:
+            raise errors.ServiceUnavailable(f"storage is unavailable: {e}",
+                                            retry_after=1) from e
         await self.wait_for(revision)
         return self.revision
 
