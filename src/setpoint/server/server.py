@@ -24,7 +24,7 @@ from aiohttp import web
 from setpoint.apimachinery import errors
 from setpoint.apimachinery.clock import Clock, SystemClock
 from setpoint.registry import cache as wc
-from setpoint.registry import core
+from setpoint.registry import compactor, core
 from setpoint.registry.catalog import Catalog
 from setpoint.registry.crdlifecycle import CRDLifecycle
 from setpoint.registry.options import WriteOptions
@@ -52,12 +52,17 @@ class ServerConfig:
     #: ``foregroundDeletion`` / ``orphan`` finalizer. Without one such deletes would hang, so
     #: by default they delete at once, as Background does.
     garbage_collection: bool = False
+    #: seconds between compactions of storage history, each to the revision read at the
+    #: previous one (see :mod:`setpoint.registry.compactor`); None: never compact
+    compaction_interval: float | None = compactor.DEFAULT_INTERVAL
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
             raise ValueError(f"port out of range: {self.port}")
         if self.bookmark_interval <= 0:
             raise ValueError("bookmark_interval must be positive")
+        if self.compaction_interval is not None and self.compaction_interval <= 0:
+            raise ValueError("compaction_interval must be positive (or None)")
 
 
 class Server:
@@ -116,6 +121,9 @@ class Server:
         self._task_list: list[asyncio.Task[Any]] = []
         self._spawn(cache.run(), "watch-cache")
         await cache.wait_ready()
+        if self.config.compaction_interval is not None:
+            self._spawn(compactor.compact_periodically(backend, self.config.compaction_interval),
+                        "compactor")
         catalog = Catalog(backend, cache, clock=self._clock, rng=self._rng,
                           garbage_collection=self.config.garbage_collection)
         catalog.load_existing()
