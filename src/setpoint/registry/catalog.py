@@ -114,8 +114,13 @@ class Catalog:
 
     # --- namespace admission -------------------------------------------------------------
 
-    def check_namespace(self, namespace: str, qualified: str, name: str) -> None:
+    async def check_namespace(self, namespace: str, qualified: str, name: str) -> None:
         ns = self._cache.get(NAMESPACE_PREFIX + namespace)
+        if ns is None:
+            # Another server on the same storage may have just created it: look again once
+            # the cache has caught up with storage (Kubernetes' live lookup).
+            await self._cache.wait_fresh()
+            ns = self._cache.get(NAMESPACE_PREFIX + namespace)
         if ns is None:
             raise errors.not_found("namespaces", "", namespace)
         if (ns.get("status") or {}).get("phase") == "Terminating" or (

@@ -25,7 +25,7 @@ import base64
 import builtins
 import random
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,7 +49,7 @@ from setpoint.storage import interface as st
 Obj = dict[str, Any]
 
 #: namespace admission: raises NotFound / Forbidden for a namespace that cannot take writes
-NamespaceGate = Callable[[str, str, str], None]
+NamespaceGate = Callable[[str, str, str], Awaitable[None]]
 
 MAX_WRITE_ATTEMPTS = 16
 
@@ -255,9 +255,9 @@ class Store:
         self._handle_pruned(pruned, opts, version, warnings, is_patch=is_patch)
         self.strategy.default(obj, version)
 
-    def _gate(self, namespace: str | None, name: str) -> None:
+    async def _gate(self, namespace: str | None, name: str) -> None:
         if self.info.namespaced and self._namespace_gate is not None and namespace:
-            self._namespace_gate(namespace, self.info.qualified, name)
+            await self._namespace_gate(namespace, self.info.qualified, name)
 
     def _output(self, stored: Obj, version: VersionInfo) -> Obj:
         return self.strategy.from_storage(stored, version.name)
@@ -415,7 +415,7 @@ class Store:
         meta["uid"] = str(uuid.UUID(int=self._rng.getrandbits(128), version=4))
         meta["creationTimestamp"] = self._now()
         self.strategy.prepare_for_create(obj, version)
-        self._gate(namespace, name)
+        await self._gate(namespace, name)
         errs = self.strategy.validate(obj, version)
         if errs:
             raise self._invalid(name, errs)

@@ -2,8 +2,9 @@
 
 Resource paths go to :class:`~setpoint.server.handlers.ResourceHandler`; everything else is
 discovery, OpenAPI or health. Every failure leaves as a ``metav1.Status`` (the middleware is
-the single mapping point); an unexpected exception is logged and answered with a 500 Status,
-never a dropped connection.
+the single mapping point); storage that cannot be reached is a 503 with ``Retry-After`` (the
+client retries; the server itself recovers once storage is back), and an unexpected exception
+is logged and answered with a 500 Status, never a dropped connection.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from setpoint.registry.catalog import Catalog
 from setpoint.server import discovery, negotiation, openapi, request_info, responses
 from setpoint.server.handlers import ResourceHandler
 from setpoint.server.watch import WatchConfig
+from setpoint.storage import interface as st
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +47,9 @@ async def status_errors(request: web.Request, handler: Handler) -> web.StreamRes
         return responses.error_response(e)
     except web.HTTPException:
         raise
+    except st.Unavailable as e:
+        return responses.error_response(errors.ServiceUnavailable(
+            f"storage is unavailable: {e}", retry_after=1))
     except (ConnectionResetError, TimeoutError) as e:
         if isinstance(e, TimeoutError):
             return responses.error_response(errors.Timeout("the request timed out",
