@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,9 +58,17 @@ class ServeProcess:
         return self.process.returncode
 
 
-def start_serve(data_dir: Path, *, storage: str = "sqlite", timeout: float = 20.0
+def start_serve(data_dir: Path, *, storage: str = "sqlite", timeout: float = 20.0,
+                etcd_endpoints: Sequence[str] = (), extra_args: Sequence[str] = ()
                 ) -> ServeProcess:
-    """Start ``setpoint serve --port 0`` and wait until its kubeconfig exists and /readyz is 200."""
+    """Start ``setpoint serve --port 0`` and wait until its kubeconfig exists and /readyz is 200.
+
+    ``storage="etcd"`` needs ``etcd_endpoints`` (client URLs); ``extra_args`` go to the end
+    of the command line (``--etcd-prefix``, ``--controllers``, ...).
+    """
+    if (storage == "etcd") != bool(etcd_endpoints):
+        raise ValueError("etcd_endpoints go with storage='etcd', and only with it")
+    etcd_args = ["--etcd-endpoints", ",".join(etcd_endpoints)] if etcd_endpoints else []
     data_dir.mkdir(parents=True, exist_ok=True)
     kubeconfig = data_dir / "kubeconfig"
     if kubeconfig.exists():
@@ -69,7 +77,7 @@ def start_serve(data_dir: Path, *, storage: str = "sqlite", timeout: float = 20.
     with log.open("ab") as log_file:
         process = subprocess.Popen(
             [sys.executable, "-m", "setpoint", "serve", "--port", "0", "--data-dir",
-             str(data_dir), "--storage", storage],
+             str(data_dir), "--storage", storage, *etcd_args, *extra_args],
             stdout=log_file, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + timeout
     url = ""

@@ -3,7 +3,9 @@
 ``setpoint serve`` runs the control plane (the API server and the built-in controllers that
 ``--controllers`` names, see :mod:`setpoint.controlplane`) until SIGINT or SIGTERM, then shuts
 down gracefully (controllers first, then open watches end, storage closes after its last
-acknowledged write).
+acknowledged write). With ``--storage etcd`` several servers may share one etcd cluster;
+the built-in controllers then run under leader election (``--leader-elect``, on by default
+there), so that one server at a time runs them.
 ``setpoint run FILE_OR_MODULE`` runs the controllers a file or module defines (see
 :mod:`setpoint.cli.run`).
 """
@@ -22,7 +24,8 @@ from typing import Any
 from setpoint import controlplane
 from setpoint.cli import run as run_command
 from setpoint.server.server import ServerConfig
-from setpoint.storage import StorageConfig
+from setpoint.storage import StorageConfig, create_backend
+from setpoint.storage import Unavailable as StorageUnavailable
 
 log = logging.getLogger("setpoint")
 
@@ -35,7 +38,21 @@ def _parser() -> argparse.ArgumentParser:
                        help="where data and the admin kubeconfig live (default: .setpoint)")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=6443, help="0 picks any free port")
-    serve.add_argument("--storage", choices=("sqlite", "memory"), default="sqlite")
+    serve.add_argument("--storage", choices=("sqlite", "memory", "etcd"), default="sqlite")
+    serve.add_argument("--etcd-endpoints", default="", metavar="URLS",
+                       help="with --storage etcd: the etcd members' client URLs, "
+                       "comma-separated (http://127.0.0.1:2379,http://127.0.0.2:2379)")
+    serve.add_argument("--etcd-prefix", default="", metavar="PREFIX",
+                       help="with --storage etcd: put every key under PREFIX (e.g. "
+                       "/clusters/a) so that several clusters can share one etcd; "
+                       "default: none, keys are /registry/...")
+    serve.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=None,
+                       help="run the built-in controllers only while holding the Lease "
+                       f"kube-system/{controlplane.LEASE_NAME} (default: on with --storage "
+                       "etcd, where several servers may share the storage; else off)")
+    serve.add_argument("--compaction-interval", type=float, default=300.0, metavar="SECONDS",
+                       help="compact storage history this often, each time to the revision "
+                       "seen one interval earlier (default: 300; 0: never)")
     serve.add_argument("--log-level", default="INFO")
     serve.add_argument("--controllers", default=None, metavar="NAMES",
                        help="built-in controllers to run, comma-separated (default: all of "
@@ -45,24 +62,45 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def serve_config(args: argparse.Namespace) -> ServerConfig:
+    """The server's configuration; ``ValueError`` for options that do not fit together."""
+    if args.storage != "etcd" and (args.etcd_endpoints or args.etcd_prefix):
+        raise ValueError("--etcd-endpoints and --etcd-prefix need --storage etcd")
+    if args.compaction_interval < 0:
+        raise ValueError("--compaction-interval must not be negative")
     data_dir: Path = args.data_dir.resolve()
-    data_dir.mkdir(parents=True, exist_ok=True)
-    if args.storage == "sqlite":
+    if args.storage == "etcd":
+        endpoints = tuple(e.strip() for e in args.etcd_endpoints.split(",") if e.strip())
+        if not endpoints:
+            raise ValueError("--storage etcd needs --etcd-endpoints")
+        storage = StorageConfig(kind="etcd", endpoints=endpoints, prefix=args.etcd_prefix)
+        create_backend(storage)  # validates endpoints and prefix; connects only when started
+    elif args.storage == "sqlite":
         storage = StorageConfig(kind="sqlite", path=data_dir / "state.db")
     else:
         storage = StorageConfig(kind="memory")
+    data_dir.mkdir(parents=True, exist_ok=True)
     return ServerConfig(host=args.host, port=args.port, storage=storage,
-                        kubeconfig_path=data_dir / "kubeconfig")
+                        kubeconfig_path=data_dir / "kubeconfig",
+                        compaction_interval=args.compaction_interval or None)
+
+
+def leader_election(args: argparse.Namespace) -> bool:
+    """``--leader-elect`` as given, else on exactly when the storage may be shared (etcd)."""
+    if args.leader_elect is None:
+        return bool(args.storage == "etcd")
+    return bool(args.leader_elect)
 
 
 async def _serve(config: ServerConfig,
-                 controllers: frozenset[str] = frozenset(controlplane.CONTROLLERS)) -> None:
+                 controllers: frozenset[str] = frozenset(controlplane.CONTROLLERS),
+                 leader_election: bool = False) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     async with controlplane.ControlPlane(controlplane.ControlPlaneConfig(
-            server=config, controllers=controllers)) as plane:
+            server=config, controllers=controllers,
+            leader_election=leader_election)) as plane:
         server = plane.server
         print(f"setpoint serving on {server.url}; kubeconfig: {config.kubeconfig_path}",
               flush=True)
@@ -86,10 +124,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "serve":
         try:
             controllers = controlplane.parse_controllers(args.controllers)
+            config = serve_config(args)
         except ValueError as e:
             print(f"setpoint serve: error: {e}", file=sys.stderr, flush=True)
             return 2
-        _run(_serve(serve_config(args), controllers))
+        try:
+            _run(_serve(config, controllers, leader_election(args)))
+        except StorageUnavailable as e:
+            print(f"setpoint serve: error: storage is unavailable: {e}", file=sys.stderr,
+                  flush=True)
+            return 1
         return 0
     if args.command == "run":
         return run_command.main(args)

@@ -1,0 +1,52 @@
+"""``setpoint serve`` options: storage kinds, etcd endpoints and prefix, leader election."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from setpoint.cli.main import _parser, leader_election, serve_config
+
+
+def parse(tmp_path: Path, *args: str) -> argparse.Namespace:
+    return _parser().parse_args(["serve", "--data-dir", str(tmp_path), *args])
+
+
+def test_etcd_storage_takes_endpoints_and_prefix(tmp_path: Path) -> None:
+    args = parse(tmp_path, "--storage", "etcd", "--etcd-endpoints",
+                 "http://127.0.0.1:2379, http://127.0.0.2:2379", "--etcd-prefix", "/clusters/a")
+    config = serve_config(args)
+    assert config.storage.kind == "etcd"
+    assert config.storage.endpoints == ("http://127.0.0.1:2379", "http://127.0.0.2:2379")
+    assert config.storage.prefix == "/clusters/a"
+    assert config.compaction_interval == 300.0
+    assert leader_election(args) is True
+
+
+def test_leader_election_is_off_by_default_elsewhere_and_can_be_forced(tmp_path: Path) -> None:
+    assert leader_election(parse(tmp_path)) is False
+    assert leader_election(parse(tmp_path, "--leader-elect")) is True
+    args = parse(tmp_path, "--storage", "etcd", "--etcd-endpoints", "http://127.0.0.1:2379",
+                 "--no-leader-elect")
+    assert leader_election(args) is False
+
+
+def test_compaction_interval_zero_turns_it_off(tmp_path: Path) -> None:
+    config = serve_config(parse(tmp_path, "--compaction-interval", "0"))
+    assert config.compaction_interval is None
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("--storage", "etcd"), "needs --etcd-endpoints"),
+    (("--etcd-endpoints", "http://127.0.0.1:2379"), "need --storage etcd"),
+    (("--storage", "etcd", "--etcd-endpoints", "http://a:1,http://b:2"), "IP addresses"),
+    (("--storage", "etcd", "--etcd-endpoints", "http://127.0.0.1:1", "--etcd-prefix",
+      "/registry"), "registry/registry"),
+    (("--compaction-interval", "-1"), "must not be negative"),
+])
+def test_options_that_do_not_fit_together_are_refused(tmp_path: Path, args: tuple[str, ...],
+                                                      message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        serve_config(parse(tmp_path, *args))
