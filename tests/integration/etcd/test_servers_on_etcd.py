@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import importlib.util
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -167,3 +168,26 @@ async def test_clusters_sharing_an_etcd_do_not_stall_each_others_reads(
     assert status == 200
     assert [i["metadata"]["name"] for i in page["items"]] == ["mine"]
     print(f"fresh read behind another cluster's write: {waited * 1e3:.0f} ms")
+
+
+async def test_the_server_compacts_etcd_periodically(etcd: etcd_server.EtcdServer,
+                                                     stack: AsyncExitStack) -> None:
+    server, http = await serve(stack, dataclasses.replace(config(etcd), compaction_interval=0.2))
+    revisions = []
+    for i in range(5):
+        status, created, _ = await request(http, "POST", CONFIGMAPS, configmap(f"c{i}"))
+        assert status == 201
+        revisions.append(int(created["metadata"]["resourceVersion"]))
+
+    deadline = time.monotonic() + 10
+    while await server.backend.compacted_revision() < revisions[-1]:
+        assert time.monotonic() < deadline, await server.backend.compacted_revision()
+        await asyncio.sleep(0.1)
+
+    # history is gone from etcd, but the cache still serves recent watches and fresh reads
+    async with http.get(f"{CONFIGMAPS}?watch=true&resourceVersion={revisions[0]}") as watch:
+        event = await next_event(watch)
+    assert event["object"]["metadata"]["name"] == "c1"
+    status, page, _ = await request(http, "GET", CONFIGMAPS)
+    assert status == 200
+    assert len(page["items"]) == 5
