@@ -11,17 +11,29 @@ Phases, all in one run against one server process started here (port 0, fresh da
 The ceiling: the same N writes, same concurrency, straight into the storage backend in this
 process (no HTTP, no registry) — what the API path could at best reach on this machine.
 
+With ``--storage etcd`` the benchmark starts a single-member etcd in a temporary directory
+(``etcd`` on the PATH, or ``$SETPOINT_TEST_ETCD``), or uses the cluster at
+``--etcd-endpoints`` (then under a fresh ``--etcd-prefix``, deleted at the end). The ceiling
+is then measured twice with the client library the backend uses (aetcd), in the same run:
+plain etcd puts (``aetcd.Client.put``), and the backend's create transactions
+(``EtcdBackend.create``: ``create_revision == 0 → put``), which is what every API create is.
+
     python benchmarks/api.py [--n 10000] [--concurrency 16] [--watchers 100] [--storage sqlite]
+    python benchmarks/api.py --storage etcd [--etcd-endpoints http://127.0.0.1:2379]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import os
 import statistics
 import sys
 import tempfile
 import time
+import urllib.parse
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +45,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "src"))
 
 from tests.conftest import start_serve  # noqa: E402
+from tests.integration.storage import etcd_server  # noqa: E402
 
 from setpoint.storage import StorageConfig, create_backend  # noqa: E402
 
@@ -153,10 +166,17 @@ async def get_json(session: aiohttp.ClientSession, path: str) -> tuple[int, Any]
         return r.status, orjson.loads(await r.read())
 
 
-async def raw_ceiling(storage: str, n: int, concurrency: int) -> float:
+async def raw_ceiling(storage: str, n: int, concurrency: int,
+                      etcd: tuple[list[str], str] = ([], "")) -> float:
     with tempfile.TemporaryDirectory() as tmp:
-        config = StorageConfig(kind="sqlite", path=Path(tmp) / "raw.db") if storage == "sqlite" \
-            else StorageConfig(kind="memory")
+        if storage == "etcd":
+            endpoints, prefix = etcd
+            config = StorageConfig(kind="etcd", endpoints=tuple(endpoints),
+                                   prefix=prefix + "/ceiling")
+        elif storage == "sqlite":
+            config = StorageConfig(kind="sqlite", path=Path(tmp) / "raw.db")
+        else:
+            config = StorageConfig(kind="memory")
         backend = create_backend(config)
         await backend.start()
         try:
@@ -174,6 +194,40 @@ async def raw_ceiling(storage: str, n: int, concurrency: int) -> float:
             await backend.close()
 
 
+async def raw_etcd_puts(endpoint: str, prefix: str, n: int, concurrency: int) -> float:
+    """N plain puts of the same values with aetcd's own client: etcd's ceiling for writes."""
+    import aetcd  # type: ignore[import-untyped]
+
+    address = urllib.parse.urlsplit(endpoint)
+    async with aetcd.Client(host=address.hostname or "127.0.0.1",
+                            port=address.port or 2379) as client:
+        counter = iter(range(n))
+
+        async def worker() -> None:
+            for i in counter:
+                await client.put(f"{prefix}/puts/item-{i:06d}".encode(),
+                                 orjson.dumps(item(i)))
+
+        started = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        seconds = time.perf_counter() - started
+        await client.delete_prefix(f"{prefix}/".encode())
+        return seconds
+
+
+@contextlib.contextmanager
+def etcd_for(args: argparse.Namespace, tmp: Path) -> Iterator[tuple[list[str], str, str]]:
+    """``(endpoints, prefix, version)``: the given cluster under a fresh prefix, or a
+    single-member etcd started here (with no prefix)."""
+    if args.etcd_endpoints:
+        endpoints = [e.strip() for e in args.etcd_endpoints.split(",") if e.strip()]
+        yield endpoints, f"/setpoint-bench-{os.getpid()}", "external"
+        return
+    with etcd_server.running(tmp / "etcd") as server:
+        version = server.status()["version"]
+        yield [server.endpoint], "", version
+
+
 def peak_rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
@@ -183,30 +237,48 @@ def peak_rss_mb(pid: int) -> float:
 
 async def run(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        server = start_serve(Path(tmp) / "data", storage=args.storage)
-        try:
-            connector = aiohttp.TCPConnector(limit=args.concurrency + args.watchers + 4)
-            async with aiohttp.ClientSession(base_url=server.url, connector=connector) as s:
-                async with s.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-                                  data=orjson.dumps(CRD),
-                                  headers={"Content-Type": "application/json"}) as r:
-                    assert r.status == 201, await r.text()
-                for _ in range(200):
-                    status, _ = await get_json(s, PATH + "?limit=1")
-                    if status == 200:
-                        break
-                    await asyncio.sleep(0.02)
-                seconds, latencies = await create_all(s, args.n, args.concurrency)
-                lists = await list_times(s, args.n)
-                delays = await watch_latency(s, args.watchers, args.updates)
-            rss = peak_rss_mb(server.process.pid)
-        finally:
-            server.stop()
-    raw_seconds = await raw_ceiling(args.storage, args.n, args.concurrency)
+        if args.storage != "etcd":
+            await measure(args, Path(tmp))
+            return
+        with etcd_for(args, Path(tmp)) as (endpoints, prefix, version):
+            await measure(args, Path(tmp), (endpoints, prefix), version)
 
+
+async def measure(args: argparse.Namespace, tmp: Path,
+                  etcd: tuple[list[str], str] = ([], ""), etcd_version: str = "") -> None:
+    endpoints, prefix = etcd
+    server = start_serve(
+        tmp / "data", storage=args.storage, etcd_endpoints=endpoints,
+        extra_args=["--etcd-prefix", prefix] if prefix else [])
+    try:
+        connector = aiohttp.TCPConnector(limit=args.concurrency + args.watchers + 4)
+        async with aiohttp.ClientSession(base_url=server.url, connector=connector) as s:
+            async with s.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                              data=orjson.dumps(CRD),
+                              headers={"Content-Type": "application/json"}) as r:
+                assert r.status == 201, await r.text()
+            for _ in range(200):
+                status, _ = await get_json(s, PATH + "?limit=1")
+                if status == 200:
+                    break
+                await asyncio.sleep(0.02)
+            seconds, latencies = await create_all(s, args.n, args.concurrency)
+            lists = await list_times(s, args.n)
+            delays = await watch_latency(s, args.watchers, args.updates)
+        rss = peak_rss_mb(server.process.pid)
+    finally:
+        server.stop()
+    raw_seconds = await raw_ceiling(args.storage, args.n, args.concurrency, etcd)
+    put_seconds = await raw_etcd_puts(endpoints[0], prefix or "/bench-puts", args.n,
+                                      args.concurrency) if endpoints else 0.0
+
+    ceiling = f"{args.n / raw_seconds:,.0f} raw {args.storage} writes/s"
+    if endpoints:
+        ceiling = (f"{args.n / raw_seconds:,.0f} EtcdBackend creates/s, "
+                   f"{args.n / put_seconds:,.0f} aetcd puts/s")
     rows = [
         (f"creates/s (API, concurrency {args.concurrency})", f"{args.n / seconds:,.0f}",
-         f"{args.n / raw_seconds:,.0f} raw {args.storage} writes/s"),
+         ceiling),
         ("create latency p50 / p99 (ms)",
          f"{pct(latencies, 50) * 1e3:.1f} / {pct(latencies, 99) * 1e3:.1f}", ""),
         (f"list {args.n:,} (ms, best / median)",
@@ -219,10 +291,11 @@ async def run(args: argparse.Namespace) -> None:
     ]
     width = max(len(r[0]) for r in rows)
     print(f"setpoint API benchmark: storage={args.storage} n={args.n} "
-          f"concurrency={args.concurrency} watchers={args.watchers}")
+          f"concurrency={args.concurrency} watchers={args.watchers}"
+          + (f" etcd={etcd_version}" if etcd_version else ""))
     print(f"{'measure':<{width}}  {'setpoint':>14}  ceiling (same run)")
-    for name, value, ceiling in rows:
-        print(f"{name:<{width}}  {value:>14}  {ceiling}")
+    for name, value, beside in rows:
+        print(f"{name:<{width}}  {value:>14}  {beside}")
 
 
 def main() -> None:
@@ -232,7 +305,10 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--watchers", type=int, default=100)
     parser.add_argument("--updates", type=int, default=200)
-    parser.add_argument("--storage", choices=("sqlite", "memory"), default="sqlite")
+    parser.add_argument("--storage", choices=("sqlite", "memory", "etcd"), default="sqlite")
+    parser.add_argument("--etcd-endpoints", default="",
+                        help="with --storage etcd: use this cluster (comma-separated client "
+                        "URLs) under a fresh prefix instead of starting an etcd")
     asyncio.run(run(parser.parse_args()))
 
 
