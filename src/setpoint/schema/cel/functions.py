@@ -100,6 +100,23 @@ def _chain_cost(first: CostFn | None, second: CostFn | None) -> CostFn | None:
     return cost
 
 
+def string_predicate(parse: Callable[[str], object],
+                     error: type[Exception]) -> Callable[[Any], bool]:
+    """An ``isX(string)`` function: true when ``parse`` accepts the string, false when it
+    raises ``error``; any other argument type has no overload."""
+
+    def predicate(value: Any) -> bool:
+        if type(value) is not str:
+            raise NoSuchOverload()
+        try:
+            parse(value)
+        except error:
+            return False
+        return True
+
+    return predicate
+
+
 def library(*functions: Function) -> Library:
     return Library({f.name: f for f in functions})
 

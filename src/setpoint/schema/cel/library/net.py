@@ -30,6 +30,7 @@ from setpoint.schema.cel.functions import (
     member,
     overload,
     string_cost,
+    string_predicate,
 )
 from setpoint.schema.cel.objects import Opaque
 
@@ -234,14 +235,7 @@ def to_ip(v: Any) -> IP:
         raise EvalError(str(e)) from None
 
 
-def is_ip(v: Any) -> bool:
-    if type(v) is not str:
-        raise NoSuchOverload()
-    try:
-        parse_ip(v)
-    except NetError:
-        return False
-    return True
+is_ip = string_predicate(parse_ip, NetError)
 
 
 def is_canonical(v: Any) -> bool:
@@ -264,14 +258,7 @@ def to_cidr(v: Any) -> CIDR:
     return CIDR(addr, bits)
 
 
-def is_cidr(v: Any) -> bool:
-    if type(v) is not str:
-        raise NoSuchOverload()
-    try:
-        parse_cidr(v)
-    except NetError:
-        return False
-    return True
+is_cidr = string_predicate(parse_cidr, NetError)
 
 
 def _ip(v: Any) -> Address:

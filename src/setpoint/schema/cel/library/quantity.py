@@ -28,6 +28,7 @@ from setpoint.schema.cel.functions import (
     member,
     overload,
     string_cost,
+    string_predicate,
 )
 from setpoint.schema.cel.objects import INT64_MAX, INT64_MIN, Opaque
 
@@ -113,14 +114,7 @@ def to_quantity(s: Any) -> Quantity:
         raise EvalError(str(e)) from None
 
 
-def is_quantity(s: Any) -> bool:
-    if type(s) is not str:
-        raise NoSuchOverload()
-    try:
-        parse_quantity(s)
-    except QuantityError:
-        return False
-    return True
+is_quantity = string_predicate(parse_quantity, QuantityError)
 
 
 def _as_int(v: Fraction) -> int | None:

@@ -23,6 +23,7 @@ from setpoint.schema.cel.functions import (
     member,
     overload,
     string_cost,
+    string_predicate,
 )
 from setpoint.schema.cel.objects import Opaque
 
@@ -244,14 +245,7 @@ def to_url(s: Any) -> URL:
         raise EvalError(f"URL parse error during conversion from string: {e}") from None
 
 
-def is_url(s: Any) -> bool:
-    if type(s) is not str:
-        raise NoSuchOverload()
-    try:
-        parse_request_uri(s)
-    except URLError:
-        return False
-    return True
+is_url = string_predicate(parse_request_uri, URLError)
 
 
 def _u(v: Any) -> ParsedURL:
