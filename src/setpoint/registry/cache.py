@@ -9,21 +9,28 @@ that hold nothing under ``/registry/`` (another cluster's keys in a shared etcd)
   backend for its current revision and waits until the cache has applied it (by an event or
   a progress marker); a read after that observes every write acknowledged before the read
   began (Kubernetes' consistent reads from cache). Gets and lists are then served from memory.
-* **Watch from any revision in the window.** The newest ``capacity`` events are kept; a watch
-  from ``N`` replays events ``> N`` from that log and continues live. ``N`` older than the
-  window is :class:`~setpoint.apimachinery.errors.Expired` (410), as the real watch cache.
-  On start the cache lists the store at an older revision (at most ``capacity`` revisions
-  back, never below the compacted one) and replays storage history from there before it is
-  ready, so clients of a restarted server (or of another server on the same store) resume
-  their watches from the resourceVersion they last saw instead of relisting.
-* **Bounded fan-out.** Each :class:`Watcher` has a bounded queue for live events. A watcher that
-  falls ``buffer`` events behind is closed (``lagged``); its client watches again from the last
-  revision it saw. Nothing is buffered without limit.
+* **Watch from any revision in the window.** The newest events are kept, at most
+  ``capacity`` of them and at most ``max_bytes`` of stored bytes (see
+  :mod:`setpoint.registry.history`: a key's newest version is the decoded object the cache
+  serves, older versions are kept as their stored bytes); a watch from ``N`` replays events
+  ``> N`` from that history and continues live. ``N`` older than the window is
+  :class:`~setpoint.apimachinery.errors.Expired` (410), as the real watch cache; the client
+  relists. On start the cache lists the store at an older revision (at most ``capacity``
+  revisions back, never below the compacted one) and replays storage history from there
+  before it is ready, so clients of a restarted server (or of another server on the same
+  store) resume their watches from the resourceVersion they last saw instead of relisting.
+* **Bounded fan-out.** Each :class:`Watcher` has a bounded queue of references into the
+  history. A watcher that falls ``buffer`` events behind, or that has still to send an event
+  the history no longer keeps, is closed (``lagged``) and its pending events are dropped;
+  its client watches again from the last revision it saw. Nothing is buffered without limit,
+  and a client that stops reading holds no more than the history does.
+* **Sizes without scans.** Per resource the cache knows how many objects it holds and their
+  stored bytes (:meth:`WatchCache.resource_size`), which is what a LIST of it will cost.
 
 Objects handed out are shared and must be treated as immutable; writers copy first.
 Non-guarantees: the cache may lag storage by a few milliseconds (reads that need freshness
 call :meth:`wait_fresh`); history that storage had compacted, or that is more than
-``capacity`` revisions older than the start, is not in the log. When the newest
+``capacity`` revisions older than the start, is not in the history. When the newest
 revision of the store is outside ``/registry/``, :meth:`wait_fresh` waits for the backend's
 next progress marker (etcd: ``--experimental-watch-progress-notify-interval``); when storage
 is unreachable it raises 503 while reads that name a resourceVersion the cache has are still
@@ -34,55 +41,26 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import contextlib
 import logging
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from typing import Any
-
-import orjson
+from typing import Any, Final
 
 from setpoint.apimachinery import errors
+from setpoint.registry import history as hist
 from setpoint.storage import interface as st
 
 log = logging.getLogger(__name__)
 
 ROOT = "/registry/"
 
+#: the default bound of the history's charge (see :mod:`setpoint.registry.history`)
+DEFAULT_MAX_BYTES: Final = 256 * 1024 * 1024
+DEFAULT_CAPACITY: Final = 20_000
+
 Obj = dict[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class CacheEvent:
-    """An event as the API reports it: ``ADDED``, ``MODIFIED`` or ``DELETED``.
-
-    ``object`` carries ``metadata.resourceVersion == str(revision)``; for ``DELETED`` it is
-    the last state of the object. ``prev`` is the state before the event (``None`` on add).
-    """
-
-    type: str
-    key: str
-    object: Obj
-    prev: Obj | None
-    revision: int
-
-
-def decode(value: bytes, revision: int) -> Obj:
-    obj: Obj = orjson.loads(value)
-    meta = obj.get("metadata")
-    if not isinstance(meta, dict):
-        meta = obj["metadata"] = {}
-    meta["resourceVersion"] = str(revision)
-    return obj
-
-
-def with_revision(obj: Obj, revision: int) -> Obj:
-    """A shallow copy of ``obj`` whose metadata says ``revision``."""
-    copy = dict(obj)
-    meta = dict(copy.get("metadata") or {})
-    meta["resourceVersion"] = str(revision)
-    copy["metadata"] = meta
-    return copy
+CacheEvent = hist.CacheEvent
+decode = hist.decode
+with_revision = hist.with_revision
 
 
 def resource_prefix(key: str) -> str:
@@ -96,58 +74,89 @@ class Watcher:
 
     Iterate it with ``async for``; the iteration ends when the watcher is closed (by the
     consumer, by the cache on shutdown, or because it lagged — then ``lagged`` is true).
+    A watcher lags when ``buffer`` live events are waiting, or when an event it has still
+    to send falls out of the cache's history (so that a stalled client cannot keep
+    history alive past the cache's bounds); its pending events are then dropped and its
+    client watches again from the last revision it saw (410 Expired if that is older than
+    the history now kept).
     """
 
-    def __init__(self, cache: WatchCache, prefix: str, replay: list[CacheEvent], buffer: int):
+    def __init__(self, cache: WatchCache, prefix: str,
+                 replay: list[CacheEvent] | list[hist.Entry], buffer: int):
         self._cache = cache
         self.prefix = prefix
-        self._replay: collections.deque[CacheEvent] = collections.deque(replay)
-        self._queue: asyncio.Queue[CacheEvent | None] = asyncio.Queue(maxsize=buffer)
+        self._replay: collections.deque[CacheEvent | hist.Entry] = collections.deque(replay)
+        self._live: collections.deque[hist.Entry] = collections.deque()
+        self._buffer = buffer
+        self._wakeup = asyncio.Event()
         self.closed = False
         self.lagged = False
 
-    def _offer(self, event: CacheEvent) -> None:
+    def _offer(self, entry: hist.Entry) -> None:
         if self.closed:
             return
-        try:
-            self._queue.put_nowait(event)
-        except asyncio.QueueFull:
-            self.lagged = True
-            self._end()
+        if len(self._live) >= self._buffer:
+            self._lag()
+            return
+        self._live.append(entry)
+        self._cache._backlogged.add(self)
+        self._wakeup.set()
+
+    def _lag(self) -> None:
+        self.lagged = True
+        self._end()
 
     def _end(self) -> None:
         if self.closed:
             return
         self.closed = True
+        self._replay.clear()
+        self._live.clear()
         self._cache._unsubscribe(self)
-        with contextlib.suppress(asyncio.QueueFull):
-            self._queue.put_nowait(None)
+        self._wakeup.set()
 
     def close(self) -> None:
         """Stop receiving events; pending ones are dropped."""
         self._end()
+
+    def oldest_pending(self) -> int | None:
+        """The revision of the oldest history event still to send (None: none)."""
+        if self._replay:
+            first = self._replay[0]
+            if isinstance(first, hist.Entry):
+                return first.revision
+        return self._live[0].revision if self._live else None
 
     def pending_replay(self) -> int:
         return len(self._replay)
 
     def idle(self) -> bool:
         """Nothing is waiting to be read."""
-        return not self._replay and self._queue.empty()
+        return not self._replay and not self._live
 
     async def next(self, timeout: float | None = None) -> CacheEvent | None:
         """The next event, or ``None`` when closed. ``TimeoutError`` after ``timeout``."""
-        if self._replay:
-            return self._replay.popleft()
-        if self.closed and self._queue.empty():
-            return None
-        if timeout is None:
-            event = await self._queue.get()
-        else:
-            async with asyncio.timeout(timeout):
-                event = await self._queue.get()
-        if event is None:
-            self.closed = True
-        return event
+        while True:
+            if self._replay:
+                item = self._replay.popleft()
+                self._taken()
+                return item if isinstance(item, CacheEvent) else item.event()
+            if self._live:
+                entry = self._live.popleft()
+                self._taken()
+                return entry.event()
+            if self.closed:
+                return None
+            self._wakeup.clear()
+            if timeout is None:
+                await self._wakeup.wait()
+            else:
+                async with asyncio.timeout(timeout):
+                    await self._wakeup.wait()
+
+    def _taken(self) -> None:
+        if not self._live and not (self._replay and isinstance(self._replay[0], hist.Entry)):
+            self._cache._backlogged.discard(self)
 
     def __aiter__(self) -> Watcher:
         return self
@@ -162,19 +171,20 @@ class Watcher:
 class WatchCache:
     """All objects of the store, their recent history, and the watchers on them."""
 
-    def __init__(self, backend: st.Backend, *, capacity: int = 20_000,
-                 watcher_buffer: int = 4096) -> None:
-        if capacity < 1 or watcher_buffer < 1:
-            raise ValueError("capacity and watcher_buffer must be positive")
+    def __init__(self, backend: st.Backend, *, capacity: int = DEFAULT_CAPACITY,
+                 max_bytes: int = DEFAULT_MAX_BYTES, watcher_buffer: int = 4096) -> None:
+        if capacity < 1 or watcher_buffer < 1 or max_bytes < 1:
+            raise ValueError("capacity, max_bytes and watcher_buffer must be positive")
         self._backend = backend
         self._capacity = capacity
         self._watcher_buffer = watcher_buffer
-        # per resource prefix: key -> object
+        # per resource prefix: key -> object, and the stored bytes of them all
         self._objects: dict[str, dict[str, Obj]] = {}
-        self._log: collections.deque[CacheEvent] = collections.deque(maxlen=capacity)
-        # events with revision > _window_start are all in the log
-        self._window_start = 0
+        self._bytes: dict[str, int] = {}
+        self._history = hist.History(capacity=capacity, max_bytes=max_bytes)
         self._watchers: dict[str, set[Watcher]] = {}
+        # watchers with history entries still to send (checked when history is evicted)
+        self._backlogged: set[Watcher] = set()
         self.revision = 0
         self._progress = asyncio.Condition()
         self._ready = asyncio.Event()
@@ -223,41 +233,42 @@ class WatchCache:
         base = max(await self._backend.compacted_revision(), current - self._capacity, 0)
         try:
             # revision 0 is the empty store (a read "at 0" would mean "now")
-            objects = await self._list_all(base) if base else {}
+            if base:
+                await self._list_all(base)
         except st.Expired:  # compacted meanwhile: start without history
             base = current
-            objects = await self._list_all(base)
-        for key, obj in objects.items():
-            self._objects.setdefault(resource_prefix(key), {})[key] = obj
+            await self._list_all(base)
         self.revision = base
-        self._window_start = base
+        self._history.reset(base)
         self._ready_at = current
 
-    async def _list_all(self, revision: int) -> dict[str, Obj]:
-        found: dict[str, Obj] = {}
+    async def _list_all(self, revision: int) -> None:
+        """Replace the objects with the store's at ``revision``."""
+        objects: dict[str, dict[str, Obj]] = {}
+        sizes: dict[str, int] = {}
         start_after: str | None = None
         while True:
             page = await self._backend.list(ROOT, revision=revision, start_after=start_after,
                                             limit=10_000)
             for kv in page.kvs:
-                found[kv.key] = decode(kv.value, kv.mod_revision)
+                prefix = resource_prefix(kv.key)
+                objects.setdefault(prefix, {})[kv.key] = decode(kv.value, kv.mod_revision)
+                sizes[prefix] = sizes.get(prefix, 0) + len(kv.value)
             if not page.more or not page.kvs:
-                return found
+                break
             start_after = page.kvs[-1].key
+        self._objects = objects
+        self._bytes = sizes
 
     async def _relist(self) -> None:
         """Replace the contents after the history we followed was compacted away."""
         revision = await self._backend.current_revision()
-        fresh = await self._list_all(revision)
+        await self._list_all(revision)
         # watchers cannot be told what they missed: end them all, they re-watch and get 410.
         for watchers in list(self._watchers.values()):
             for watcher in list(watchers):
                 watcher.close()
-        self._objects = {}
-        for key, obj in fresh.items():
-            self._objects.setdefault(resource_prefix(key), {})[key] = obj
-        self._log.clear()
-        self._window_start = revision
+        self._history.reset(revision)
         await self._advance(revision)
 
     async def _follow(self) -> None:
@@ -280,29 +291,53 @@ class WatchCache:
         key = event.kv.key
         prefix = resource_prefix(key)
         bucket = self._objects.setdefault(prefix, {})
-        prev = bucket.get(key)
+        current = bucket.get(key)
+        before = event.prev
+        size = self._bytes.get(prefix, 0)
+        if current is not None and before is not None:
+            size -= len(before.value)
+        history = self._history
+        window = history.window_start
         if event.type is st.EventType.PUT:
             obj = decode(event.kv.value, event.kv.mod_revision)
             bucket[key] = obj
-            cache_event = CacheEvent("ADDED" if prev is None else "MODIFIED", key, obj, prev,
-                                     event.revision)
+            size += len(event.kv.value)
+            kind = hist.ADDED if current is None else hist.MODIFIED
+            entry = history.record(
+                kind, key, event.revision, obj, current, value=None,
+                prev_value=before.value if before is not None and current is not None else None,
+                prev_revision=before.mod_revision if before is not None else 0)
         else:
             bucket.pop(key, None)
-            if prev is None:
-                prev = decode(event.kv.value, event.kv.create_revision)
-            obj = with_revision(prev, event.revision)
-            cache_event = CacheEvent("DELETED", key, obj, prev, event.revision)
-        if len(self._log) == self._capacity:
-            self._window_start = self._log[0].revision
-        self._log.append(cache_event)
+            prev_revision = before.mod_revision if before is not None \
+                else event.kv.create_revision
+            if current is None:
+                current = decode(event.kv.value, prev_revision)
+            entry = history.record(hist.DELETED, key, event.revision,
+                                   with_revision(current, event.revision), current,
+                                   value=event.kv.value, prev_value=event.kv.value,
+                                   prev_revision=prev_revision)
+        self._bytes[prefix] = max(size, 0)
+        if history.window_start != window:
+            self._drop_lagging(history.window_start)
         for watcher in list(self._watchers.get(prefix, ())):
             if key.startswith(watcher.prefix):
-                watcher._offer(cache_event)
+                watcher._offer(entry)
+        hot = entry.event()
         for listener in self._listeners:
             try:
-                listener(cache_event)
+                listener(hot)
             except Exception:
                 log.exception("watch cache listener failed")
+
+    def _drop_lagging(self, window_start: int) -> None:
+        """End the watchers that still have to send an event the history no longer keeps."""
+        for watcher in list(self._backlogged):
+            oldest = watcher.oldest_pending()
+            if oldest is None:
+                self._backlogged.discard(watcher)
+            elif oldest <= window_start:
+                watcher._lag()
 
     # --- reads ---------------------------------------------------------------------------
 
@@ -346,17 +381,46 @@ class WatchCache:
         for key in keys:
             yield key, bucket[key]
 
+    def snapshot(self, prefix: str) -> tuple[list[str], list[Obj]]:
+        """The keys and objects of :meth:`items`, as two lists taken in one step."""
+        whole = resource_prefix(prefix + "x")
+        bucket = self._objects.get(whole, {})
+        keys = sorted(bucket) if prefix == whole else sorted(
+            k for k in bucket if k.startswith(prefix))
+        return keys, [bucket[k] for k in keys]
+
     def count(self, prefix: str) -> int:
         bucket = self._objects.get(resource_prefix(prefix + "x"), {})
         if prefix == resource_prefix(prefix + "x"):
             return len(bucket)
         return sum(1 for k in bucket if k.startswith(prefix))
 
+    def resource_size(self, prefix: str) -> tuple[int, int]:
+        """``(objects, stored bytes)`` of the whole resource that ``prefix`` is in.
+
+        Both are known without a scan, for every resource; a narrower prefix (a namespace)
+        gets its resource's figures, as an upper bound.
+        """
+        whole = resource_prefix(prefix + "x")
+        return len(self._objects.get(whole, ())), self._bytes.get(whole, 0)
+
+    # --- history -------------------------------------------------------------------------
+
+    @property
+    def history_events(self) -> int:
+        """Events kept for watches (at most ``capacity``)."""
+        return len(self._history)
+
+    @property
+    def history_bytes(self) -> int:
+        """What the kept events are charged (at most ``max_bytes``, or a single event)."""
+        return self._history.bytes
+
     # --- watch ---------------------------------------------------------------------------
 
     def oldest_watchable(self) -> int:
         """The lowest ``N`` a watch may start from (events ``> N`` are all kept)."""
-        return self._window_start
+        return self._history.window_start
 
     def watch(self, prefix: str, since: int | None) -> Watcher:
         """Subscribe to events under ``prefix``.
@@ -364,31 +428,24 @@ class WatchCache:
         ``since=None``: synthetic ADDED events for the current objects, then live.
         ``since=N``: the events with revision ``> N``, then live; 410 if they are gone.
         """
+        watcher: Watcher
         if since is None:
-            replay = [CacheEvent("ADDED", key, obj, None, self.revision)
-                      for key, obj in self.items(prefix)]
+            snapshot = [CacheEvent(hist.ADDED, key, obj, None, self.revision)
+                        for key, obj in self.items(prefix)]
+            watcher = Watcher(self, prefix, snapshot, self._watcher_buffer)
         else:
-            if since < self._window_start:
-                raise errors.too_old_resource_version(since, self._window_start)
-            replay = [e for e in self._events_after(since) if e.key.startswith(prefix)]
-        watcher = Watcher(self, prefix, replay, self._watcher_buffer)
+            window_start = self._history.window_start
+            if since < window_start:
+                raise errors.too_old_resource_version(since, window_start)
+            replay = [e for e in self._history.after(since) if e.key.startswith(prefix)]
+            watcher = Watcher(self, prefix, replay, self._watcher_buffer)
+            if replay:
+                self._backlogged.add(watcher)
         self._watchers.setdefault(resource_prefix(prefix + "x"), set()).add(watcher)
         return watcher
 
-    def _events_after(self, revision: int) -> list[CacheEvent]:
-        if not self._log or revision >= self._log[-1].revision:
-            return []
-        # binary search on the log's revisions
-        lo, hi = 0, len(self._log)
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if self._log[mid].revision <= revision:
-                lo = mid + 1
-            else:
-                hi = mid
-        return [self._log[i] for i in range(lo, len(self._log))]
-
     def _unsubscribe(self, watcher: Watcher) -> None:
+        self._backlogged.discard(watcher)
         watchers = self._watchers.get(resource_prefix(watcher.prefix + "x"))
         if watchers is not None:
             watchers.discard(watcher)

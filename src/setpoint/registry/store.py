@@ -130,12 +130,16 @@ class WatchStream:
             return kind, self._store.strategy.from_storage(event.object, self._version)
 
     def _classify(self, event: wc.CacheEvent) -> str | None:
+        opts = self._opts
+        if _no_selectors(opts):
+            # every event passes; the previous state (decoded on demand) is not needed
+            return event.type
         matches = self._store.matches
-        now = matches(event.object, self._opts.label_selector, self._opts.field_selector)
+        now = matches(event.object, opts.label_selector, opts.field_selector)
         if event.type == "ADDED":
             return "ADDED" if now else None
         was = event.prev is not None and matches(
-            event.prev, self._opts.label_selector, self._opts.field_selector)
+            event.prev, opts.label_selector, opts.field_selector)
         if event.type == "DELETED":
             return "DELETED" if was else None
         if now and was:
@@ -757,7 +761,7 @@ def _decode_continue(token: str) -> tuple[int, str]:
                                 "resourceVersion (version meta.k8s.io/v1)") from None
 
 
-def _no_selectors(opts: ListOptions) -> bool:
+def _no_selectors(opts: ListOptions | WatchOptions) -> bool:
     return (opts.label_selector is None or opts.label_selector.empty) and (
         opts.field_selector is None or opts.field_selector.empty)
 

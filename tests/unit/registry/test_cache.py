@@ -105,3 +105,105 @@ async def test_delete_event_carries_last_state_at_delete_revision(
         watcher.close()
     finally:
         await stop(task)
+
+
+def big(n: int, size: int = 100_000) -> bytes:
+    return b'{"metadata":{"name":"big","labels":{"n":"%d"}},"data":{"pad":"%s"}}' % (
+        n, b"x" * size)
+
+
+async def test_history_of_a_big_object_is_bounded_by_bytes(backend: MemoryBackend) -> None:
+    cache, task = await run_cache(backend, max_bytes=1024 * 1024)
+    try:
+        first = await backend.create(PREFIX + "ns/big", big(0))
+        revision = first.mod_revision
+        for i in range(1, 100):
+            revision = (await backend.update(PREFIX + "ns/big", big(i), revision)).mod_revision
+        await cache.wait_fresh()
+        assert cache.history_bytes <= 1024 * 1024
+        assert 5 <= cache.history_events <= 11  # about 100 KB each
+        assert cache.oldest_watchable() > first.mod_revision
+        with pytest.raises(errors.Expired):
+            cache.watch(PREFIX, first.mod_revision)
+        # the window that is kept replays exactly, old versions decoded from their bytes
+        since = cache.oldest_watchable()
+        watcher = cache.watch(PREFIX, since)
+        replayed = [await watcher.next(1) for _ in range(revision - since)]
+        assert [e.revision for e in replayed if e] == list(range(since + 1, revision + 1))
+        assert [e.object["metadata"]["labels"]["n"] for e in replayed if e] == [
+            str(i) for i in range(100 - (revision - since), 100)]
+        assert all(e.prev is not None and e.prev["metadata"]["resourceVersion"] == str(
+            e.revision - 1) for e in replayed if e)
+        watcher.close()
+    finally:
+        await stop(task)
+
+
+async def test_live_events_share_the_cached_objects(backend: MemoryBackend) -> None:
+    cache, task = await run_cache(backend)
+    try:
+        watcher = cache.watch(PREFIX, cache.revision)
+        kv = await backend.create(PREFIX + "ns/a", b'{"metadata":{"name":"a"}}')
+        added = await watcher.next(1)
+        assert added is not None
+        assert added.object is cache.get(PREFIX + "ns/a")
+        await backend.update(PREFIX + "ns/a", b'{"metadata":{"name":"a"},"data":{}}',
+                             kv.mod_revision)
+        modified = await watcher.next(1)
+        assert modified is not None
+        assert modified.object is cache.get(PREFIX + "ns/a")
+        assert modified.prev is added.object  # one copy: the object that was current
+        watcher.close()
+    finally:
+        await stop(task)
+
+
+async def test_a_stalled_watcher_is_ended_when_its_events_leave_the_history(
+        backend: MemoryBackend) -> None:
+    cache, task = await run_cache(backend, max_bytes=300_000)
+    try:
+        stalled = cache.watch(PREFIX, cache.revision)
+        reading = cache.watch(PREFIX, cache.revision)
+        kv = await backend.create(PREFIX + "ns/big", big(0))
+        await cache.wait_fresh()
+        first = await stalled.next(1)  # it reads one event, then stops reading
+        assert first is not None
+        assert await reading.next(1) is not None
+        revision = kv.mod_revision
+        for i in range(1, 10):
+            revision = (await backend.update(PREFIX + "ns/big", big(i), revision)).mod_revision
+            await cache.wait_fresh()
+            event = await reading.next(1)  # a watcher that keeps up is not affected
+            assert event is not None
+            assert event.revision == revision
+        assert stalled.lagged
+        assert stalled.idle()  # what it had pending was dropped with it
+        assert await stalled.next(1) is None
+        assert not reading.lagged
+        # its client watches again from the last revision it saw: gone, so 410 and relist
+        with pytest.raises(errors.Expired):
+            cache.watch(PREFIX, first.revision)
+        assert cache.watcher_count() == 1
+        reading.close()
+    finally:
+        await stop(task)
+
+
+async def test_resource_size_follows_writes(backend: MemoryBackend) -> None:
+    a = b'{"metadata":{"name":"a"}}'
+    await backend.create(PREFIX + "ns/a", a)
+    cache, task = await run_cache(backend)
+    try:
+        assert cache.resource_size(PREFIX) == (1, len(a))
+        b = b'{"metadata":{"name":"b"},"data":{"k":"v"}}'
+        kv = await backend.create(PREFIX + "other/b", b)
+        await cache.wait_fresh()
+        assert cache.resource_size(PREFIX) == (2, len(a) + len(b))
+        assert cache.resource_size(PREFIX + "other/") == (2, len(a) + len(b))  # the resource's
+        await backend.update(PREFIX + "other/b", a, kv.mod_revision)
+        await backend.delete(PREFIX + "ns/a")
+        await cache.wait_fresh()
+        assert cache.resource_size(PREFIX) == (1, len(a))
+        assert cache.resource_size("/registry/core/secrets/") == (0, 0)
+    finally:
+        await stop(task)
