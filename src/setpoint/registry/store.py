@@ -21,20 +21,21 @@ This is the one place where storage errors become API errors. Invariants:
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import builtins
 import random
 import uuid
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
 from setpoint.apimachinery import errors, fields, patch, selectors, timeutil, validation
 from setpoint.apimachinery.clock import Clock
 from setpoint.registry import cache as wc
-from setpoint.registry import fieldmanager
+from setpoint.registry import fieldmanager, listbudget
 from setpoint.registry.options import (
     DeleteOptions,
     ListOptions,
@@ -52,6 +53,11 @@ Obj = dict[str, Any]
 NamespaceGate = Callable[[str, str, str], Awaitable[None]]
 
 MAX_WRITE_ATTEMPTS = 16
+
+#: objects a LIST handles between two turns of the event loop
+TURN = 1000
+
+T = TypeVar("T")
 
 PATCH_JSON = "application/json-patch+json"
 PATCH_MERGE = "application/merge-patch+json"
@@ -320,18 +326,30 @@ class Store:
         else:
             await self._read_revision(opts.resource_version)
         revision = self._cache.revision
-        selected: builtins.list[tuple[str, Obj]] = [
-            (key, obj) for key, obj in self._cache.items(prefix)
-            if self.matches(obj, opts.label_selector, opts.field_selector)]
+        # one snapshot, taken without awaiting: every object in it is at ``revision``. Plain
+        # lists, no tuple per object: what a LIST keeps alive should not make the garbage
+        # collector's full passes (over every cached object) come more often.
+        keys, objs = self._cache.snapshot(prefix)
+        if not _no_selectors(opts):
+            keep = [i async for i in _in_turns(range(len(objs)))
+                    if self.matches(objs[i], opts.label_selector, opts.field_selector)]
+            keys = [keys[i] for i in keep]
+            objs = [objs[i] for i in keep]
         token = ""
         remaining = None
-        if limit and len(selected) > limit:
-            token = _encode_continue(revision, selected[limit - 1][0])
+        if limit and len(objs) > limit:
+            token = _encode_continue(revision, keys[limit - 1])
             if _no_selectors(opts):
-                remaining = len(selected) - limit
-            selected = selected[:limit]
-        return ListPage([self._output(obj, version) for _, obj in selected], revision, token,
-                        remaining)
+                remaining = len(objs) - limit
+            objs = objs[:limit]
+        items = [self._output(obj, version) async for obj in _in_turns(objs)]
+        return ListPage(items, revision, token, remaining)
+
+    def list_estimate(self, namespace: str | None, opts: ListOptions) -> int:
+        """The stored bytes a LIST with ``opts`` may return, known without reading it: its
+        resource's (a namespace or a selector may return less), or ``limit``'s share."""
+        objects, stored = self._cache.resource_size(self.info.namespace_prefix(namespace))
+        return listbudget.estimate(objects, stored, opts.limit)
 
     async def _list_from_storage(self, prefix: str, revision: int, start_after: str | None,
                                  limit: int, opts: ListOptions,
@@ -734,6 +752,16 @@ class Store:
 
 
 # --- small pure helpers ----------------------------------------------------------------------
+
+
+async def _in_turns(items: Iterable[T]) -> AsyncIterator[T]:
+    """``items``, letting other tasks run every :data:`TURN` of them: a LIST of many objects
+    must not hold the event loop for its whole length."""
+    for n, item in enumerate(items, 1):
+        yield item
+        if n % TURN == 0:
+            await asyncio.sleep(0)
+
 
 
 def _parse_rv(text: str) -> int:

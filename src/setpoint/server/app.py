@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from aiohttp import web
 
 from setpoint.apimachinery import errors
 from setpoint.apimachinery.clock import Clock
 from setpoint.registry import cache as wc
+from setpoint.registry import listbudget
 from setpoint.registry.catalog import Catalog
 from setpoint.server import discovery, negotiation, openapi, request_info, responses
 from setpoint.server.handlers import ResourceHandler
@@ -37,6 +38,7 @@ class AppState:
     watch: WatchConfig
     git_version: str = "v1.32.0-setpoint"
     ready: bool = False
+    lists: listbudget.ListBudget = field(default_factory=listbudget.ListBudget)
 
 
 @web.middleware
@@ -64,7 +66,7 @@ async def status_errors(request: web.Request, handler: Handler) -> web.StreamRes
 def build_app(state: AppState) -> web.Application:
     app = web.Application(middlewares=[status_errors],
                           client_max_size=negotiation.MAX_BODY + 1024)
-    resources = ResourceHandler(state.catalog, state.clock, state.watch)
+    resources = ResourceHandler(state.catalog, state.clock, state.watch, state.lists)
 
     async def dispatch(request: web.Request) -> web.StreamResponse:
         path = request.path

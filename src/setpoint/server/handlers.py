@@ -14,7 +14,7 @@ from multidict import MultiMapping
 
 from setpoint.apimachinery import errors, fields, jsonpath, patch, selectors
 from setpoint.apimachinery.clock import Clock
-from setpoint.registry import table
+from setpoint.registry import listbudget, table
 from setpoint.registry.catalog import Catalog, Served
 from setpoint.registry.fieldmanager import manager_from_user_agent
 from setpoint.registry.options import DeleteOptions, ListOptions, WatchOptions, WriteOptions
@@ -36,10 +36,12 @@ PATCH_TYPES = (PATCH_JSON, PATCH_MERGE, PATCH_STRATEGIC, PATCH_APPLY)
 
 
 class ResourceHandler:
-    def __init__(self, catalog: Catalog, clock: Clock, watch_config: WatchConfig) -> None:
+    def __init__(self, catalog: Catalog, clock: Clock, watch_config: WatchConfig,
+                 lists: listbudget.ListBudget | None = None) -> None:
         self._catalog = catalog
         self._clock = clock
         self._watch = watch_config
+        self._lists = lists or listbudget.ListBudget()
 
     async def handle(self, request: web.Request, ri: RequestInfo) -> web.StreamResponse:
         served = self._catalog.lookup(ri.group, ri.version, ri.resource)
@@ -127,6 +129,13 @@ class ResourceHandler:
                                     allow_table=True, allow_partial=True)
         store = served.store
         opts = self._list_options(request.query, store, version)
+        # the reservation covers the objects, their encoding and handing it to the socket
+        async with self._lists.reserve(store.list_estimate(ri.namespace, opts)):
+            return await self._send_list(request, store, version, ri, opts, output)
+
+    async def _send_list(self, request: web.Request, store: Store, version: VersionInfo,
+                         ri: RequestInfo, opts: ListOptions, output: negotiation.Output
+                         ) -> web.StreamResponse:
         page = await store.list(ri.namespace, version.name, opts)
         meta: Obj = {"resourceVersion": str(page.resource_version)}
         if page.continue_token:
@@ -137,15 +146,20 @@ class ResourceHandler:
             tbl = table.build(store.strategy.columns(version), page.items, self._clock.now(),
                               include_object=request.query.get("includeObject", "Metadata"),
                               metadata=meta)
-            return responses.json_response(tbl, content_type=output.content_type)
+            response = responses.json_response(tbl, content_type=output.content_type)
+            await response.prepare(request)
+            await response.write_eof()
+            return response
         if output.kind == "partial":
-            body = {"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1",
-                    "metadata": meta,
-                    "items": [table.partial_metadata(o) for o in page.items]}
-            return responses.json_response(body, content_type=output.content_type)
-        body = {"apiVersion": store.info.api_version(version.name),
-                "kind": store.info.list_kind, "metadata": meta, "items": page.items}
-        return responses.json_response(body, warnings=store.strategy.warnings(version))
+            head = {"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1",
+                    "metadata": meta}
+            return await responses.stream_list(
+                request, head, map(table.partial_metadata, page.items),
+                content_type=output.content_type)
+        head = {"apiVersion": store.info.api_version(version.name),
+                "kind": store.info.list_kind, "metadata": meta}
+        return await responses.stream_list(request, head, page.items,
+                                           warnings=store.strategy.warnings(version))
 
     async def _watch_collection(self, request: web.Request, served: Served,
                                 version: VersionInfo, ri: RequestInfo) -> web.StreamResponse:

@@ -7,6 +7,7 @@ string), the Status code as HTTP code, and ``Retry-After`` when the error says s
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -26,6 +27,44 @@ def json_response(body: Any, *, status: int = 200, content_type: str = JSON,
     response = web.Response(body=orjson.dumps(body), status=status,
                             headers={"Content-Type": content_type})
     add_warnings(response, warnings)
+    return response
+
+
+#: how much of a streamed list is encoded before it is written out
+STREAM_CHUNK = 256 * 1024
+
+
+async def stream_list(request: web.Request, head: Any, items: Iterable[Any], *,
+                      content_type: str = JSON, warnings: Iterable[str] = (),
+                      chunk: int = STREAM_CHUNK) -> web.StreamResponse:
+    """Send ``{**head, "items": items}`` as JSON, encoded a chunk at a time.
+
+    The bytes are those of :func:`json_response` (``items`` must be the last key); the
+    memory is one chunk, not the whole body, and writing waits for the connection to take
+    each chunk, so other requests are served between chunks. Call it only once nothing can
+    fail any more: after the status line has gone out, errors cannot become a Status.
+    """
+    response = web.StreamResponse(status=200, headers={"Content-Type": content_type})
+    add_warnings(response, warnings)
+    response.enable_chunked_encoding()
+    await response.prepare(request)
+    opening = orjson.dumps({**head, "items": []})
+    if not opening.endswith(b"[]}"):
+        raise ValueError("items must be the last key of a streamed list")
+    buffer = bytearray(opening[:-2])
+    first = True
+    for item in items:
+        if not first:
+            buffer += b","
+        first = False
+        buffer += orjson.dumps(item)
+        if len(buffer) >= chunk:
+            await response.write(bytes(buffer))
+            buffer.clear()
+            await asyncio.sleep(0)  # other requests get their turn between chunks
+    buffer += b"]}"
+    await response.write(bytes(buffer))
+    await response.write_eof()
     return response
 
 

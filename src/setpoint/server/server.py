@@ -24,7 +24,7 @@ from aiohttp import web
 from setpoint.apimachinery import errors
 from setpoint.apimachinery.clock import Clock, SystemClock
 from setpoint.registry import cache as wc
-from setpoint.registry import compactor, core
+from setpoint.registry import compactor, core, listbudget
 from setpoint.registry.catalog import Catalog
 from setpoint.registry.crdlifecycle import CRDLifecycle
 from setpoint.registry.options import WriteOptions
@@ -45,8 +45,14 @@ class ServerConfig:
     kubeconfig_path: Path | None = None
     bookmark_interval: float = 55.0
     min_request_timeout: float = 1800.0
-    watch_cache_capacity: int = 20_000
+    #: the watch cache's history: at most this many events ...
+    watch_cache_capacity: int = wc.DEFAULT_CAPACITY
+    #: ... and at most this many stored bytes of them (watches from older revisions: 410)
+    watch_cache_bytes: int = wc.DEFAULT_MAX_BYTES
     watcher_buffer: int = 4096
+    #: estimated response bytes of the LISTs served at once (see
+    #: :mod:`setpoint.registry.listbudget`); more wait briefly or get 429
+    list_budget_bytes: int = listbudget.DEFAULT_MAX_BYTES
     #: a garbage collector runs against this server (see :mod:`setpoint.controlplane`):
     #: DELETE with propagationPolicy Foreground or Orphan (or orphanDependents) then adds the
     #: ``foregroundDeletion`` / ``orphan`` finalizer. Without one such deletes would hang, so
@@ -63,6 +69,10 @@ class ServerConfig:
             raise ValueError("bookmark_interval must be positive")
         if self.compaction_interval is not None and self.compaction_interval <= 0:
             raise ValueError("compaction_interval must be positive (or None)")
+        if self.watch_cache_capacity < 1 or self.watch_cache_bytes < 1:
+            raise ValueError("watch_cache_capacity and watch_cache_bytes must be positive")
+        if self.list_budget_bytes < 1:
+            raise ValueError("list_budget_bytes must be positive")
 
 
 class Server:
@@ -79,6 +89,8 @@ class Server:
         self._stack = contextlib.AsyncExitStack()
         self.port = 0
         self.catalog: Catalog | None = None
+        self.cache: wc.WatchCache | None = None
+        self.lists: listbudget.ListBudget | None = None
         self._watch = WatchConfig(bookmark_interval=config.bookmark_interval,
                                   min_request_timeout=config.min_request_timeout,
                                   max_request_timeout=config.min_request_timeout * 2)
@@ -115,7 +127,9 @@ class Server:
         if self._owns_backend:
             self._stack.push_async_callback(backend.close)
         cache = wc.WatchCache(backend, capacity=self.config.watch_cache_capacity,
+                              max_bytes=self.config.watch_cache_bytes,
                               watcher_buffer=self.config.watcher_buffer)
+        self.cache = cache
         self._tasks = await self._stack.enter_async_context(asyncio.TaskGroup())
         self._stack.callback(self._cancel_tasks)
         self._task_list: list[asyncio.Task[Any]] = []
@@ -130,7 +144,12 @@ class Server:
         self.catalog = catalog
         await self._ensure_namespaces(catalog)
         self._spawn(CRDLifecycle(catalog, cache, self._clock).run(), "crd-lifecycle")
-        state = AppState(catalog=catalog, cache=cache, clock=self._clock, watch=self._watch)
+        lists = listbudget.ListBudget(listbudget.ListBudgetConfig(
+            max_bytes=self.config.list_budget_bytes,
+            small=min(listbudget.DEFAULT_SMALL, self.config.list_budget_bytes)))
+        self.lists = lists
+        state = AppState(catalog=catalog, cache=cache, clock=self._clock, watch=self._watch,
+                         lists=lists)
         app = build_app(state)
         runner = web.AppRunner(app, access_log=None, handle_signals=False,
                                shutdown_timeout=2.0)
