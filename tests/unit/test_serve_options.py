@@ -50,3 +50,31 @@ def test_options_that_do_not_fit_together_are_refused(tmp_path: Path, args: tupl
                                                       message: str) -> None:
     with pytest.raises(ValueError, match=message):
         serve_config(parse(tmp_path, *args))
+
+
+def test_memory_bounds_have_bounded_defaults_and_take_quantities(tmp_path: Path) -> None:
+    config = serve_config(parse(tmp_path))
+    assert config.watch_cache_capacity == 20_000
+    assert config.watch_cache_bytes == 256 * 1024 * 1024
+    assert config.list_budget_bytes == 128 * 1024 * 1024
+    config = serve_config(parse(tmp_path, "--watch-cache-events", "500", "--watch-cache-bytes",
+                                "64Mi", "--list-budget-bytes", "1G"))
+    assert config.watch_cache_capacity == 500
+    assert config.watch_cache_bytes == 64 * 1024 * 1024
+    assert config.list_budget_bytes == 1000**3
+    assert serve_config(parse(tmp_path, "--list-budget-bytes", "4096")).list_budget_bytes == 4096
+
+
+@pytest.mark.parametrize("size", ["0", "-5", "12MB", "Mi", "1.5Gi", ""])
+def test_sizes_that_are_not_positive_quantities_are_refused(tmp_path: Path, size: str,
+                                                            capsys: pytest.CaptureFixture[str]
+                                                            ) -> None:
+    with pytest.raises(SystemExit) as exited:
+        parse(tmp_path, "--watch-cache-bytes", size)
+    assert exited.value.code == 2
+    assert "argument --watch-cache-bytes" in capsys.readouterr().err
+
+
+def test_watch_cache_events_must_be_positive(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="--watch-cache-events must be positive"):
+        serve_config(parse(tmp_path, "--watch-cache-events", "0"))

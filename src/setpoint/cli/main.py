@@ -23,11 +23,17 @@ from typing import Any
 
 from setpoint import controlplane
 from setpoint.cli import run as run_command
+from setpoint.registry import cache as watch_cache
+from setpoint.registry import listbudget
 from setpoint.server.server import ServerConfig
 from setpoint.storage import StorageConfig, create_backend
 from setpoint.storage import Unavailable as StorageUnavailable
 
 log = logging.getLogger("setpoint")
+
+DEFAULT_WATCH_EVENTS = watch_cache.DEFAULT_CAPACITY
+DEFAULT_WATCH_BYTES = watch_cache.DEFAULT_MAX_BYTES
+DEFAULT_LIST_BYTES = listbudget.DEFAULT_MAX_BYTES
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -53,6 +59,19 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--compaction-interval", type=float, default=300.0, metavar="SECONDS",
                        help="compact storage history this often, each time to the revision "
                        "seen one interval earlier (default: 300; 0: never)")
+    serve.add_argument("--watch-cache-events", type=int, default=DEFAULT_WATCH_EVENTS,
+                       metavar="N",
+                       help="events the watch cache keeps for watches that resume from a "
+                       f"resourceVersion (older ones: 410 Gone; default: {DEFAULT_WATCH_EVENTS})")
+    serve.add_argument("--watch-cache-bytes", type=byte_size, default=DEFAULT_WATCH_BYTES,
+                       metavar="SIZE",
+                       help="stored bytes of those events at most, e.g. 256Mi (default: "
+                       f"{format_size(DEFAULT_WATCH_BYTES)})")
+    serve.add_argument("--list-budget-bytes", type=byte_size, default=DEFAULT_LIST_BYTES,
+                       metavar="SIZE",
+                       help="estimated response bytes of the LISTs built at once; more wait "
+                       "up to 5 s, then get 429 (default: "
+                       f"{format_size(DEFAULT_LIST_BYTES)})")
     serve.add_argument("--log-level", default="INFO")
     serve.add_argument("--controllers", default=None, metavar="NAMES",
                        help="built-in controllers to run, comma-separated (default: all of "
@@ -61,12 +80,38 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+_UNITS = {"": 1, "k": 1000, "M": 1000**2, "G": 1000**3, "Ki": 1024, "Mi": 1024**2,
+          "Gi": 1024**3}
+
+
+def byte_size(text: str) -> int:
+    """A positive size in bytes, with an optional Kubernetes quantity suffix (``256Mi``)."""
+    number = text.rstrip("kKMGi")
+    unit = text[len(number):]
+    if unit not in _UNITS or not number.isdigit():
+        raise argparse.ArgumentTypeError(
+            f"invalid size {text!r}: use bytes or a suffix of {', '.join(u for u in _UNITS if u)}")
+    value = int(number) * _UNITS[unit]
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"size must be positive, got {text!r}")
+    return value
+
+
+def format_size(value: int) -> str:
+    for unit in ("Gi", "Mi", "Ki"):
+        if value % _UNITS[unit] == 0:
+            return f"{value // _UNITS[unit]}{unit}"
+    return str(value)
+
+
 def serve_config(args: argparse.Namespace) -> ServerConfig:
     """The server's configuration; ``ValueError`` for options that do not fit together."""
     if args.storage != "etcd" and (args.etcd_endpoints or args.etcd_prefix):
         raise ValueError("--etcd-endpoints and --etcd-prefix need --storage etcd")
     if args.compaction_interval < 0:
         raise ValueError("--compaction-interval must not be negative")
+    if args.watch_cache_events < 1:
+        raise ValueError("--watch-cache-events must be positive")
     data_dir: Path = args.data_dir.resolve()
     if args.storage == "etcd":
         endpoints = tuple(e.strip() for e in args.etcd_endpoints.split(",") if e.strip())
@@ -81,7 +126,10 @@ def serve_config(args: argparse.Namespace) -> ServerConfig:
     data_dir.mkdir(parents=True, exist_ok=True)
     return ServerConfig(host=args.host, port=args.port, storage=storage,
                         kubeconfig_path=data_dir / "kubeconfig",
-                        compaction_interval=args.compaction_interval or None)
+                        compaction_interval=args.compaction_interval or None,
+                        watch_cache_capacity=args.watch_cache_events,
+                        watch_cache_bytes=args.watch_cache_bytes,
+                        list_budget_bytes=args.list_budget_bytes)
 
 
 def leader_election(args: argparse.Namespace) -> bool:
