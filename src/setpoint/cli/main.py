@@ -5,7 +5,8 @@
 down gracefully (controllers first, then open watches end, storage closes after its last
 acknowledged write). With ``--storage etcd`` several servers may share one etcd cluster;
 the built-in controllers then run under leader election (``--leader-elect``, on by default
-there), so that one server at a time runs them.
+there), so that one server at a time runs them. One server at a time uses a data directory
+(:mod:`setpoint.cli.datadir`): a second one exits with status 3 before touching it.
 ``setpoint run FILE_OR_MODULE`` runs the controllers a file or module defines (see
 :mod:`setpoint.cli.run`).
 """
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from setpoint import controlplane
+from setpoint.cli import datadir
 from setpoint.cli import run as run_command
 from setpoint.registry import cache as watch_cache
 from setpoint.registry import listbudget
@@ -30,6 +32,9 @@ from setpoint.storage import StorageConfig, create_backend
 from setpoint.storage import Unavailable as StorageUnavailable
 
 log = logging.getLogger("setpoint")
+
+#: the exit status of ``setpoint serve`` when another server holds the data directory
+EXIT_DATA_DIR_IN_USE = 3
 
 DEFAULT_WATCH_EVENTS = watch_cache.DEFAULT_CAPACITY
 DEFAULT_WATCH_BYTES = watch_cache.DEFAULT_MAX_BYTES
@@ -176,12 +181,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ValueError as e:
             print(f"setpoint serve: error: {e}", file=sys.stderr, flush=True)
             return 2
+        lock = datadir.DataDirLock(args.data_dir.resolve())
+        try:
+            lock.acquire()
+        except datadir.DataDirInUse as e:
+            print(f"setpoint serve: error: {e}", file=sys.stderr, flush=True)
+            return EXIT_DATA_DIR_IN_USE
         try:
             _run(_serve(config, controllers, leader_election(args)))
         except StorageUnavailable as e:
             print(f"setpoint serve: error: storage is unavailable: {e}", file=sys.stderr,
                   flush=True)
             return 1
+        finally:
+            lock.release()
         return 0
     if args.command == "run":
         return run_command.main(args)
