@@ -39,6 +39,8 @@ class AppState:
     git_version: str = "v1.32.0-setpoint"
     ready: bool = False
     lists: listbudget.ListBudget = field(default_factory=listbudget.ListBudget)
+    #: None while storage can acknowledge writes, else why not (``/readyz`` says 503)
+    storage_health: Callable[[], str | None] = lambda: None
 
 
 @web.middleware
@@ -94,6 +96,10 @@ def non_resource(request: web.Request, state: AppState) -> web.StreamResponse:
     if path == "/readyz":
         if not state.ready:
             return web.Response(status=503, text="not ready", content_type="text/plain")
+        problem = state.storage_health()
+        if problem is not None:
+            return web.Response(status=503, text=f"storage: {problem}",
+                                content_type="text/plain")
         return web.Response(text="ok", content_type="text/plain")
     if path.startswith(("/healthz/", "/livez/", "/readyz/")):
         return web.Response(text="ok", content_type="text/plain")

@@ -150,6 +150,8 @@ class Server:
         self.lists = lists
         state = AppState(catalog=catalog, cache=cache, clock=self._clock, watch=self._watch,
                          lists=lists)
+        if isinstance(backend, st.ReportsHealth):
+            state.storage_health = backend.health
         app = build_app(state)
         runner = web.AppRunner(app, access_log=None, handle_signals=False,
                                shutdown_timeout=2.0)

@@ -165,6 +165,15 @@ class Unavailable(StorageError):
 
 
 @runtime_checkable
+class ReportsHealth(Protocol):
+    """A backend that can tell that it may no longer acknowledge writes (optional)."""
+
+    def health(self) -> str | None:
+        """None while writes can be acknowledged, else why not; cheap enough for every
+        readiness probe."""
+
+
+@runtime_checkable
 class Backend(Protocol):
     """What the registry needs from storage. Keys are ``/``-separated strings."""
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -163,3 +164,53 @@ async def test_close_waits_for_queued_writes(path: Path) -> None:
     assert all(isinstance(w.result(), KeyValue) for w in writes)
     async with SQLiteBackend(path) as reopened:
         assert len((await reopened.list("/k/")).kvs) == 50
+
+
+def _replace(file: Path) -> None:
+    """Put another file (a copy: same content, another inode) where ``file`` was."""
+    copy = file.with_name(file.name + ".copy")
+    copy.write_bytes(file.read_bytes())
+    copy.replace(file)
+
+
+@pytest.mark.parametrize(("name", "change"), [
+    ("store.db", Path.unlink), ("store.db", _replace), ("store.db-wal", Path.unlink)])
+async def test_writes_are_refused_once_the_file_is_deleted_or_replaced(
+        store: SQLiteBackend, path: Path, name: str, change: object) -> None:
+    kept = await store.create("/registry/a", b"1")
+    assert store.health() is None
+    assert callable(change)
+    change(path.with_name(name))
+    with pytest.raises(Unavailable,
+                       match=re.escape(f"the database file {path.with_name(name)} was ")):
+        await store.create("/registry/b", b"2")
+    with pytest.raises(Unavailable, match="writes are refused"):
+        await store.update("/registry/a", b"3", kept.mod_revision)
+    with pytest.raises(Unavailable):
+        await store.get("/registry/a")
+    with pytest.raises(Unavailable):
+        await store.current_revision()
+    health = store.health()
+    assert health is not None
+    assert "restart the server" in health
+
+
+async def test_a_batch_that_committed_into_a_deleted_file_is_not_acknowledged(
+        path: Path) -> None:
+    async with SQLiteBackend(path) as store:
+        original = store._group_commit
+
+        def commit_then_delete(conn: sqlite3.Connection,
+                               ops: list[object]) -> list[object]:
+            outcomes = original(conn, ops)  # type: ignore[arg-type]
+            path.unlink()  # the file goes away between COMMIT and the answer
+            return outcomes  # type: ignore[return-value]
+
+        store._group_commit = commit_then_delete  # type: ignore[assignment]
+        with pytest.raises(Unavailable, match="was deleted"):
+            await store.create("/registry/a", b"1")
+        assert original.transactions == 1  # it did commit, into the deleted file...
+        fanout = store._fanout
+        assert fanout is not None
+        assert fanout.revision == 0  # ...but it was neither acknowledged nor published
+        assert store.health() is not None

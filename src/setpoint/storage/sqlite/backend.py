@@ -17,8 +17,14 @@ Invariants:
 * ``current_revision()`` is the newest *published* revision. A ``list`` may be served at a
   newer, committed one; watching from its revision + 1 is still exact.
 
+* Writes are committed only into the file that the path still names, and acknowledged only
+  if it still does after the commit: once the file (or its WAL) was deleted or replaced
+  under the process, every write and storage read fails with :class:`Unavailable` and
+  :meth:`SQLiteBackend.health` says why (see :mod:`setpoint.storage.sqlite.datafile`).
+
 Non-guarantees: one process owns the file (a second process writing it would not be seen by
-this one's watchers); a write whose caller was cancelled may still commit.
+this one's watchers; ``setpoint serve`` locks its data directory); a write whose caller was
+cancelled may still commit.
 """
 
 from __future__ import annotations
@@ -40,7 +46,7 @@ from setpoint.storage.interface import (
     StorageError,
     Unavailable,
 )
-from setpoint.storage.sqlite import reads, schema, writes
+from setpoint.storage.sqlite import datafile, reads, schema, writes
 from setpoint.storage.sqlite.worker import ConnectionThread, Outcomes
 
 if TYPE_CHECKING:
@@ -84,10 +90,11 @@ class SQLiteBackend:
         self._watch_buffer = watch_buffer
         self._compact_chunk = compact_chunk
         self._group_commit = writes.GroupCommit()
+        self._file = datafile.DataFile(path)
         self._writer: ConnectionThread[writes.WriteOp, writes.Outcome] = ConnectionThread(
             name=f"sqlite-writer:{path.name}",
             connect=lambda: schema.connect(path, writer=True, synchronous=synchronous),
-            run_batch=self._group_commit, max_batch=max_batch, on_batch=self._on_commit)
+            run_batch=self._commit, max_batch=max_batch, on_batch=self._on_commit)
         self._reader: ConnectionThread[_Read, Any] = ConnectionThread(
             name=f"sqlite-reader:{path.name}",
             connect=lambda: schema.connect(path, writer=False),
@@ -119,6 +126,7 @@ class SQLiteBackend:
             raise Unavailable(f"sqlite backend is {self._state.value}")
         await self._writer.start()
         try:
+            self._file.record()
             await self._reader.start()
             self._revision, self._compacted = await self._reader.submit(reads.revisions)
         except BaseException:
@@ -136,6 +144,13 @@ class SQLiteBackend:
             self._fanout.close()
         await self._writer.stop()
         await self._reader.stop()
+
+    def health(self) -> str | None:
+        """None while writes can be acknowledged; else why not (the database file was
+        deleted or replaced under this process, see :mod:`.datafile`)."""
+        if self._state is not _State.RUNNING:
+            return f"sqlite backend is {self._state.value}"
+        return self._file.check()
 
     async def current_revision(self) -> int:
         self._check_running()
@@ -219,6 +234,20 @@ class SQLiteBackend:
             lambda c: reads.events(c, prefix, start, end, limit))
         return result
 
+    def _commit(self, conn: sqlite3.Connection,
+                ops: Sequence[writes.WriteOp]) -> Outcomes[writes.Outcome]:
+        """On the writer thread: group commit, only into the file the path still names.
+
+        Checked before (nothing is written into a deleted file) and after the commit (a
+        batch that committed into one that was deleted meanwhile is not acknowledged)."""
+        lost = self._file.check()
+        if lost is None:
+            outcomes = self._group_commit(conn, ops)
+            lost = self._file.check()
+            if lost is None:
+                return outcomes
+        return [Unavailable(lost) for _ in ops]
+
     def _on_commit(self, ops: Sequence[writes.WriteOp],
                    outcomes: Outcomes[writes.Outcome]) -> None:
         """On the loop, before the batch's writes are acknowledged: publish its events."""
@@ -234,6 +263,9 @@ class SQLiteBackend:
     def _check_running(self) -> Fanout:
         if self._state is not _State.RUNNING or self._fanout is None:
             raise Unavailable(f"sqlite backend is {self._state.value}")
+        lost = self._file.lost
+        if lost is not None:
+            raise Unavailable(lost)
         return self._fanout
 
 
