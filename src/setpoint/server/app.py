@@ -20,8 +20,11 @@ from setpoint.apimachinery.clock import Clock
 from setpoint.registry import cache as wc
 from setpoint.registry import listbudget
 from setpoint.registry.catalog import Catalog
-from setpoint.server import discovery, negotiation, openapi, request_info, responses
+from setpoint.server import discovery, negotiation, request_info, responses
 from setpoint.server.handlers import ResourceHandler
+from setpoint.server.openapi import builtins as openapi_data
+from setpoint.server.openapi import documents as openapi_documents
+from setpoint.server.openapi.handler import OpenAPIHandler
 from setpoint.server.watch import WatchConfig
 from setpoint.storage import interface as st
 
@@ -69,6 +72,9 @@ def build_app(state: AppState) -> web.Application:
     app = web.Application(middlewares=[status_errors],
                           client_max_size=negotiation.MAX_BODY + 1024)
     resources = ResourceHandler(state.catalog, state.clock, state.watch, state.lists)
+    openapi = OpenAPIHandler(openapi_documents.Documents(
+        state.catalog, openapi_data.Definitions.load(), clock=state.clock,
+        version=state.git_version.split("-", 1)[0]), state.clock)
 
     async def dispatch(request: web.Request) -> web.StreamResponse:
         path = request.path
@@ -81,6 +87,8 @@ def build_app(state: AppState) -> web.Application:
                 raise errors.MethodNotAllowed(
                     "the server does not allow this method on the requested resource")
             raise errors.path_not_found()
+        if path == "/openapi" or path.startswith("/openapi/"):
+            return await openapi.handle(request)
         return non_resource(request, state)
 
     app.router.add_route("*", "/{tail:.*}", dispatch)
@@ -107,8 +115,8 @@ def non_resource(request: web.Request, state: AppState) -> web.StreamResponse:
         return responses.json_response(discovery.version_doc(state.git_version))
     if path == "/":
         return responses.json_response({"paths": sorted(
-            ["/api", "/api/v1", "/apis", "/healthz", "/livez", "/openapi/v3", "/readyz",
-             "/version"])})
+            ["/api", "/api/v1", "/apis", "/healthz", "/livez", "/openapi/v2", "/openapi/v3",
+             "/readyz", "/version"])})
     if path in ("/api", "/apis"):
         output = negotiation.choose(negotiation.parse_accept(request.headers.get("Accept")),
                                     allow_discovery=True)
@@ -138,21 +146,4 @@ def non_resource(request: web.Request, state: AppState) -> web.StreamResponse:
         if doc is None:
             raise errors.path_not_found()
         return responses.json_response(doc)
-    if path == "/openapi/v3":
-        return responses.json_response(openapi.root(catalog))
-    if path.startswith("/openapi/v3/"):
-        rest = parts[2:]
-        if len(rest) == 2 and rest[0] == "api":
-            doc = openapi.group_version(catalog, "", rest[1])
-        elif len(rest) == 3 and rest[0] == "apis":
-            doc = openapi.group_version(catalog, rest[1], rest[2])
-        else:
-            doc = None
-        if doc is None:
-            raise errors.path_not_found()
-        response = responses.json_response(doc)
-        if "hash" in request.query:
-            response.headers["Cache-Control"] = "public, immutable"
-            response.headers["Expires"] = "Thu, 31 Dec 2099 23:59:59 GMT"
-        return response
     raise errors.path_not_found()

@@ -193,8 +193,10 @@ async def test_discovery_and_go_booleans(http: aiohttp.ClientSession) -> None:
     assert {s["subresource"] for s in widget_res["subresources"]} == {"status", "scale"}
     status, _, _ = await request(http, "GET", f"{WIDGETS}?watch=False")
     assert status == 200
-    status, _, _ = await request(http, "GET", "/openapi/v2")
-    assert status == 404
+    status, v2, _ = await request(http, "GET", "/openapi/v2")
+    assert status == 200
+    assert v2["definitions"]["com.example.v1.Widget"]["x-kubernetes-group-version-kind"] == [
+        {"group": "example.com", "version": "v1", "kind": "Widget"}]
     _, root, _ = await request(http, "GET", "/openapi/v3")
     url = root["paths"]["apis/example.com/v1"]["serverRelativeURL"]
     _, doc, _ = await request(http, "GET", url)
