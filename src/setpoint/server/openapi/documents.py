@@ -40,7 +40,7 @@ import orjson
 
 from setpoint.apimachinery.clock import Clock
 from setpoint.registry.catalog import Catalog, Served
-from setpoint.server.openapi import builtins, fragments, gnostic, schemas
+from setpoint.server.openapi import builtins, fragments, gnostic, paths, schemas
 
 log = logging.getLogger(__name__)
 
@@ -224,10 +224,9 @@ class Documents:
 
     def build_v3_root(self, snap: Snapshot) -> Rendered:
         if snap.v3_root is None:
-            paths = {gv_path(g, v): {"serverRelativeURL": f"/openapi/v3/{gv_path(g, v)}"
-                                                         f"?hash={h}"}
+            index = {gv_path(g, v): {"serverRelativeURL": f"/openapi/v3/{gv_path(g, v)}?hash={h}"}
                      for (g, v), h in sorted(self._hashes(snap).items())}
-            body = orjson.dumps({"paths": paths}, option=orjson.OPT_SORT_KEYS)
+            body = orjson.dumps({"paths": index}, option=orjson.OPT_SORT_KEYS)
             snap.v3_root = Rendered(body, _etag(body), snap.built)
         return snap.v3_root
 
@@ -244,7 +243,7 @@ class Documents:
         shared: set[str] = set()
         for f in found:
             component_schemas.update(f.v3_definitions)
-            path_items.update(f.v3_paths)
+            path_items.update(paths.to_v3(dict(f.v2_paths), self._data.parameters))
             shared.update(f.shared)
         for name in self._data.closure(shared):
             schema = self._shared_v3.get(name)

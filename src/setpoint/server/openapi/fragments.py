@@ -1,7 +1,7 @@
 """What one served resource version contributes to the OpenAPI documents.
 
 A :class:`Fragment` holds the resource version's own definitions (in v2 and v3 form), its path
-items (both forms) and the names of the published definitions it refers to. Built-in kinds
+items (v2 form) and the names of the published definitions it refers to. Built-in kinds
 refer to Kubernetes' published definitions (found by group-version-kind, see
 :mod:`~setpoint.server.openapi.builtins`) and have no definitions of their own, unless the data
 lacks them (then a schema that accepts any object stands in). A custom resource's definitions
@@ -75,8 +75,7 @@ class Fragment:
     version: str
     v2_definitions: Mapping[str, Obj]
     v3_definitions: Mapping[str, Obj]
-    v2_paths: Mapping[str, Obj]
-    v3_paths: Mapping[str, Obj]
+    v2_paths: Mapping[str, Obj]  # v3 form: ``paths.to_v3`` (made when a document needs it)
     #: published definitions referred to (their own references are followed when assembling)
     shared: tuple[str, ...]
     #: changes whenever anything above changes
@@ -107,15 +106,14 @@ def _refs_anywhere(value: Any) -> Iterator[str]:
 
 def _make(info: ResourceInfo, version: VersionInfo, v2_defs: Obj, v3_defs: Obj,
           target: paths.Target, data: builtins.Definitions, shared: list[str]) -> Fragment:
+    """``shared`` names every published definition ``v2_defs`` refer to; the paths' are added."""
     v2_paths = paths.path_items(target, data)
-    refs = {*shared, *_refs_anywhere(v2_paths), *_refs_anywhere(v2_defs)}
-    refs -= set(v2_defs)
-    v3_paths = paths.to_v3(v2_paths, data.parameters)
+    refs = {*shared, *_refs_anywhere(v2_paths)} - set(v2_defs)
     digest = hashlib.sha256(orjson.dumps([v2_defs, v3_defs, v2_paths, sorted(refs)],
                                          option=orjson.OPT_SORT_KEYS)).hexdigest()
     return Fragment(group=info.group, version=version.name, v2_definitions=v2_defs,
-                    v3_definitions=v3_defs, v2_paths=v2_paths, v3_paths=v3_paths,
-                    shared=tuple(sorted(refs)), fingerprint=digest)
+                    v3_definitions=v3_defs, v2_paths=v2_paths, shared=tuple(sorted(refs)),
+                    fingerprint=digest)
 
 
 def _any_object(info: ResourceInfo, version: str, kind: str, description: str) -> Obj:

@@ -143,46 +143,72 @@ def _named(number: int, value: Any, encode: Encoder) -> bytes:
 # --- schemas ---------------------------------------------------------------------------------
 
 
+def _additional(value: Any) -> bytes:
+    if isinstance(value, bool):  # a oneof member: written even when false
+        return _len(21, _KEYS[2, _VARINT] + (b"\x01" if value else b"\x00"))
+    return _len(21, _len(1, _schema(value))) if isinstance(value, dict) else b""
+
+
+def _items(value: Any) -> bytes:
+    if isinstance(value, dict):
+        value = [value]
+    if not isinstance(value, list):
+        return b""
+    return _len(23, b"".join(_message(1, i, _schema) for i in value))
+
+
+def _enum(number: int) -> Encoder:
+    def encode(value: Any) -> bytes:
+        return b"".join(_any_field(number, v) for v in value) if isinstance(value, list) else b""
+    return encode
+
+
+def _types(value: Any) -> bytes:
+    return (_len(22, _strings(1, value, single=True)) if isinstance(value, str | list)
+            else b"")
+
+
+def _schema_field(number: int, write: Callable[[int, Any], bytes]) -> Encoder:
+    return lambda value: write(number, value)
+
+
+# JSON member -> (field number, encoder of the value), in field-number order
+_SCHEMA: dict[str, tuple[int, Encoder]] = {
+    "$ref": (1, _schema_field(1, _string)), "format": (2, _schema_field(2, _string)),
+    "title": (3, _schema_field(3, _string)), "description": (4, _schema_field(4, _string)),
+    "default": (5, _schema_field(5, _any_field)),
+    "multipleOf": (6, _schema_field(6, _double)), "maximum": (7, _schema_field(7, _double)),
+    "exclusiveMaximum": (8, _schema_field(8, _bool)),
+    "minimum": (9, _schema_field(9, _double)),
+    "exclusiveMinimum": (10, _schema_field(10, _bool)),
+    "maxLength": (11, _schema_field(11, _int64)), "minLength": (12, _schema_field(12, _int64)),
+    "pattern": (13, _schema_field(13, _string)), "maxItems": (14, _schema_field(14, _int64)),
+    "minItems": (15, _schema_field(15, _int64)), "uniqueItems": (16, _schema_field(16, _bool)),
+    "maxProperties": (17, _schema_field(17, _int64)),
+    "minProperties": (18, _schema_field(18, _int64)),
+    "required": (19, _schema_field(19, _strings)), "enum": (20, _enum(20)),
+    "additionalProperties": (21, _additional), "type": (22, _types), "items": (23, _items),
+    "allOf": (24, lambda v: _repeated(24, v, _schema)),
+    "properties": (25, lambda v: _message(25, v, lambda p: _named(1, p, _schema))),
+    "discriminator": (26, _schema_field(26, _string)),
+    "readOnly": (27, _schema_field(27, _bool)),
+    "externalDocs": (29, lambda v: _message(29, v, _external_docs)),
+    "example": (30, _schema_field(30, _any_field)),
+}
+
+
 def _schema(s: Mapping[str, Any]) -> bytes:
-    parts = [
-        _string(1, s.get("$ref")), _string(2, s.get("format")), _string(3, s.get("title")),
-        _string(4, s.get("description")),
-        _any_field(5, s["default"]) if "default" in s else b"",
-        _double(6, s.get("multipleOf")), _double(7, s.get("maximum")),
-        _bool(8, s.get("exclusiveMaximum")), _double(9, s.get("minimum")),
-        _bool(10, s.get("exclusiveMinimum")), _int64(11, s.get("maxLength")),
-        _int64(12, s.get("minLength")), _string(13, s.get("pattern")),
-        _int64(14, s.get("maxItems")), _int64(15, s.get("minItems")),
-        _bool(16, s.get("uniqueItems")), _int64(17, s.get("maxProperties")),
-        _int64(18, s.get("minProperties")), _strings(19, s.get("required")),
-    ]
-    enum = s.get("enum")
-    if isinstance(enum, list):
-        parts.extend(_any_field(20, v) for v in enum)
-    extra = s.get("additionalProperties")
-    if isinstance(extra, bool):
-        parts.append(_len(21, _key(2, _VARINT) + (b"\x01" if extra else b"\x00")))
-    elif isinstance(extra, dict):
-        parts.append(_len(21, _len(1, _schema(extra))))
-    kinds = s.get("type")
-    if isinstance(kinds, str | list):
-        parts.append(_len(22, _strings(1, kinds, single=True)))
-    items = s.get("items")
-    if isinstance(items, dict):
-        items = [items]
-    if isinstance(items, list):
-        parts.append(_len(23, b"".join(_message(1, i, _schema) for i in items)))
-    all_of = s.get("allOf")
-    if isinstance(all_of, list):
-        parts.extend(_message(24, sub, _schema) for sub in all_of)
-    if "properties" in s:
-        parts.append(_message(25, s["properties"], lambda p: _named(1, p, _schema)))
-    parts += [_string(26, s.get("discriminator")), _bool(27, s.get("readOnly")),
-              _message(29, s.get("externalDocs"), _external_docs)]
-    if "example" in s:
-        parts.append(_any_field(30, s["example"]))
-    parts.append(_extensions(31, s))
-    return b"".join(parts)
+    parts: list[tuple[int, bytes]] = []
+    extensions = False
+    for key, value in s.items():
+        field = _SCHEMA.get(key)
+        if field is not None:
+            parts.append((field[0], field[1](value)))
+        elif key.startswith("x-"):
+            extensions = True
+    parts.sort(key=lambda p: p[0])
+    encoded = b"".join(p[1] for p in parts)
+    return encoded + _extensions(31, s) if extensions else encoded
 
 
 def _external_docs(d: Mapping[str, Any]) -> bytes:
