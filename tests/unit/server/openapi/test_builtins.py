@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import fnmatch
 import importlib.resources
+import tomllib
+from pathlib import Path
 
 import orjson
 import pytest
@@ -83,3 +86,10 @@ def test_a_dangling_reference_is_refused() -> None:
             {"definitions": {"A": {"properties": {"b": {"$ref": "#/definitions/B"}}}}})
     with pytest.raises(builtins.DataError, match="no definitions"):
         builtins.Definitions.from_document({})
+
+
+def test_the_data_file_is_declared_package_data() -> None:
+    root = Path(__file__).resolve().parents[4]
+    pyproject = tomllib.loads((root / "pyproject.toml").read_text())
+    patterns = pyproject["tool"]["setuptools"]["package-data"]["setpoint"]
+    assert any(fnmatch.fnmatch(f"server/openapi/{builtins.DATA_FILE}", p) for p in patterns)

@@ -1,0 +1,103 @@
+"""``scripts/extract_openapi.py`` on a small Swagger document: the listed kinds, their list
+kinds, what they refer to (and nothing else), the operations' query parameters, provenance."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from setpoint.server.openapi import builtins
+
+SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "extract_openapi.py"
+CM = "io.k8s.api.core.v1.ConfigMap"
+
+
+def definition(**props: Any) -> dict[str, Any]:
+    return {"type": "object", "properties": props}
+
+
+def swagger() -> dict[str, Any]:
+    ref = lambda name: {"$ref": f"#/definitions/{name}"}  # noqa: E731
+    defs: dict[str, Any] = {name: definition() for name in (
+        "io.k8s.api.core.v1.Event", "io.k8s.api.core.v1.EventList", "io.k8s.api.core.v1.Namespace",
+        "io.k8s.api.core.v1.NamespaceList", "io.k8s.api.core.v1.Secret",
+        "io.k8s.api.core.v1.SecretList", "io.k8s.api.coordination.v1.Lease",
+        "io.k8s.api.coordination.v1.LeaseList", "io.k8s.api.events.v1.Event",
+        "io.k8s.api.events.v1.EventList",
+        "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition",
+        "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionList",
+        "io.k8s.api.autoscaling.v1.Scale", "io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions",
+        "io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta",
+        "io.k8s.apimachinery.pkg.apis.meta.v1.Patch",
+        "io.k8s.apimachinery.pkg.apis.meta.v1.Status", "io.k8s.api.core.v1.Pod")}
+    defs[CM] = definition(metadata=ref("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"))
+    defs[CM]["x-kubernetes-group-version-kind"] = [{"group": "", "kind": "ConfigMap",
+                                                    "version": "v1"}]
+    defs[CM + "List"] = definition(items={"type": "array", "items": ref(CM)})
+    defs["io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"] = definition(
+        owners={"type": "array", "items": ref("io.k8s.apimachinery.pkg.apis.meta.v1.Owner")},
+        # a property named $ref is not a reference
+        **{"$ref": {"type": "string"}})
+    defs["io.k8s.apimachinery.pkg.apis.meta.v1.Owner"] = definition()
+    param = {"in": "query", "name": "pretty", "type": "string"}
+    ops = {"parameters": [{"$ref": "#/parameters/pretty-x"}]}
+    item = {"get": ops, "put": ops, "patch": {"parameters": [
+        {"in": "query", "name": "fieldValidation", "type": "string"},
+        {"in": "query", "name": "ignoreStoreReadErrorWithClusterBreakingPotential"}]},
+        "delete": ops}
+    paths = {"/api/v1/namespaces/{namespace}/configmaps": {"get": ops, "post": ops,
+                                                           "delete": ops},
+             "/api/v1/namespaces/{namespace}/configmaps/{name}": item}
+    return {"swagger": "2.0", "definitions": defs, "paths": paths,
+            "parameters": {"pretty-x": param}}
+
+
+def test_extracts_the_closure_of_the_served_kinds(tmp_path: Path) -> None:
+    source = tmp_path / "swagger.json"
+    source.write_text(json.dumps(swagger()))
+    out = tmp_path / "kubernetes.json"
+    subprocess.run([sys.executable, str(SCRIPT), str(source), "--kubernetes-version", "v1.32",
+                    "--output", str(out)], check=True, capture_output=True)
+    data = json.loads(out.read_text())
+    assert data["kubernetesVersion"] == "v1.32"
+    assert data["sourceSha256"] == hashlib.sha256(source.read_bytes()).hexdigest()
+    assert "Apache-2.0" in data["license"]
+    names = set(data["definitions"])
+    assert {CM, CM + "List", "io.k8s.apimachinery.pkg.apis.meta.v1.Owner"} <= names
+    assert "io.k8s.api.core.v1.Pod" not in names  # not listed, not referred to
+    params = data["queryParameters"]
+    assert [p["name"] for p in params["patch"]] == ["fieldValidation"]  # unsupported left out
+    assert params["get"] == [{"in": "query", "name": "pretty", "type": "string"}]
+    loaded = builtins.Definitions.from_document(data)
+    assert loaded.name_of("", "v1", "ConfigMap") == CM
+
+
+def test_refuses_a_document_that_is_not_swagger(tmp_path: Path) -> None:
+    source = tmp_path / "openapi.json"
+    source.write_text(json.dumps({"openapi": "3.0.0", "components": {}}))
+    result = subprocess.run([sys.executable, str(SCRIPT), str(source), "--kubernetes-version",
+                             "v1.32", "--output", str(tmp_path / "out.json")],
+                            capture_output=True, text=True)
+    assert result.returncode != 0
+    assert "not a Swagger 2.0 document" in result.stderr
+    assert not (tmp_path / "out.json").exists()
+
+
+@pytest.mark.parametrize("missing", ["io.k8s.api.core.v1.Secret"])
+def test_a_listed_kind_missing_from_the_source_is_an_error(tmp_path: Path,
+                                                           missing: str) -> None:
+    doc = swagger()
+    del doc["definitions"][missing]
+    source = tmp_path / "swagger.json"
+    source.write_text(json.dumps(doc))
+    result = subprocess.run([sys.executable, str(SCRIPT), str(source), "--kubernetes-version",
+                             "v1.32", "--output", str(tmp_path / "out.json")],
+                            capture_output=True, text=True)
+    assert result.returncode != 0
+    assert f"{missing} is not defined in the source" in result.stderr
