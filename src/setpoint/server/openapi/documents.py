@@ -115,6 +115,14 @@ class Documents:
         self._shared_v3: dict[str, Obj] = {}
         self._params_v2: list[bytes] | None = None
 
+    def forget(self) -> None:
+        """Drop everything built, as a restart would (for measurements)."""
+        self._entries.clear()
+        self._shared_v2.clear()
+        self._shared_v3.clear()
+        self._params_v2 = None
+        self._snapshot = None
+
     def snapshot(self) -> Snapshot:
         """The current generation's snapshot (on the event loop: reads the catalog)."""
         generation = self._catalog.generation
