@@ -1,0 +1,43 @@
+"""The shared exposition writer: bucket edges, collectors, clearing gauges."""
+
+from __future__ import annotations
+
+from setpoint.apimachinery import prometheus
+
+
+def test_observations_on_a_bucket_bound_count_in_that_bucket() -> None:
+    registry = prometheus.MetricsRegistry()
+    h = registry.histogram("d_seconds", "D", buckets=(0.1, 1.0))
+    for value in (0.1, 1.0, 1.0000001, 0.0):
+        h.observe(value)
+    assert registry.render().splitlines()[2:6] == [
+        'd_seconds_bucket{le="0.1"} 2',
+        'd_seconds_bucket{le="1"} 3',
+        'd_seconds_bucket{le="+Inf"} 4',
+        "d_seconds_sum 2.1000001",
+    ]
+
+
+def test_histograms_default_to_prometheus_buckets() -> None:
+    h = prometheus.MetricsRegistry().histogram("x_seconds", "X")
+    assert h.buckets == prometheus.DEFAULT_BUCKETS
+
+
+def test_collectors_refill_gauges_before_each_render() -> None:
+    registry = prometheus.MetricsRegistry()
+    objects = registry.gauge("objects", "Objects", ("resource",))
+    current = {"a": 1, "b": 2}
+
+    def collect() -> None:
+        objects.clear()
+        for name, n in current.items():
+            objects.set(n, name)
+
+    registry.add_collector(collect)
+    assert 'objects{resource="b"} 2' in registry.render()
+    del current["b"]
+    current["c"] = 5
+    text = registry.render()
+    assert 'objects{resource="b"}' not in text
+    assert 'objects{resource="a"} 1' in text
+    assert 'objects{resource="c"} 5' in text
