@@ -20,7 +20,7 @@ from setpoint.apimachinery.clock import Clock
 from setpoint.registry import cache as wc
 from setpoint.registry import listbudget
 from setpoint.registry.catalog import Catalog
-from setpoint.server import discovery, negotiation, request_info, responses
+from setpoint.server import discovery, limits, negotiation, request_info, responses
 from setpoint.server.handlers import ResourceHandler
 from setpoint.server.openapi import builtins as openapi_data
 from setpoint.server.openapi import documents as openapi_documents
@@ -39,6 +39,7 @@ class AppState:
     cache: wc.WatchCache
     clock: Clock
     watch: WatchConfig
+    limits: limits.Limits = field(default_factory=limits.Limits)
     git_version: str = "v1.32.0-setpoint"
     ready: bool = False
     lists: listbudget.ListBudget = field(default_factory=listbudget.ListBudget)
@@ -50,6 +51,8 @@ class AppState:
 async def status_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     try:
         return await handler(request)
+    except limits.BodyTimeout as e:
+        return await _answer_and_close(request, responses.error_response(e))
     except errors.ApiError as e:
         return responses.error_response(e)
     except web.HTTPException:
@@ -68,10 +71,22 @@ async def status_errors(request: web.Request, handler: Handler) -> web.StreamRes
             "an internal error occurred while serving the request"))
 
 
+async def _answer_and_close(request: web.Request, response: web.Response) -> web.Response:
+    """Send ``response`` now and close the connection: its client stalled in the middle of a
+    body, so nothing more will be read from it."""
+    response.force_close()
+    await response.prepare(request)
+    await response.write_eof()
+    if request.transport is not None:
+        request.transport.close()  # flushes the response first
+    return response
+
+
 def build_app(state: AppState) -> web.Application:
     app = web.Application(middlewares=[status_errors],
                           client_max_size=negotiation.MAX_BODY + 1024)
-    resources = ResourceHandler(state.catalog, state.clock, state.watch, state.lists)
+    resources = ResourceHandler(state.catalog, state.clock, state.watch, state.lists,
+                                state.limits)
     openapi = OpenAPIHandler(openapi_documents.Documents(
         state.catalog, openapi_data.Definitions.load(), clock=state.clock,
         version=state.git_version.split("-", 1)[0]), state.clock)

@@ -26,7 +26,7 @@ from setpoint.registry.store import (
     PATCH_STRATEGIC,
     Store,
 )
-from setpoint.server import negotiation, responses
+from setpoint.server import limits, negotiation, responses
 from setpoint.server.request_info import RequestInfo
 from setpoint.server.watch import WatchConfig, serve_watch
 
@@ -37,11 +37,13 @@ PATCH_TYPES = (PATCH_JSON, PATCH_MERGE, PATCH_STRATEGIC, PATCH_APPLY)
 
 class ResourceHandler:
     def __init__(self, catalog: Catalog, clock: Clock, watch_config: WatchConfig,
-                 lists: listbudget.ListBudget | None = None) -> None:
+                 lists: listbudget.ListBudget | None = None,
+                 request_limits: limits.Limits | None = None) -> None:
         self._catalog = catalog
         self._clock = clock
         self._watch = watch_config
         self._lists = lists or listbudget.ListBudget()
+        self._limits = request_limits or limits.Limits()
 
     async def handle(self, request: web.Request, ri: RequestInfo) -> web.StreamResponse:
         served = self._catalog.lookup(ri.group, ri.version, ri.resource)
@@ -209,12 +211,14 @@ class ResourceHandler:
                             field_validation=validation,
                             force=responses.parse_bool(query, "force"))
 
-    async def _body(self, request: web.Request) -> tuple[Any, str]:
-        content_type = negotiation.content_type_of(request.headers.get("Content-Type"))
-        if request.content_length is not None and request.content_length > negotiation.MAX_BODY:
-            raise errors.RequestEntityTooLarge("Request entity too large: limit is 3145728")
-        raw = await request.content.read(negotiation.MAX_BODY + 1)
-        return negotiation.decode_body(raw, content_type), content_type
+    async def _body(self, request: web.Request, served: Served) -> Any:
+        """The decoded body of a create or update: its Content-Type checked first (415), then
+        read in full (413 beyond the limit), then decoded (400)."""
+        content_type = negotiation.body_content_type(
+            request.headers.get("Content-Type"),
+            negotiation.CUSTOM_BODY_TYPES if served.custom else negotiation.BODY_TYPES)
+        raw = await limits.read_body(request, self._limits)
+        return negotiation.decode_body(raw, content_type)
 
     def _created(self, result_obj: Obj, created: bool, warnings: list[str],
                  status_when_created: int = 201) -> web.Response:
@@ -232,14 +236,14 @@ class ResourceHandler:
                 "create not allowed while custom resource definition is terminating",
                 details={"group": served.info.group, "kind": served.info.resource})
         opts = self._write_options(request.query, request)
-        body, _ = await self._body(request)
+        body = await self._body(request, served)
         result = await served.store.create(ri.namespace, body, version.name, opts)
         return self._created(result.object, True, result.warnings)
 
     async def _update(self, request: web.Request, served: Served, version: VersionInfo,
                       ri: RequestInfo) -> web.StreamResponse:
         opts = self._write_options(request.query, request)
-        body, _ = await self._body(request)
+        body = await self._body(request, served)
         store = served.store
         if ri.subresource == "scale":
             return await self._update_scale(store, version, ri, opts,
@@ -256,7 +260,8 @@ class ResourceHandler:
         if content_type not in PATCH_TYPES:
             raise errors.unsupported_patch_type(
                 (PATCH_JSON, PATCH_MERGE, PATCH_APPLY) if served.custom else PATCH_TYPES)
-        body, _ = await self._body(request)
+        body = negotiation.decode_body(await limits.read_body(request, self._limits),
+                                       content_type)
         store = served.store
         strategic = not served.custom and store.info.kind != "CustomResourceDefinition"
         if ri.subresource == "scale":
@@ -277,10 +282,11 @@ class ResourceHandler:
         query = request.query
         body: Obj = {}
         if request.can_read_body:
-            raw = await request.content.read(negotiation.MAX_BODY + 1)
+            raw = await limits.read_body(request, self._limits)
             if raw.strip():
-                decoded = negotiation.decode_body(
-                    raw, negotiation.content_type_of(request.headers.get("Content-Type")))
+                # as kube-apiserver: an empty body needs no Content-Type, any other is checked
+                decoded = negotiation.decode_body(raw, negotiation.body_content_type(
+                    request.headers.get("Content-Type")))
                 if not isinstance(decoded, dict):
                     raise errors.BadRequest("DeleteOptions must be a JSON object")
                 body = decoded

@@ -7,7 +7,8 @@ Responses are JSON, in one of these shapes, chosen from the ``Accept`` header:
 * ``PartialObjectMetadata`` / ``PartialObjectMetadataList`` (metadata-only clients);
 * plain JSON otherwise. A client that accepts only protobuf gets 406.
 
-Request bodies may be JSON, YAML, or the protobuf kubectl sends for a few built-in kinds.
+Request bodies may be JSON, YAML, or the protobuf kubectl sends for a few built-in kinds
+(:func:`body_content_type`: any other Content-Type is a 415 before the body is read).
 Bodies over :data:`MAX_BODY` get 413; undecodable ones 400, never a 500.
 """
 
@@ -117,9 +118,33 @@ def choose(accept: list[MediaType], *, allow_table: bool = False,
 
 
 def content_type_of(header: str | None) -> str:
+    """The media type of a Content-Type header, without parameters; JSON when there is none
+    (kube-apiserver decodes a body without Content-Type as its first media type, JSON)."""
     if not header:
         return JSON
     return header.split(";", 1)[0].strip().lower()
+
+
+#: the media types a body may be sent as (kube-apiserver's, for built-in kinds)
+BODY_TYPES = (JSON, YAML, PROTOBUF)
+#: custom resources are not served as protobuf
+CUSTOM_BODY_TYPES = (JSON, YAML)
+
+
+def body_content_type(header: str | None, accepted: tuple[str, ...] = BODY_TYPES) -> str:
+    """The media type of a request body, checked before anything is read or decoded.
+
+    Anything but ``accepted`` is a 415 ``UnsupportedMediaType`` with Kubernetes' message: in
+    particular the types a browser may send to any site without asking it first
+    (``text/plain``, ``application/x-www-form-urlencoded``, ``multipart/form-data``), so that
+    a web page cannot write to the server through its users' browsers.
+    """
+    content_type = content_type_of(header)
+    if content_type not in accepted:
+        raise errors.UnsupportedMediaType(
+            "the body of the request was in an unknown format - accepted media types "
+            "include: " + ", ".join(accepted))
+    return content_type
 
 
 def decode_body(raw: bytes, content_type: str) -> Any:

@@ -29,6 +29,7 @@ from setpoint.registry.catalog import Catalog
 from setpoint.registry.crdlifecycle import CRDLifecycle
 from setpoint.registry.options import WriteOptions
 from setpoint.server.app import AppState, build_app
+from setpoint.server.limits import Limits
 from setpoint.server.watch import WatchConfig
 from setpoint.storage import StorageConfig, create_backend
 from setpoint.storage import interface as st
@@ -61,6 +62,8 @@ class ServerConfig:
     #: seconds between compactions of storage history, each to the revision read at the
     #: previous one (see :mod:`setpoint.registry.compactor`); None: never compact
     compaction_interval: float | None = compactor.DEFAULT_INTERVAL
+    #: body size and time, in-flight requests, connections (see :mod:`setpoint.server.limits`)
+    limits: Limits = field(default_factory=Limits)
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
@@ -149,7 +152,7 @@ class Server:
             small=min(listbudget.DEFAULT_SMALL, self.config.list_budget_bytes)))
         self.lists = lists
         state = AppState(catalog=catalog, cache=cache, clock=self._clock, watch=self._watch,
-                         lists=lists)
+                         lists=lists, limits=self.config.limits)
         if isinstance(backend, st.ReportsHealth):
             state.storage_health = backend.health
         app = build_app(state)

@@ -1,0 +1,182 @@
+"""Request limits: body size and read time, and the in-flight request limits.
+
+:class:`Limits` is the configuration of every bound the HTTP edge enforces (the connection
+bounds are applied by :mod:`setpoint.server.connections`). Its defaults are Kubernetes':
+
+* **Bodies** are read completely, up to ``max_body_bytes`` (3 MiB, kube-apiserver's
+  ``MaxRequestBodyBytes``), whether the client sent a Content-Length or chunks. A larger body
+  is a 413 ``RequestEntityTooLarge`` as soon as the limit is crossed (or at once when the
+  Content-Length says so); nothing beyond the limit is buffered. A body that has not arrived
+  after ``body_timeout`` seconds (kube-apiserver's ``--request-timeout``, 60 s) is a 408.
+* **In flight**: at most ``max_requests_inflight`` read-only requests (GET, LIST; default 400)
+  and ``max_mutating_requests_inflight`` writes (default 200) are served at once, as
+  kube-apiserver's ``--max-requests-inflight`` and ``--max-mutating-requests-inflight``. One
+  more is answered at once with 429 ``TooManyRequests`` and ``Retry-After: 1``; it is never
+  queued. Long-running requests (watches) are not counted, nor are the health and metrics
+  endpoints, so that probes keep answering under load.
+
+Non-guarantees: the limits count requests, not their cost (one LIST of 10,000 objects counts
+as one); kube-apiserver's exemption of ``system:masters`` does not exist here (every client
+is limited).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+from dataclasses import dataclass
+from typing import Final
+
+from aiohttp import web
+
+from setpoint.apimachinery import errors
+from setpoint.server.request_info import RequestInfo
+
+#: kube-apiserver's request body limit
+MAX_BODY_BYTES: Final = 3 * 1024 * 1024
+
+#: paths never limited: probes and scrapes must answer while the server is busy
+EXEMPT_PATHS: Final = frozenset({"/healthz", "/livez", "/readyz", "/metrics"})
+EXEMPT_PREFIXES: Final = ("/healthz/", "/livez/", "/readyz/")
+
+#: subresources that stream for a long time (kube-apiserver's long-running check)
+LONG_RUNNING_SUBRESOURCES: Final = frozenset({"attach", "exec", "log", "portforward",
+                                              "proxy"})
+
+_WATCH_FALSE: Final = frozenset({"0", "f", "F", "false", "FALSE", "False"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Limits:
+    """Every bound of the HTTP edge; see the module docstring for what each one does."""
+
+    max_body_bytes: int = MAX_BODY_BYTES
+    #: seconds a request body may take to arrive in full
+    body_timeout: float = 60.0
+    max_requests_inflight: int = 400
+    max_mutating_requests_inflight: int = 200
+    #: open connections; more are refused (after closing the longest-idle one, if any
+    #: connection is idle); the server lowers it to what its file-descriptor limit allows
+    max_connections: int = 2048
+    #: seconds from a connection's first byte (or its opening) to a complete request header
+    header_timeout: float = 32.0
+    #: seconds a kept-alive connection may wait for its next request
+    idle_timeout: float = 90.0
+    #: the Retry-After of a 429
+    retry_after: int = 1
+
+    def __post_init__(self) -> None:
+        if not 1024 <= self.max_body_bytes <= 1024 * 1024 * 1024:
+            raise ValueError("max_body_bytes must be between 1 KiB and 1 GiB")
+        for name in ("max_requests_inflight", "max_mutating_requests_inflight",
+                     "max_connections"):
+            value = getattr(self, name)
+            if not 1 <= value <= 1_000_000:
+                raise ValueError(f"{name} must be between 1 and 1000000, not {value}")
+        for name in ("body_timeout", "header_timeout", "idle_timeout"):
+            value = getattr(self, name)
+            if not 0 < value <= 24 * 3600:
+                raise ValueError(f"{name} must be more than 0 and at most a day, not {value}")
+        if not 1 <= self.retry_after <= 3600:
+            raise ValueError("retry_after must be between 1 and 3600 seconds")
+
+
+class BodyTimeout(errors.ApiError):
+    """The client did not send its whole body in time (the connection is then closed)."""
+
+    code = 408
+    reason = "Timeout"
+
+
+def too_large(limit: int) -> errors.RequestEntityTooLarge:
+    return errors.RequestEntityTooLarge(f"Request entity too large: limit is {limit}")
+
+
+async def read_body(request: web.Request, limits: Limits) -> bytes:
+    """The whole request body, at most ``limits.max_body_bytes`` long (413 beyond, 408 when
+    it takes longer than ``limits.body_timeout``)."""
+    limit = limits.max_body_bytes
+    declared = request.content_length
+    if declared is not None and declared > limit:
+        raise too_large(limit)
+    content = request.content
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        async with asyncio.timeout(limits.body_timeout):
+            while True:
+                chunk = await content.readany()
+                if not chunk:
+                    break
+                size += len(chunk)
+                if size > limit:
+                    raise too_large(limit)
+                chunks.append(chunk)
+    except TimeoutError:
+        raise BodyTimeout(f"timed out reading the request body (limit "
+                          f"{limits.body_timeout:g}s)") from None
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+class Kind(enum.Enum):
+    """How a request counts against the in-flight limits (kube-apiserver's request kinds)."""
+
+    READ_ONLY = "readOnly"
+    MUTATING = "mutating"
+    LONG_RUNNING = "longRunning"
+    EXEMPT = "exempt"
+
+
+def classify(method: str, path: str, ri: RequestInfo | None, watch: str | None) -> Kind:
+    """The kind of a request: ``watch`` is the ``watch`` query parameter (None if absent).
+
+    A collection GET with any ``watch`` value but a false one is long-running (an invalid
+    value is refused by the handler at once, so counting it as long-running costs nothing,
+    and a real watch is never counted against the read-only limit).
+    """
+    if ri is None:
+        if path in EXEMPT_PATHS or path.startswith(EXEMPT_PREFIXES):
+            return Kind.EXEMPT
+        return Kind.READ_ONLY if method in ("GET", "HEAD", "OPTIONS") else Kind.MUTATING
+    if ri.subresource in LONG_RUNNING_SUBRESOURCES:
+        return Kind.LONG_RUNNING
+    if method in ("GET", "HEAD", "OPTIONS"):
+        if watch is not None and not ri.name and watch not in _WATCH_FALSE:
+            return Kind.LONG_RUNNING
+        return Kind.READ_ONLY
+    return Kind.MUTATING
+
+
+class InflightLimiter:
+    """Counts the requests being served per kind and refuses one beyond its limit.
+
+    Single-threaded (one event loop): :meth:`try_acquire` and :meth:`release` need no lock.
+    Every successful acquire must be paired with exactly one release.
+    """
+
+    def __init__(self, limits: Limits) -> None:
+        self._limits = {Kind.READ_ONLY: limits.max_requests_inflight,
+                        Kind.MUTATING: limits.max_mutating_requests_inflight}
+        self._current = {Kind.READ_ONLY: 0, Kind.MUTATING: 0}
+
+    def try_acquire(self, kind: Kind) -> bool:
+        current = self._current[kind]
+        if current >= self._limits[kind]:
+            return False
+        self._current[kind] = current + 1
+        return True
+
+    def release(self, kind: Kind) -> None:
+        self._current[kind] -= 1
+
+    def in_flight(self, kind: Kind) -> int:
+        return self._current[kind]
+
+    def limit(self, kind: Kind) -> int:
+        return self._limits[kind]
+
+
+def too_many_requests(retry_after: int) -> errors.TooManyRequests:
+    """kube-apiserver's message for a request over the in-flight limit."""
+    return errors.TooManyRequests("Too many requests, please try again later.",
+                                  retry_after=retry_after)
