@@ -18,7 +18,7 @@ from setpoint.registry import listbudget, table
 from setpoint.registry.catalog import Catalog, Served
 from setpoint.registry.fieldmanager import manager_from_user_agent
 from setpoint.registry.options import DeleteOptions, ListOptions, WatchOptions, WriteOptions
-from setpoint.registry.resources import VersionInfo
+from setpoint.registry.resources import ResourceInfo, VersionInfo
 from setpoint.registry.store import (
     PATCH_APPLY,
     PATCH_JSON,
@@ -45,24 +45,31 @@ class ResourceHandler:
         self._lists = lists or listbudget.ListBudget()
         self._limits = request_limits or limits.Limits()
 
+    def _no_route(self, ri: RequestInfo) -> errors.NotFound:
+        """A path under an API version that names nothing served. kube-apiserver answers
+        those of its built-in group versions with a bare NotFound Status, and the others with
+        a plain-text ``404 page not found`` (which clients turn into the same Status with
+        that text as its cause)."""
+        if any(not s.custom for s in self._catalog.resources_in(ri.group, ri.version)):
+            return errors.NotFound("the server could not find the requested resource")
+        return errors.path_not_found()
+
     async def handle(self, request: web.Request, ri: RequestInfo) -> web.StreamResponse:
         served = self._catalog.lookup(ri.group, ri.version, ri.resource)
         if served is None:
-            raise errors.path_not_found()
+            raise self._no_route(ri)
         info = served.info
         version = info.version(ri.version)
         assert version is not None
         if ri.namespace is not None and not info.namespaced:
-            raise errors.path_not_found()
-        if ri.subresource:
-            allowed = {"status"} if version.status else set()
-            if version.scale is not None:
-                allowed.add("scale")
-            allowed.update(info.extra_subresources)
-            if ri.subresource not in allowed:
-                raise errors.path_not_found()
+            raise self._no_route(ri)
+        if ri.subresource and ri.subresource not in subresources(info, version):
+            if served.custom:
+                # as kube-apiserver's custom resource handler: the object "is not found"
+                raise errors.not_found(info.resource, info.group, ri.name)
+            raise self._no_route(ri)
         if ri.name and info.namespaced and ri.namespace is None:
-            raise errors.path_not_found()
+            raise self._no_route(ri)
         method = request.method
         if method == "GET":
             if ri.name:
@@ -375,6 +382,15 @@ class ResourceHandler:
                 continue
             return responses.json_response(self._scale_of(result.object, version))
         raise errors.conflict(store.info.resource, store.info.group, ri.name)
+
+
+def subresources(info: ResourceInfo, version: VersionInfo) -> frozenset[str]:
+    """The subresources a resource serves in a version."""
+    allowed = {"status"} if version.status else set()
+    if version.scale is not None:
+        allowed.add("scale")
+    allowed.update(info.extra_subresources)
+    return frozenset(allowed)
 
 
 def _require_object(body: Any) -> Obj:
