@@ -59,12 +59,13 @@ class ServeProcess:
 
 
 def start_serve(data_dir: Path, *, storage: str = "sqlite", timeout: float = 20.0,
-                etcd_endpoints: Sequence[str] = (), extra_args: Sequence[str] = ()
-                ) -> ServeProcess:
+                etcd_endpoints: Sequence[str] = (), extra_args: Sequence[str] = (),
+                launcher: Sequence[str] = ()) -> ServeProcess:
     """Start ``setpoint serve --port 0`` and wait until its kubeconfig exists and /readyz is 200.
 
     ``storage="etcd"`` needs ``etcd_endpoints`` (client URLs); ``extra_args`` go to the end
-    of the command line (``--etcd-prefix``, ``--controllers``, ...).
+    of the command line (``--etcd-prefix``, ``--controllers``, ...); ``launcher`` goes
+    before it (``prlimit --nofile=1024:1024``).
     """
     if (storage == "etcd") != bool(etcd_endpoints):
         raise ValueError("etcd_endpoints go with storage='etcd', and only with it")
@@ -76,7 +77,7 @@ def start_serve(data_dir: Path, *, storage: str = "sqlite", timeout: float = 20.
     log = data_dir / "serve.log"
     with log.open("ab") as log_file:
         process = subprocess.Popen(
-            [sys.executable, "-m", "setpoint", "serve", "--port", "0", "--data-dir",
+            [*launcher, sys.executable, "-m", "setpoint", "serve", "--port", "0", "--data-dir",
              str(data_dir), "--storage", storage, *etcd_args, *extra_args],
             stdout=log_file, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + timeout

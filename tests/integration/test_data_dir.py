@@ -86,7 +86,10 @@ def test_a_database_file_gone_under_the_server_stops_acknowledging_writes(
         assert "writes are refused" in refused["message"]
         status, text = call(serve.url + "/readyz")
         assert status == 503
-        assert b"storage: the database file" in text
+        assert b"[-]storage-readiness failed: reason withheld\n" in text
+        status, text = call(serve.url + "/readyz/storage-readiness")
+        assert status == 503
+        assert text.startswith(b"internal server error: the database file")
         assert call(serve.url + "/livez")[0] == 200  # alive, but not to be sent writes
     finally:
         serve.stop()

@@ -27,6 +27,7 @@ from setpoint.cli import datadir
 from setpoint.cli import run as run_command
 from setpoint.registry import cache as watch_cache
 from setpoint.registry import listbudget
+from setpoint.server.limits import Limits
 from setpoint.server.server import ServerConfig
 from setpoint.storage import StorageConfig, create_backend
 from setpoint.storage import Unavailable as StorageUnavailable
@@ -77,6 +78,31 @@ def _parser() -> argparse.ArgumentParser:
                        help="estimated response bytes of the LISTs built at once; more wait "
                        "up to 5 s, then get 429 (default: "
                        f"{format_size(DEFAULT_LIST_BYTES)})")
+    limits = Limits()
+    serve.add_argument("--max-requests-inflight", type=int, metavar="N",
+                       default=limits.max_requests_inflight,
+                       help="read-only requests served at once; more are answered 429 "
+                       f"(default: {limits.max_requests_inflight}; watches are not counted)")
+    serve.add_argument("--max-mutating-requests-inflight", type=int, metavar="N",
+                       default=limits.max_mutating_requests_inflight,
+                       help="writes served at once; more are answered 429 (default: "
+                       f"{limits.max_mutating_requests_inflight})")
+    serve.add_argument("--max-connections", type=int, metavar="N",
+                       default=limits.max_connections,
+                       help="open client connections (default: "
+                       f"{limits.max_connections}, lowered to fit the file descriptor limit)")
+    serve.add_argument("--header-timeout", type=float, metavar="SECONDS",
+                       default=limits.header_timeout,
+                       help="a connection that has not sent a whole request header in this "
+                       f"time is closed (default: {limits.header_timeout:g})")
+    serve.add_argument("--body-timeout", type=float, metavar="SECONDS",
+                       default=limits.body_timeout,
+                       help="a request body that has not arrived in this time is answered "
+                       f"408 (default: {limits.body_timeout:g})")
+    serve.add_argument("--idle-timeout", type=float, metavar="SECONDS",
+                       default=limits.idle_timeout,
+                       help="a kept-alive connection idle this long is closed (default: "
+                       f"{limits.idle_timeout:g})")
     serve.add_argument("--log-level", default="INFO")
     serve.add_argument("--controllers", default=None, metavar="NAMES",
                        help="built-in controllers to run, comma-separated (default: all of "
@@ -128,13 +154,32 @@ def serve_config(args: argparse.Namespace) -> ServerConfig:
         storage = StorageConfig(kind="sqlite", path=data_dir / "state.db")
     else:
         storage = StorageConfig(kind="memory")
+    limits = Limits(max_requests_inflight=args.max_requests_inflight,
+                    max_mutating_requests_inflight=args.max_mutating_requests_inflight,
+                    max_connections=args.max_connections, header_timeout=args.header_timeout,
+                    body_timeout=args.body_timeout, idle_timeout=args.idle_timeout)
     data_dir.mkdir(parents=True, exist_ok=True)
     return ServerConfig(host=args.host, port=args.port, storage=storage,
                         kubeconfig_path=data_dir / "kubeconfig",
                         compaction_interval=args.compaction_interval or None,
                         watch_cache_capacity=args.watch_cache_events,
                         watch_cache_bytes=args.watch_cache_bytes,
-                        list_budget_bytes=args.list_budget_bytes)
+                        list_budget_bytes=args.list_budget_bytes, limits=limits)
+
+
+def raise_file_limit() -> None:
+    """Raise the soft limit on open files to the hard one, as Go programs (kube-apiserver)
+    do at start: each client connection holds a descriptor."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not on POSIX
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        except (ValueError, OSError) as e:
+            log.debug("could not raise the open file limit to %s: %s", hard, e)
 
 
 def leader_election(args: argparse.Namespace) -> bool:
@@ -187,6 +232,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except datadir.DataDirInUse as e:
             print(f"setpoint serve: error: {e}", file=sys.stderr, flush=True)
             return EXIT_DATA_DIR_IN_USE
+        raise_file_limit()
         try:
             _run(_serve(config, controllers, leader_election(args)))
         except StorageUnavailable as e:

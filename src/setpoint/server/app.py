@@ -1,27 +1,44 @@
 """The aiohttp application: one catch-all route that dispatches by path.
 
 Resource paths go to :class:`~setpoint.server.handlers.ResourceHandler`; everything else is
-discovery, OpenAPI or health. Every failure leaves as a ``metav1.Status`` (the middleware is
+discovery, OpenAPI, health (:mod:`setpoint.server.health`) or ``/metrics``
+(:mod:`setpoint.server.metrics`). Every failure leaves as a ``metav1.Status`` (the middleware is
 the single mapping point); storage that cannot be reached is a 503 with ``Retry-After`` (the
 client retries; the server itself recovers once storage is back), and an unexpected exception
 is logged and answered with a 500 Status, never a dropped connection.
+
+Around that, the route's handler (``edge`` in :func:`build_app`) does what every request
+needs: it tells the connection guard a request is being served, applies the in-flight limits
+(429 beyond them; watches and probes are not counted, see :mod:`setpoint.server.limits`), and
+counts the request in the metrics once it is answered. (No aiohttp middlewares: one handler
+is cheaper than a chain, and the path is parsed once.)
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 
 from aiohttp import web
 
-from setpoint.apimachinery import errors
+from setpoint.apimachinery import errors, prometheus
 from setpoint.apimachinery.clock import Clock
 from setpoint.registry import cache as wc
 from setpoint.registry import listbudget
 from setpoint.registry.catalog import Catalog
-from setpoint.server import discovery, limits, negotiation, request_info, responses
-from setpoint.server.handlers import ResourceHandler
+from setpoint.server import (
+    connections,
+    discovery,
+    health,
+    limits,
+    metrics,
+    negotiation,
+    request_info,
+    responses,
+)
+from setpoint.server.handlers import ResourceHandler, subresources
 from setpoint.server.openapi import builtins as openapi_data
 from setpoint.server.openapi import documents as openapi_documents
 from setpoint.server.openapi.handler import OpenAPIHandler
@@ -30,8 +47,6 @@ from setpoint.storage import interface as st
 
 log = logging.getLogger(__name__)
 
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
 
 @dataclass(slots=True)
 class AppState:
@@ -39,18 +54,35 @@ class AppState:
     cache: wc.WatchCache
     clock: Clock
     watch: WatchConfig
-    limits: limits.Limits = field(default_factory=limits.Limits)
+    edge_limits: limits.Limits = field(default_factory=limits.Limits)
+    #: the server's health checks (``ping`` only unless the server adds its own)
+    checks: health.HealthChecks = field(default_factory=health.HealthChecks)
+    #: the connection guard of the site serving this app, if any
+    guard: connections.ConnectionGuard | None = None
+    api_metrics: metrics.ApiMetrics | None = None
+    inflight: limits.InflightLimiter | None = None
     git_version: str = "v1.32.0-setpoint"
     ready: bool = False
     lists: listbudget.ListBudget = field(default_factory=listbudget.ListBudget)
-    #: None while storage can acknowledge writes, else why not (``/readyz`` says 503)
-    storage_health: Callable[[], str | None] = lambda: None
+
+    def __post_init__(self) -> None:
+        if self.inflight is None:
+            self.inflight = limits.InflightLimiter(self.edge_limits)
+        if self.api_metrics is None:
+            self.api_metrics = metrics.ApiMetrics(prometheus.MetricsRegistry(), self.inflight,
+                                              self.stored_objects)
+
+    def stored_objects(self) -> list[tuple[str, int]]:
+        return metrics.qualified_counts({
+            (s.info.group, s.info.resource): self.cache.count(s.info.namespace_prefix(None))
+            for s in self.catalog.all()})
 
 
-@web.middleware
-async def status_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+async def status_errors(request: web.Request,
+                        answer: Awaitable[web.StreamResponse]) -> web.StreamResponse:
+    """``answer``'s response, or the Status its failure maps to (the one mapping point)."""
     try:
-        return await handler(request)
+        return await answer
     except limits.BodyTimeout as e:
         return await _answer_and_close(request, responses.error_response(e))
     except errors.ApiError as e:
@@ -83,49 +115,112 @@ async def _answer_and_close(request: web.Request, response: web.Response) -> web
 
 
 def build_app(state: AppState) -> web.Application:
-    app = web.Application(middlewares=[status_errors],
-                          client_max_size=negotiation.MAX_BODY + 1024)
     resources = ResourceHandler(state.catalog, state.clock, state.watch, state.lists,
-                                state.limits)
+                                state.edge_limits)
     openapi = OpenAPIHandler(openapi_documents.Documents(
         state.catalog, openapi_data.Definitions.load(), clock=state.clock,
         version=state.git_version.split("-", 1)[0]), state.clock)
+    catalog = state.catalog
+    guard = state.guard
+    inflight = state.inflight
+    api_metrics = state.api_metrics
+    assert inflight is not None
+    assert api_metrics is not None
+    retry_after = state.edge_limits.retry_after
 
-    async def dispatch(request: web.Request) -> web.StreamResponse:
+    def labels_of(request: web.Request, ri: request_info.RequestInfo | None, watch: bool
+                  ) -> metrics.Labels | None:
+        """The metric labels of a request, or None when it is not counted (an unknown path
+        or subresource: label values never come from the client)."""
+        if ri is None:
+            return metrics.non_resource_labels(request.method, request.path)
+        served = catalog.lookup(ri.group, ri.version, ri.resource)
+        if served is None:
+            return None
+        if ri.subresource:
+            version = served.info.version(ri.version)
+            if version is None or ri.subresource not in subresources(served.info, version):
+                return None
+        query = request.query
+        return metrics.resource_labels(
+            request.method, ri, watch=watch,
+            dry_run=query.getall("dryRun", []) if "dryRun" in query else [],
+            content_type=request.headers.get("Content-Type"))
+
+    async def edge(request: web.Request) -> web.StreamResponse:
+        """Every request: connection state, in-flight limits, metrics, then :func:`route`
+        (failures mapped to a Status by :func:`status_errors`)."""
+        loop_time = asyncio.get_running_loop().time
+        started = loop_time()
         path = request.path
         ri = request_info.parse(path)
+        kind = limits.classify(request.method, path, ri, request.query.get("watch"))
+        labels = labels_of(request, ri, kind is limits.Kind.LONG_RUNNING)
+        transport = request.transport
+        if guard is not None:
+            guard.request_started(transport)
+        try:
+            if kind is limits.Kind.LONG_RUNNING:
+                if labels is not None:
+                    api_metrics.watch_started(labels)
+                try:
+                    response = await status_errors(request, route(request, ri))
+                finally:
+                    if labels is not None:
+                        api_metrics.watch_ended(labels)
+            elif kind is limits.Kind.EXEMPT:
+                response = await status_errors(request, route(request, ri))
+            elif inflight.try_acquire(kind):
+                try:
+                    response = await status_errors(request, route(request, ri))
+                finally:
+                    inflight.release(kind)
+            else:
+                api_metrics.dropped_request(kind)
+                response = responses.error_response(limits.too_many_requests(retry_after))
+        except web.HTTPException as e:
+            if labels is not None:
+                api_metrics.observe(labels, e.status, loop_time() - started)
+            raise
+        finally:
+            if guard is not None:
+                guard.request_finished(transport)
+        if labels is not None:
+            api_metrics.observe(labels, response.status, loop_time() - started)
+        return response
+
+    async def route(request: web.Request,
+                    ri: request_info.RequestInfo | None) -> web.StreamResponse:
         if ri is not None:
             return await resources.handle(request, ri)
+        path = request.path
         if request.method not in ("GET", "HEAD"):
             if path.rstrip("/") in ("", "/version", "/api", "/apis", "/healthz", "/livez",
-                                    "/readyz") or path.startswith("/openapi"):
+                                    "/readyz", "/metrics") or path.startswith("/openapi"):
                 raise errors.MethodNotAllowed(
                     "the server does not allow this method on the requested resource")
             raise errors.path_not_found()
         if path == "/openapi" or path.startswith("/openapi/"):
             return await openapi.handle(request)
-        return non_resource(request, state)
+        return await non_resource(request, state)
 
-    app.router.add_route("*", "/{tail:.*}", dispatch)
+    app = web.Application(client_max_size=negotiation.MAX_BODY + 1024)
+    app.router.add_route("*", "/{tail:.*}", edge)
     return app
 
 
-def non_resource(request: web.Request, state: AppState) -> web.StreamResponse:
+async def non_resource(request: web.Request, state: AppState) -> web.StreamResponse:
     path = request.path.rstrip("/") or "/"
     parts = [p for p in path.split("/") if p]
     catalog = state.catalog
-    if path in ("/healthz", "/livez"):
-        return web.Response(text="ok", content_type="text/plain")
-    if path == "/readyz":
-        if not state.ready:
-            return web.Response(status=503, text="not ready", content_type="text/plain")
-        problem = state.storage_health()
-        if problem is not None:
-            return web.Response(status=503, text=f"storage: {problem}",
-                                content_type="text/plain")
-        return web.Response(text="ok", content_type="text/plain")
-    if path.startswith(("/healthz/", "/livez/", "/readyz/")):
-        return web.Response(text="ok", content_type="text/plain")
+    if parts and parts[0] in health.ENDPOINTS and len(parts) <= 2:
+        query = request.query
+        return await state.checks.respond(parts[0], parts[1] if len(parts) == 2 else "",
+                                          "verbose" in query, query.getall("exclude", []))
+    if path == "/metrics":
+        assert state.api_metrics is not None
+        return web.Response(body=state.api_metrics.render().encode(),
+                            headers={"Content-Type": metrics.CONTENT_TYPE})
     if path == "/version":
         return responses.json_response(discovery.version_doc(state.git_version))
     if path == "/":

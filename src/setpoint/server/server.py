@@ -28,6 +28,7 @@ from setpoint.registry import compactor, core, listbudget
 from setpoint.registry.catalog import Catalog
 from setpoint.registry.crdlifecycle import CRDLifecycle
 from setpoint.registry.options import WriteOptions
+from setpoint.server import connections, health
 from setpoint.server.app import AppState, build_app
 from setpoint.server.limits import Limits
 from setpoint.server.watch import WatchConfig
@@ -94,6 +95,11 @@ class Server:
         self.catalog: Catalog | None = None
         self.cache: wc.WatchCache | None = None
         self.lists: listbudget.ListBudget | None = None
+        #: the checks of /livez, /readyz and /healthz; anyone may add one (see
+        #: :mod:`setpoint.server.health`); the server adds its own when it starts
+        self.health = health.HealthChecks()
+        self._stopping = False
+        self._guard: connections.ConnectionGuard | None = None
         self._watch = WatchConfig(bookmark_interval=config.bookmark_interval,
                                   min_request_timeout=config.min_request_timeout,
                                   max_request_timeout=config.min_request_timeout * 2)
@@ -151,20 +157,25 @@ class Server:
             max_bytes=self.config.list_budget_bytes,
             small=min(listbudget.DEFAULT_SMALL, self.config.list_budget_bytes)))
         self.lists = lists
+        self._add_health_checks(backend, cache)
+        edge = self.config.limits
         state = AppState(catalog=catalog, cache=cache, clock=self._clock, watch=self._watch,
-                         lists=lists, limits=self.config.limits)
-        if isinstance(backend, st.ReportsHealth):
-            state.storage_health = backend.health
+                         lists=lists, edge_limits=edge, checks=self.health)
+        assert state.api_metrics is not None
+        guard = connections.ConnectionGuard(
+            edge, max_connections=connections.connection_budget(edge.max_connections),
+            on_close=state.api_metrics.connection_closed)
+        state.api_metrics.attach_connections(lambda: guard.open_connections)
+        state.guard = self._guard = guard
         app = build_app(state)
         runner = web.AppRunner(app, access_log=None, handle_signals=False,
-                               shutdown_timeout=2.0)
+                               shutdown_timeout=2.0, keepalive_timeout=edge.idle_timeout)
         await runner.setup()
         self._runner = runner
         self._stack.push_async_callback(self._stop_http)
-        site = web.TCPSite(runner, self.config.host, self.config.port, reuse_address=True)
+        site = connections.GuardedSite(runner, self.config.host, self.config.port, guard)
         await site.start()
-        sockets = getattr(site._server, "sockets", None) or []
-        self.port = sockets[0].getsockname()[1] if sockets else self.config.port
+        self.port = site.port
         state.ready = True
         if self.config.kubeconfig_path is not None:
             write_kubeconfig(self.config.kubeconfig_path, self.url)
@@ -178,11 +189,44 @@ class Server:
         for task in getattr(self, "_task_list", []):
             task.cancel()
 
+    def _add_health_checks(self, backend: st.Backend, cache: wc.WatchCache) -> None:
+        async def storage() -> None:
+            await backend.current_revision()
+
+        async def informer_sync() -> None:
+            if not cache.ready:
+                raise RuntimeError("the watch cache has not caught up with storage")
+
+        async def shutdown() -> None:
+            if self._stopping:
+                raise RuntimeError("the server is shutting down")
+
+        # kube-apiserver's names: its storage checks are "etcd" and "etcd-readiness". Both are
+        # readiness only: the server recovers by itself once storage is back, so a restart
+        # (what a failing /livez asks for) would not help
+        name = "etcd" if self.config.storage.kind == "etcd" else "storage"
+        self.health.add(name, storage)
+        if isinstance(backend, st.ReportsHealth):
+            reports = backend
+
+            async def writable() -> None:
+                problem = reports.health()
+                if problem is not None:
+                    raise RuntimeError(problem)
+
+            # not ready, but alive: a server that may not acknowledge writes gets none
+            self.health.add(f"{name}-readiness", writable)
+        self.health.add("informer-sync", informer_sync)
+        self.health.add("shutdown", shutdown)
+
     async def _stop_http(self) -> None:
+        self._stopping = True
         self._watch.close_all()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        if self._guard is not None:
+            self._guard.close_all()
 
     async def stop(self) -> None:
         await self._stack.aclose()

@@ -1,0 +1,277 @@
+"""Open connections: a cap on how many, and time limits on clients that send no request.
+
+Each accepted connection is wrapped (:class:`ConnectionGuard.protocol_factory`) before the
+HTTP server sees it, and is in one of three states:
+
+* ``HEADERS``: from its opening, or its first byte after an idle period, until a complete
+  request header has arrived. It is closed after ``header_timeout`` seconds (kube-apiserver's
+  ``ReadHeaderTimeout``, 32 s): a client that sends half a request and stalls is dropped.
+* ``ACTIVE``: a request is being served (:meth:`ConnectionGuard.request_started` /
+  :meth:`~ConnectionGuard.request_finished`, called by the app). No time limit here: a watch
+  lasts as long as it lasts, and the body has its own (see :mod:`setpoint.server.limits`).
+* ``IDLE``: kept alive between requests; closed after ``idle_timeout`` seconds (90 s).
+
+At most ``max_connections`` are open. One more closes the connection that has been waiting
+longest without a request being served (idle, or still sending its header), which costs a
+well-behaved client at most a reconnect; when every connection is serving a request, the new
+one is answered 503 with ``Retry-After: 1`` and closed at once. So a flood of half-sent
+requests cannot use up the process's file descriptors, and established clients keep being
+served. :func:`connection_budget` lowers the cap to what the descriptor limit allows.
+
+Invariants: every open connection is in exactly one state; the ones not ``ACTIVE`` are kept in
+the order they stopped being served, oldest first, which is the order of eviction. Nothing
+here reads the bytes it passes on. Non-guarantees: the cap counts this server's accepted
+connections only (the listening socket's backlog is the kernel's); eviction can close an idle
+connection at the moment its client reuses it (clients retry idempotent requests).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import enum
+import logging
+from collections.abc import Callable
+from typing import Final, cast
+
+import orjson
+from aiohttp import web
+
+from setpoint.apimachinery import errors
+from setpoint.server.limits import Limits
+
+log = logging.getLogger(__name__)
+
+#: descriptors left for storage, logs and the server's own clients when sizing the cap
+FD_RESERVE: Final = 128
+
+#: why connections were closed by the guard (the ``reason`` label of its metric)
+REASONS: Final = ("header_timeout", "idle_timeout", "evicted", "refused")
+
+
+class State(enum.Enum):
+    HEADERS = "headers"
+    ACTIVE = "active"
+    IDLE = "idle"
+
+
+class _Conn:
+    __slots__ = ("handle", "state", "transport")
+
+    def __init__(self, transport: asyncio.Transport) -> None:
+        self.transport = transport
+        self.state = State.HEADERS
+        self.handle: asyncio.TimerHandle | None = None
+
+
+def _refusal() -> bytes:
+    status = errors.ServiceUnavailable("too many open connections, please try again later",
+                                       retry_after=1).status()
+    body = orjson.dumps(status)
+    return (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+            b"Retry-After: 1\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s"
+            % (len(body), body))
+
+
+class ConnectionGuard:
+    """The connections of one server; see the module docstring."""
+
+    def __init__(self, limits: Limits, *, max_connections: int | None = None,
+                 on_close: Callable[[str], None] = lambda reason: None) -> None:
+        self.max_connections = max_connections or limits.max_connections
+        #: told the reason (one of :data:`REASONS`) of each connection the guard closes
+        self._on_close = on_close
+        self._header_timeout = limits.header_timeout
+        self._idle_timeout = limits.idle_timeout
+        self._conns: dict[asyncio.BaseTransport, _Conn] = {}
+        #: connections not serving a request, longest waiting first
+        self._waiting: collections.OrderedDict[asyncio.BaseTransport, _Conn] = (
+            collections.OrderedDict())
+        self._refusal = _refusal()
+
+    @property
+    def open_connections(self) -> int:
+        return len(self._conns)
+
+    def state_of(self, transport: asyncio.BaseTransport) -> State | None:
+        conn = self._conns.get(transport)
+        return conn.state if conn is not None else None
+
+    def protocol_factory(self, inner: Callable[[], asyncio.Protocol]
+                         ) -> Callable[[], asyncio.Protocol]:
+        """Wrap the HTTP server's protocol factory."""
+        return lambda: _GuardedProtocol(self, inner())
+
+    # --- from the protocol wrapper ------------------------------------------------------
+
+    def _opened(self, transport: asyncio.Transport) -> bool:
+        if len(self._conns) >= self.max_connections:
+            if self._waiting:
+                _, victim = self._waiting.popitem(last=False)
+                self._close(victim, "evicted")
+            else:
+                self._on_close("refused")
+                transport.write(self._refusal)
+                transport.close()
+                return False
+        conn = _Conn(transport)
+        self._conns[transport] = conn
+        self._waiting[transport] = conn
+        self._arm(conn, self._header_timeout)
+        return True
+
+    def _data(self, transport: asyncio.BaseTransport) -> None:
+        conn = self._conns.get(transport)
+        if conn is not None and conn.state is State.IDLE:
+            conn.state = State.HEADERS
+            self._arm(conn, self._header_timeout)
+
+    def _lost(self, transport: asyncio.BaseTransport) -> None:
+        conn = self._conns.pop(transport, None)
+        if conn is not None:
+            self._waiting.pop(transport, None)
+            self._disarm(conn)
+
+    # --- from the app, around each request ----------------------------------------------
+
+    def request_started(self, transport: asyncio.BaseTransport | None) -> None:
+        conn = self._conns.get(transport) if transport is not None else None
+        if conn is None:
+            return
+        conn.state = State.ACTIVE
+        self._waiting.pop(conn.transport, None)
+        self._disarm(conn)
+
+    def request_finished(self, transport: asyncio.BaseTransport | None) -> None:
+        conn = self._conns.get(transport) if transport is not None else None
+        if conn is None or conn.state is not State.ACTIVE:
+            return
+        conn.state = State.IDLE
+        self._waiting[conn.transport] = conn
+        self._arm(conn, self._idle_timeout)
+
+    # --- timers -------------------------------------------------------------------------
+
+    def _arm(self, conn: _Conn, timeout: float) -> None:
+        self._disarm(conn)
+        loop = asyncio.get_running_loop()
+        conn.handle = loop.call_later(timeout, self._expire, conn)
+
+    @staticmethod
+    def _disarm(conn: _Conn) -> None:
+        if conn.handle is not None:
+            conn.handle.cancel()
+            conn.handle = None
+
+    def _expire(self, conn: _Conn) -> None:
+        conn.handle = None
+        if self._conns.get(conn.transport) is not conn or conn.state is State.ACTIVE:
+            return
+        reason = "header_timeout" if conn.state is State.HEADERS else "idle_timeout"
+        self._waiting.pop(conn.transport, None)
+        self._close(conn, reason)
+
+    def _close(self, conn: _Conn, reason: str) -> None:
+        self._on_close(reason)
+        self._conns.pop(conn.transport, None)
+        self._disarm(conn)
+        conn.transport.close()
+
+    def close_all(self) -> None:
+        """Cancel every timer (the server is stopping; its connections close with it)."""
+        for conn in self._conns.values():
+            self._disarm(conn)
+
+
+class _GuardedProtocol(asyncio.Protocol):
+    """Passes everything to the HTTP server's protocol, and tells the guard what happens."""
+
+    __slots__ = ("_accepted", "_guard", "_inner", "_transport")
+
+    def __init__(self, guard: ConnectionGuard, inner: asyncio.Protocol) -> None:
+        self._guard = guard
+        self._inner = inner
+        self._accepted = False
+        self._transport: asyncio.BaseTransport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # uvloop's transports are not asyncio.Transport subclasses, but have its methods
+        transport = cast(asyncio.Transport, transport)
+        self._transport = transport
+        if self._guard._opened(transport):
+            self._accepted = True
+            self._inner.connection_made(transport)
+
+    def data_received(self, data: bytes) -> None:
+        if not self._accepted:
+            return
+        assert self._transport is not None
+        self._guard._data(self._transport)
+        self._inner.data_received(data)
+
+    def eof_received(self) -> bool | None:
+        return self._inner.eof_received() if self._accepted else None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._transport is not None:
+            self._guard._lost(self._transport)
+        if self._accepted:
+            self._inner.connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        if self._accepted:
+            self._inner.pause_writing()
+
+    def resume_writing(self) -> None:
+        if self._accepted:
+            self._inner.resume_writing()
+
+
+class GuardedSite(web.BaseSite):
+    """A TCP site whose connections pass through a :class:`ConnectionGuard`."""
+
+    def __init__(self, runner: web.BaseRunner, host: str, port: int, guard: ConnectionGuard,
+                 *, backlog: int = 1024) -> None:
+        super().__init__(runner, backlog=backlog)
+        self._host = host
+        self._port = port
+        self._guard = guard
+        self._bound_port: int | None = None
+
+    @property
+    def port(self) -> int:
+        """The port listened on (the real one after :meth:`start` when asked for 0)."""
+        return self._bound_port if self._bound_port is not None else self._port
+
+    @property
+    def name(self) -> str:
+        host = f"[{self._host}]" if ":" in self._host else self._host
+        return f"http://{host}:{self.port}"
+
+    async def start(self) -> None:
+        await super().start()
+        server = self._runner.server
+        assert server is not None
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(
+            self._guard.protocol_factory(server), self._host, self._port,
+            backlog=self._backlog, reuse_address=True)
+        sockets = self._server.sockets
+        self._bound_port = sockets[0].getsockname()[1] if sockets else self._port
+
+
+def connection_budget(requested: int, reserve: int = FD_RESERVE) -> int:
+    """``requested``, lowered to what the process's descriptor limit leaves after
+    ``reserve`` (at least 16), so that the cap is reached before descriptors run out."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not on POSIX
+        return requested
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return requested
+    budget = max(16, int(soft) - reserve)
+    if budget < requested:
+        log.warning("open connections capped at %d (file descriptor limit %d)", budget, soft)
+        return budget
+    return requested
