@@ -73,7 +73,7 @@ class _Family:
     def _key(self, values: Sequence[str]) -> LabelValues:
         if len(values) != len(self.label_names):
             raise ValueError(f"{self.name} takes labels {self.label_names}, got {values!r}")
-        return tuple(str(v) for v in values)
+        return tuple(map(str, values))
 
     def samples(self) -> Iterable[str]:
         raise NotImplementedError
@@ -102,12 +102,34 @@ class Counter(_Family):
         """Make the series exist (at 0) so it is exported before its first increment."""
         self._values.setdefault(self._key(labels), 0.0)
 
+    def bind(self, *labels: str) -> BoundCounter:
+        """The series of ``labels`` (made to exist at 0), to count on without looking its
+        labels up each time."""
+        key = self._key(labels)
+        self._values.setdefault(key, 0.0)
+        return BoundCounter(self._values, key)
+
     def value(self, *labels: str) -> float:
         return self._values.get(self._key(labels), 0.0)
 
     def samples(self) -> Iterable[str]:
         for key in sorted(self._values):
             yield f"{self.name}{_labels(self.label_names, key)} {format_value(self._values[key])}"
+
+
+class BoundCounter:
+    """One series of a :class:`Counter`."""
+
+    __slots__ = ("_key", "_values")
+
+    def __init__(self, values: dict[LabelValues, float], key: LabelValues) -> None:
+        self._values = values
+        self._key = key
+
+    def inc(self, amount: float = 1.0) -> None:
+        if amount < 0:
+            raise ValueError("a counter only goes up")
+        self._values[self._key] += amount
 
 
 class Gauge(_Family):
@@ -186,13 +208,13 @@ class Histogram(_Family):
     def touch(self, *labels: str) -> None:
         self._get(labels)
 
+    def bind(self, *labels: str) -> BoundHistogram:
+        """The series of ``labels``, to observe into without looking its labels up each
+        time."""
+        return BoundHistogram(self.buckets, self._get(labels))
+
     def observe(self, value: float, *labels: str) -> None:
-        series = self._get(labels)
-        i = bisect.bisect_left(self.buckets, value)  # the first bucket with value <= bound
-        if i < len(series.counts):
-            series.counts[i] += 1
-        series.count += 1
-        series.sum += value
+        _observe(self.buckets, self._get(labels), value)
 
     def count(self, *labels: str) -> int:
         series = self._series.get(self._key(labels))
@@ -210,6 +232,27 @@ class Histogram(_Family):
             yield f"{self.name}_bucket{_labels(self.label_names, key, inf)} {series.count}"
             yield f"{self.name}_sum{_labels(self.label_names, key)} {format_value(series.sum)}"
             yield f"{self.name}_count{_labels(self.label_names, key)} {series.count}"
+
+
+class BoundHistogram:
+    """One series of a :class:`Histogram`."""
+
+    __slots__ = ("_buckets", "_series")
+
+    def __init__(self, buckets: tuple[float, ...], series: _Series) -> None:
+        self._buckets = buckets
+        self._series = series
+
+    def observe(self, value: float) -> None:
+        _observe(self._buckets, self._series, value)
+
+
+def _observe(buckets: tuple[float, ...], series: _Series, value: float) -> None:
+    i = bisect.bisect_left(buckets, value)  # the first bucket with value <= bound
+    if i < len(series.counts):
+        series.counts[i] += 1
+    series.count += 1
+    series.sum += value
 
 
 class MetricsRegistry:

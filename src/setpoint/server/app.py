@@ -16,8 +16,8 @@ is cheaper than a chain, and the path is parsed once.)
 
 from __future__ import annotations
 
-import asyncio
 import logging
+import time
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
 
@@ -150,8 +150,7 @@ def build_app(state: AppState) -> web.Application:
     async def edge(request: web.Request) -> web.StreamResponse:
         """Every request: connection state, in-flight limits, metrics, then :func:`route`
         (failures mapped to a Status by :func:`status_errors`)."""
-        loop_time = asyncio.get_running_loop().time
-        started = loop_time()
+        started = time.perf_counter()
         path = request.path
         ri = request_info.parse(path)
         kind = limits.classify(request.method, path, ri, request.query.get("watch"))
@@ -180,13 +179,13 @@ def build_app(state: AppState) -> web.Application:
                 response = responses.error_response(limits.too_many_requests(retry_after))
         except web.HTTPException as e:
             if labels is not None:
-                api_metrics.observe(labels, e.status, loop_time() - started)
+                api_metrics.observe(labels, e.status, time.perf_counter() - started)
             raise
         finally:
             if guard is not None:
                 guard.request_finished(transport)
         if labels is not None:
-            api_metrics.observe(labels, response.status, loop_time() - started)
+            api_metrics.observe(labels, response.status, time.perf_counter() - started)
         return response
 
     async def route(request: web.Request,

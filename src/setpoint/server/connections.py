@@ -18,9 +18,12 @@ one is answered 503 with ``Retry-After: 1`` and closed at once. So a flood of ha
 requests cannot use up the process's file descriptors, and established clients keep being
 served. :func:`connection_budget` lowers the cap to what the descriptor limit allows.
 
-Invariants: every open connection is in exactly one state; the ones not ``ACTIVE`` are kept in
-the order they stopped being served, oldest first, which is the order of eviction. Nothing
-here reads the bytes it passes on. Non-guarantees: the cap counts this server's accepted
+Invariants: every open connection is in exactly one state; the ones not ``ACTIVE`` are queued
+per state in the order they started waiting, which is the order of their deadlines; eviction
+takes the one waiting longest. Nothing here reads the bytes it passes on. Per request the
+guard does two queue operations and no timer work: one sweep per interval closes what
+expired. Non-guarantees: a connection is closed up to one sweep interval (a quarter of the
+shorter timeout, at most 1 s) after its deadline; the cap counts this server's accepted
 connections only (the listening socket's backlog is the kernel's); eviction can close an idle
 connection at the moment its client reuses it (clients retry idempotent requests).
 """
@@ -56,12 +59,14 @@ class State(enum.Enum):
 
 
 class _Conn:
-    __slots__ = ("handle", "state", "transport")
+    __slots__ = ("deadline", "since", "state", "transport")
 
-    def __init__(self, transport: asyncio.Transport) -> None:
+    def __init__(self, transport: asyncio.Transport, now: float, deadline: float) -> None:
         self.transport = transport
         self.state = State.HEADERS
-        self.handle: asyncio.TimerHandle | None = None
+        #: when it started waiting (for eviction), and when the wait ends (for the sweep)
+        self.since = now
+        self.deadline = deadline
 
 
 def _refusal() -> bytes:
@@ -74,7 +79,14 @@ def _refusal() -> bytes:
 
 
 class ConnectionGuard:
-    """The connections of one server; see the module docstring."""
+    """The connections of one server; see the module docstring.
+
+    Waiting connections are kept in two queues, one per state, each in the order its members
+    started waiting; as each state has one timeout, that is also the order of their
+    deadlines, so one periodic sweep closes the expired ones from the front (no timer per
+    connection, nothing to re-arm per request). A connection is closed within a sweep
+    interval (a quarter of the shorter timeout, at most a second) after its deadline.
+    """
 
     def __init__(self, limits: Limits, *, max_connections: int | None = None,
                  on_close: Callable[[str], None] = lambda reason: None) -> None:
@@ -83,10 +95,15 @@ class ConnectionGuard:
         self._on_close = on_close
         self._header_timeout = limits.header_timeout
         self._idle_timeout = limits.idle_timeout
+        self._interval = min(1.0, limits.header_timeout / 4, limits.idle_timeout / 4)
         self._conns: dict[asyncio.BaseTransport, _Conn] = {}
-        #: connections not serving a request, longest waiting first
-        self._waiting: collections.OrderedDict[asyncio.BaseTransport, _Conn] = (
+        self._headers: collections.OrderedDict[asyncio.BaseTransport, _Conn] = (
             collections.OrderedDict())
+        self._idle: collections.OrderedDict[asyncio.BaseTransport, _Conn] = (
+            collections.OrderedDict())
+        self._sweeper: asyncio.TimerHandle | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stopped = False
         self._refusal = _refusal()
 
     @property
@@ -105,82 +122,95 @@ class ConnectionGuard:
     # --- from the protocol wrapper ------------------------------------------------------
 
     def _opened(self, transport: asyncio.Transport) -> bool:
+        loop = self._loop
+        if loop is None:
+            loop = self._loop = asyncio.get_running_loop()
+        if self._sweeper is None and not self._stopped:
+            self._sweeper = loop.call_later(self._interval, self._sweep)
         if len(self._conns) >= self.max_connections:
-            if self._waiting:
-                _, victim = self._waiting.popitem(last=False)
-                self._close(victim, "evicted")
-            else:
+            victim = self._longest_waiting()
+            if victim is None:
                 self._on_close("refused")
                 transport.write(self._refusal)
                 transport.close()
                 return False
-        conn = _Conn(transport)
+            self._close(victim, "evicted")
+        now = loop.time()
+        conn = _Conn(transport, now, now + self._header_timeout)
         self._conns[transport] = conn
-        self._waiting[transport] = conn
-        self._arm(conn, self._header_timeout)
+        self._headers[transport] = conn
         return True
+
+    def _longest_waiting(self) -> _Conn | None:
+        heads = [next(iter(q.values())) for q in (self._headers, self._idle) if q]
+        return min(heads, key=lambda c: c.since) if heads else None
 
     def _data(self, transport: asyncio.BaseTransport) -> None:
         conn = self._conns.get(transport)
         if conn is not None and conn.state is State.IDLE:
+            del self._idle[transport]
             conn.state = State.HEADERS
-            self._arm(conn, self._header_timeout)
+            now = self._now()
+            conn.since, conn.deadline = now, now + self._header_timeout
+            self._headers[transport] = conn
 
     def _lost(self, transport: asyncio.BaseTransport) -> None:
         conn = self._conns.pop(transport, None)
         if conn is not None:
-            self._waiting.pop(transport, None)
-            self._disarm(conn)
+            self._unqueue(conn)
+
+    def _unqueue(self, conn: _Conn) -> None:
+        if conn.state is State.HEADERS:
+            self._headers.pop(conn.transport, None)
+        elif conn.state is State.IDLE:
+            self._idle.pop(conn.transport, None)
 
     # --- from the app, around each request ----------------------------------------------
 
     def request_started(self, transport: asyncio.BaseTransport | None) -> None:
         conn = self._conns.get(transport) if transport is not None else None
-        if conn is None:
-            return
-        conn.state = State.ACTIVE
-        self._waiting.pop(conn.transport, None)
-        self._disarm(conn)
+        if conn is not None and conn.state is not State.ACTIVE:
+            self._unqueue(conn)
+            conn.state = State.ACTIVE
 
     def request_finished(self, transport: asyncio.BaseTransport | None) -> None:
         conn = self._conns.get(transport) if transport is not None else None
         if conn is None or conn.state is not State.ACTIVE:
             return
         conn.state = State.IDLE
-        self._waiting[conn.transport] = conn
-        self._arm(conn, self._idle_timeout)
+        now = self._now()
+        conn.since, conn.deadline = now, now + self._idle_timeout
+        self._idle[conn.transport] = conn
 
-    # --- timers -------------------------------------------------------------------------
+    # --- expiry -------------------------------------------------------------------------
 
-    def _arm(self, conn: _Conn, timeout: float) -> None:
-        self._disarm(conn)
+    def _now(self) -> float:
+        assert self._loop is not None  # set by the first connection
+        return self._loop.time()
+
+    def _sweep(self) -> None:
         loop = asyncio.get_running_loop()
-        conn.handle = loop.call_later(timeout, self._expire, conn)
-
-    @staticmethod
-    def _disarm(conn: _Conn) -> None:
-        if conn.handle is not None:
-            conn.handle.cancel()
-            conn.handle = None
-
-    def _expire(self, conn: _Conn) -> None:
-        conn.handle = None
-        if self._conns.get(conn.transport) is not conn or conn.state is State.ACTIVE:
-            return
-        reason = "header_timeout" if conn.state is State.HEADERS else "idle_timeout"
-        self._waiting.pop(conn.transport, None)
-        self._close(conn, reason)
+        now = loop.time()
+        for queue, reason in ((self._headers, "header_timeout"), (self._idle, "idle_timeout")):
+            while queue:
+                conn = next(iter(queue.values()))
+                if conn.deadline > now:
+                    break
+                self._close(conn, reason)
+        self._sweeper = None if self._stopped else loop.call_later(self._interval, self._sweep)
 
     def _close(self, conn: _Conn, reason: str) -> None:
         self._on_close(reason)
         self._conns.pop(conn.transport, None)
-        self._disarm(conn)
+        self._unqueue(conn)
         conn.transport.close()
 
     def close_all(self) -> None:
-        """Cancel every timer (the server is stopping; its connections close with it)."""
-        for conn in self._conns.values():
-            self._disarm(conn)
+        """Stop sweeping (the server is stopping; its connections close with it)."""
+        self._stopped = True
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            self._sweeper = None
 
 
 class _GuardedProtocol(asyncio.Protocol):

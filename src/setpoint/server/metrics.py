@@ -148,11 +148,19 @@ class ApiMetrics:
             "Connections the server closed in self-defense, by reason.", ("reason",))
         for reason in connections.REASONS:
             self.closed_connections.touch(reason)
+        #: the series of each (labels, code) seen, bound once (as many as the series)
+        self._bound: dict[tuple[Labels, int], tuple[prometheus.BoundCounter,
+                                                    prometheus.BoundHistogram]] = {}
 
     def observe(self, labels: Labels, code: int, seconds: float) -> None:
         """A finished request."""
-        self.requests.inc(*labels, COMPONENT, str(code))
-        self.duration.observe(seconds, *labels, COMPONENT)
+        bound = self._bound.get((labels, code))
+        if bound is None:
+            bound = self._bound[(labels, code)] = (
+                self.requests.bind(*labels, COMPONENT, str(code)),
+                self.duration.bind(*labels, COMPONENT))
+        bound[0].inc()
+        bound[1].observe(seconds)
 
     def dropped_request(self, kind: limits.Kind) -> None:
         self.dropped.inc(kind.value)

@@ -168,8 +168,11 @@ class Server:
         state.api_metrics.attach_connections(lambda: guard.open_connections)
         state.guard = self._guard = guard
         app = build_app(state)
+        # request bodies are taken as sent, as kube-apiserver does: a Content-Encoding is not
+        # undone (so a compressed body cannot expand past the body limit)
         runner = web.AppRunner(app, access_log=None, handle_signals=False,
-                               shutdown_timeout=2.0, keepalive_timeout=edge.idle_timeout)
+                               shutdown_timeout=2.0, keepalive_timeout=edge.idle_timeout,
+                               auto_decompress=False)
         await runner.setup()
         self._runner = runner
         self._stack.push_async_callback(self._stop_http)

@@ -41,3 +41,20 @@ def test_collectors_refill_gauges_before_each_render() -> None:
     assert 'objects{resource="b"}' not in text
     assert 'objects{resource="a"} 1' in text
     assert 'objects{resource="c"} 5' in text
+
+
+def test_bound_series_count_into_the_family() -> None:
+    registry = prometheus.MetricsRegistry()
+    requests = registry.counter("r_total", "R", ("code",))
+    seconds = registry.histogram("s_seconds", "S", ("code",), buckets=(1.0,))
+    ok, ok_time = requests.bind("200"), seconds.bind("200")
+    assert requests.value("200") == 0  # bound series exist from the start
+    ok.inc()
+    ok.inc(2)
+    ok_time.observe(0.5)
+    requests.inc("200")
+    assert requests.value("200") == 4
+    assert seconds.count("200") == 1
+    text = registry.render()
+    assert 'r_total{code="200"} 4' in text
+    assert 's_seconds_bucket{code="200",le="1"} 1' in text
