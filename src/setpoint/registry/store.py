@@ -5,8 +5,14 @@ This is the one place where storage errors become API errors. Invariants:
 * **resourceVersion is the storage revision** of the object's last write; it is never stored
   inside the value, only set when an object is read.
 * **Optimistic concurrency.** Every write is a compare-and-swap on the revision it read. A
-  client that sent a resourceVersion gets 409 Conflict when it is stale; writes without one
-  (patches, unconditional updates) are retried on a fresh read.
+  client that sent a resourceVersion (in the body of an update, in a patch, in an applied
+  configuration or a Scale) gets 409 Conflict when it is stale; every write without one (all
+  patch types, server-side apply, updates without resourceVersion, ``/status`` and
+  ``/scale``, deletes without preconditions) is retried on a fresh read when it loses the
+  compare-and-swap, as Kubernetes' ``GuaranteedUpdate`` does: it is computed again from the
+  new state, so every concurrent writer's change lands. Retries are bounded
+  (:data:`MAX_WRITE_ATTEMPTS`, with a short jittered pause after the first few); a write
+  that loses them all answers 409.
 * **No-op writes** (an update that changes nothing) return the current object and write nothing:
   no new revision, no watch event.
 * **Finalizers.** Deleting an object that has finalizers only sets ``deletionTimestamp``;
@@ -35,7 +41,7 @@ import orjson
 from setpoint.apimachinery import errors, fields, patch, selectors, timeutil, validation
 from setpoint.apimachinery.clock import Clock
 from setpoint.registry import cache as wc
-from setpoint.registry import fieldmanager, listbudget
+from setpoint.registry import fieldmanager, listbudget, scale
 from setpoint.registry.options import (
     DeleteOptions,
     ListOptions,
@@ -43,7 +49,7 @@ from setpoint.registry.options import (
     WriteOptions,
     WriteResult,
 )
-from setpoint.registry.resources import VersionInfo
+from setpoint.registry.resources import ScaleSpec, VersionInfo
 from setpoint.registry.strategy import Strategy
 from setpoint.storage import interface as st
 
@@ -52,7 +58,13 @@ Obj = dict[str, Any]
 #: namespace admission: raises NotFound / Forbidden for a namespace that cannot take writes
 NamespaceGate = Callable[[str, str, str], Awaitable[None]]
 
-MAX_WRITE_ATTEMPTS = 16
+#: attempts of a write without precondition that keeps losing its compare-and-swap; each lost
+#: attempt means another writer's write landed, so N concurrent writers need at most N
+MAX_WRITE_ATTEMPTS = 128
+#: attempts made back to back before the jittered pauses start
+QUICK_ATTEMPTS = 4
+#: the longest pause between two attempts, in seconds
+MAX_ATTEMPT_PAUSE = 0.05
 
 #: objects a LIST handles between two turns of the event loop
 TURN = 1000
@@ -170,6 +182,8 @@ class Store:
         self._cache = cache
         self._clock = clock
         self._rng = rng
+        # jitter of the pauses between write attempts (its own stream: uids stay as seeded)
+        self._jitter = random.Random(rng.getrandbits(64))
         self._namespace_gate = namespace_gate
         self._deletion_finalizers = deletion_finalizers
         self._field_managers: dict[str, fieldmanager.FieldManager] = {}
@@ -187,6 +201,15 @@ class Store:
 
     def _conflict(self, name: str, why: str | None = None) -> errors.Conflict:
         return errors.conflict(self.info.resource, self.info.group, name, why)
+
+    async def _attempts(self) -> AsyncIterator[int]:
+        """The attempts of a retried write: the first few at once, then after a jittered
+        pause that grows with the attempt (contending writers spread out)."""
+        for attempt in range(MAX_WRITE_ATTEMPTS):
+            if attempt >= QUICK_ATTEMPTS:
+                ceiling = min(MAX_ATTEMPT_PAUSE, 0.001 * 2 ** (attempt - QUICK_ATTEMPTS))
+                await asyncio.sleep(self._jitter.uniform(0, ceiling))
+            yield attempt
 
     def _invalid(self, name: str, errs: Iterable[fields.FieldError]) -> errors.Invalid:
         return errors.invalid(self.info.kind, self.info.group, name, errs)
@@ -480,7 +503,7 @@ class Store:
             raise self._invalid(name, [fields.invalid(
                 "metadata.resourceVersion", 0,
                 "must be specified for an update")])
-        for _ in range(MAX_WRITE_ATTEMPTS):
+        async for _ in self._attempts():
             kv, current = await self._current(namespace, name)
             if requested_rv and requested_rv != str(kv.mod_revision):
                 raise self._conflict(name)
@@ -563,12 +586,15 @@ class Store:
             raise errors.unsupported_patch_type((PATCH_JSON, PATCH_MERGE, PATCH_APPLY))
         if patch_type in (PATCH_APPLY, PATCH_APPLY_CBOR) and not opts.field_manager:
             raise errors.BadRequest("fieldManager is required for apply requests")
-        for _ in range(MAX_WRITE_ATTEMPTS):
+        async for _ in self._attempts():
             try:
                 kv, current = await self._current(namespace, name)
             except errors.NotFound:
                 if patch_type == PATCH_APPLY and not subresource:
-                    return await self._apply_create(namespace, name, body, version, opts)
+                    try:
+                        return await self._apply_create(namespace, name, body, version, opts)
+                    except errors.AlreadyExists:
+                        continue  # created meanwhile: apply to what is there now
                 raise
             base = deep_copy(self._output(current, version))
             applying = patch_type == PATCH_APPLY
@@ -578,6 +604,12 @@ class Store:
             else:
                 patched = self._apply_patch(base, patch_type, body, name)
             meta = self._check_type(patched, version)
+            # The patched object carries the resourceVersion it was computed from, unless the
+            # patch set one: a different one is the client's precondition, and fails now. The
+            # same one may be the client's too; when the write loses its compare-and-swap,
+            # the next attempt patches the newer object, and only a resourceVersion the patch
+            # itself set still differs then (Kubernetes: a patch is unconditional unless it
+            # names a resourceVersion).
             precondition = meta.get("resourceVersion")
             if precondition and str(precondition) != str(kv.mod_revision):
                 raise self._conflict(name)
@@ -591,9 +623,8 @@ class Store:
             try:
                 return await self._write_update(kv, current, patched, version, opts,
                                                 subresource, warnings, applied=applying)
-            except st.RevisionConflict as e:
-                if precondition:
-                    raise self._conflict(name) from e
+            except st.RevisionConflict:
+                continue
         raise self._conflict(name)
 
     def _apply_patch(self, base: Obj, patch_type: str, body: Any, name: str) -> Obj:
@@ -663,13 +694,55 @@ class Store:
         obj = self._server_side_apply(namespace, None, body, name, version, opts, "")
         return await self.create(namespace, obj, version.name, opts, applied=True)
 
+    # --- scale ---------------------------------------------------------------------------
+
+    async def get_scale(self, namespace: str | None, name: str, version_name: str, *,
+                        resource_version: str = "") -> Obj:
+        version = self._version(version_name)
+        spec = self._scale_spec(version)
+        obj = await self.get(namespace, name, version.name, resource_version=resource_version)
+        return scale.scale_of(obj, spec)
+
+    async def update_scale(self, namespace: str | None, name: str, version_name: str,
+                           opts: WriteOptions, change: Callable[[Obj], Any]) -> Obj:
+        """Write the replicas of the Scale ``change`` makes of the current one; returns the
+        new Scale. Retried like every write; a resourceVersion in the Scale is a
+        precondition."""
+        version = self._version(version_name)
+        spec = self._scale_spec(version)
+        async for _ in self._attempts():
+            kv, current = await self._current(namespace, name)
+            obj = self._output(current, version)
+            wanted = change(scale.scale_of(obj, spec))
+            replicas, errs = scale.replicas_errors(wanted)
+            if errs:
+                raise errors.invalid("Scale", "autoscaling", name, errs)
+            precondition = scale.resource_version(wanted)
+            if precondition and precondition != str(kv.mod_revision):
+                raise self._conflict(name)
+            updated = scale.with_replicas(obj, spec, replicas)
+            warnings = self.strategy.warnings(version)
+            self._normalize(updated, version, opts, warnings)
+            try:
+                result = await self._write_update(kv, current, updated, version, opts, "",
+                                                  warnings)
+            except st.RevisionConflict:
+                continue
+            return scale.scale_of(result.object, spec)
+        raise self._conflict(name)
+
+    def _scale_spec(self, version: VersionInfo) -> ScaleSpec:
+        if version.scale is None:
+            raise errors.path_not_found()
+        return version.scale
+
     # --- delete --------------------------------------------------------------------------
 
     async def delete(self, namespace: str | None, name: str, version_name: str,
                      opts: DeleteOptions) -> tuple[Obj, bool]:
         """Delete or mark for deletion. Returns (body, finished): the Status or the object."""
         version = self._version(version_name)
-        for _ in range(MAX_WRITE_ATTEMPTS):
+        async for _ in self._attempts():
             kv, current = await self._current(namespace, name)
             meta = current["metadata"]
             self.strategy.check_delete(current)

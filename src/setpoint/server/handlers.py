@@ -12,7 +12,7 @@ from typing import Any
 from aiohttp import web
 from multidict import MultiMapping
 
-from setpoint.apimachinery import errors, fields, jsonpath, patch, selectors
+from setpoint.apimachinery import errors, fields, patch, selectors
 from setpoint.apimachinery.clock import Clock
 from setpoint.registry import listbudget, table
 from setpoint.registry.catalog import Catalog, Served
@@ -101,10 +101,12 @@ class ResourceHandler:
         output = negotiation.choose(negotiation.parse_accept(request.headers.get("Accept")),
                                     allow_table=True, allow_partial=True)
         store = served.store
+        if ri.subresource == "scale":
+            return responses.json_response(await store.get_scale(
+                ri.namespace, ri.name, version.name,
+                resource_version=request.query.get("resourceVersion", "")))
         obj = await store.get(ri.namespace, ri.name, version.name,
                               resource_version=request.query.get("resourceVersion", ""))
-        if ri.subresource == "scale":
-            return responses.json_response(self._scale_of(obj, version))
         if output.kind == "table":
             tbl = table.build(store.strategy.columns(version), [obj], self._clock.now(),
                               include_object=request.query.get("includeObject", "Metadata"),
@@ -253,8 +255,9 @@ class ResourceHandler:
         body = await self._body(request, served)
         store = served.store
         if ri.subresource == "scale":
-            return await self._update_scale(store, version, ri, opts,
-                                            lambda scale: _require_object(body))
+            scale = await store.update_scale(ri.namespace, ri.name, version.name, opts,
+                                             lambda _current: _require_object(body))
+            return responses.json_response(scale)
         result = await store.update(ri.namespace, ri.name, body, version.name, opts,
                                     subresource=ri.subresource)
         return self._created(result.object, result.created, result.warnings)
@@ -272,9 +275,10 @@ class ResourceHandler:
         store = served.store
         strategic = not served.custom and store.info.kind != "CustomResourceDefinition"
         if ri.subresource == "scale":
-            def apply(scale: Obj) -> Obj:
-                return _apply_plain_patch(scale, content_type, body)
-            return await self._update_scale(store, version, ri, opts, apply)
+            def apply(current: Obj) -> Obj:
+                return _apply_plain_patch(current, content_type, body)
+            scale = await store.update_scale(ri.namespace, ri.name, version.name, opts, apply)
+            return responses.json_response(scale)
         result = await store.patch(ri.namespace, ri.name, content_type, body, version.name,
                                    opts, subresource=ri.subresource, strategic=strategic)
         return self._created(result.object, result.created, result.warnings)
@@ -335,54 +339,6 @@ class ResourceHandler:
                 "items": page.items}
         return responses.json_response(body)
 
-    # --- scale ---------------------------------------------------------------------------
-
-    def _scale_of(self, obj: Obj, version: VersionInfo) -> Obj:
-        spec = version.scale
-        assert spec is not None
-        meta = obj.get("metadata") or {}
-        replicas = _first(spec.spec_replicas_path, obj)
-        status_replicas = _first(spec.status_replicas_path, obj)
-        scale: Obj = {
-            "kind": "Scale", "apiVersion": "autoscaling/v1",
-            "metadata": {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion",
-                                                "creationTimestamp") if k in meta},
-            "spec": {"replicas": replicas if isinstance(replicas, int) else 0},
-            "status": {"replicas": status_replicas if isinstance(status_replicas, int)
-                       else 0},
-        }
-        if spec.label_selector_path:
-            selector = _first(spec.label_selector_path, obj)
-            if isinstance(selector, str):
-                scale["status"]["selector"] = selector
-        return scale
-
-    async def _update_scale(self, store: Store, version: VersionInfo, ri: RequestInfo,
-                            opts: WriteOptions, change: Any) -> web.StreamResponse:
-        spec = version.scale
-        assert spec is not None
-        for _ in range(16):
-            current = await store.get(ri.namespace, ri.name, version.name)
-            scale = self._scale_of(current, version)
-            wanted = change(_copy(scale))
-            replicas = (wanted.get("spec") or {}).get("replicas")
-            if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
-                raise errors.invalid("Scale", "autoscaling", ri.name, [fields.invalid(
-                    "spec.replicas", replicas, "must be greater than or equal to 0")])
-            rv = (wanted.get("metadata") or {}).get("resourceVersion")
-            if rv and rv != current["metadata"]["resourceVersion"]:
-                raise errors.conflict(store.info.resource, store.info.group, ri.name)
-            updated = _copy(current)
-            _set_path(updated, spec.spec_replicas_path, replicas)
-            try:
-                result = await store.update(ri.namespace, ri.name, updated, version.name, opts)
-            except errors.Conflict:
-                if rv:
-                    raise
-                continue
-            return responses.json_response(self._scale_of(result.object, version))
-        raise errors.conflict(store.info.resource, store.info.group, ri.name)
-
 
 def subresources(info: ResourceInfo, version: VersionInfo) -> frozenset[str]:
     """The subresources a resource serves in a version."""
@@ -413,29 +369,3 @@ def _apply_plain_patch(target: Obj, content_type: str, body: Any) -> Obj:
     if not isinstance(result, dict):
         raise errors.BadRequest("the patched object must be an object")
     return result
-
-
-def _first(path: str, obj: Obj) -> Any:
-    try:
-        found = jsonpath.JSONPath.parse(path).find(obj)
-    except jsonpath.JSONPathError:
-        return None
-    return found[0] if found else None
-
-
-def _set_path(obj: Obj, path: str, value: Any) -> None:
-    parts = [p for p in path.strip().lstrip(".").split(".") if p]
-    node = obj
-    for part in parts[:-1]:
-        child = node.get(part)
-        if not isinstance(child, dict):
-            child = node[part] = {}
-        node = child
-    node[parts[-1]] = value
-
-
-def _copy(obj: Obj) -> Obj:
-    import orjson
-
-    copied: Obj = orjson.loads(orjson.dumps(obj))
-    return copied
