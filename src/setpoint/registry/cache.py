@@ -19,6 +19,10 @@ that hold nothing under ``/registry/`` (another cluster's keys in a shared etcd)
   revisions back, never below the compacted one) and replays storage history from there
   before it is ready, so clients of a restarted server (or of another server on the same
   store) resume their watches from the resourceVersion they last saw instead of relisting.
+* **Survives storage.** No storage error ends :meth:`WatchCache.run`: a storage watch that
+  fails is followed again from the last revision applied (after a pause that doubles up to
+  :data:`MAX_RETRY_PAUSE` while storage keeps failing), history compacted past it is
+  relisted; readers meanwhile get what the cache holds, or 503 when they need storage.
 * **Bounded fan-out.** Each :class:`Watcher` has a bounded queue of references into the
   history. A watcher that falls ``buffer`` events behind, or that has still to send an event
   the history no longer keeps, is closed (``lagged``) and its pending events are dropped;
@@ -47,11 +51,16 @@ from typing import Any, Final
 
 from setpoint.apimachinery import errors
 from setpoint.registry import history as hist
+from setpoint.registry import storageerrors
 from setpoint.storage import interface as st
 
 log = logging.getLogger(__name__)
 
 ROOT = "/registry/"
+#: the first pause after a storage error, in seconds; it doubles after each failed attempt
+MIN_RETRY_PAUSE = 0.1
+#: the longest pause between two attempts to follow storage again, in seconds
+MAX_RETRY_PAUSE = 5.0
 
 #: the default bound of the history's charge (see :mod:`setpoint.registry.history`)
 DEFAULT_MAX_BYTES: Final = 256 * 1024 * 1024
@@ -194,26 +203,64 @@ class WatchCache:
     # --- lifecycle -----------------------------------------------------------------------
 
     async def run(self) -> None:
-        """Fill the cache and follow the store until cancelled."""
+        """Fill the cache and follow the store until cancelled.
+
+        No storage error ends it: a watch that ends or fails is resumed from the last
+        revision applied, history compacted past it is relisted, and a storage that cannot
+        answer is asked again after a pause that doubles up to ``MAX_RETRY_PAUSE`` (and
+        starts again from ``MIN_RETRY_PAUSE`` once a step succeeded)."""
         try:
-            await self._initial_list()
-            if self.revision >= self._ready_at:
-                self._ready.set()
+            pause = MIN_RETRY_PAUSE
             while True:
                 try:
-                    await self._follow()
-                except st.WatchLagged:
-                    log.warning("watch cache fell behind storage at %d; resuming", self.revision)
-                except st.Expired:
-                    log.warning("watch cache history compacted past %d; relisting", self.revision)
-                    await self._relist()
-                except st.Unavailable:
-                    log.warning("storage unavailable; watch cache retrying")
-                    await asyncio.sleep(0.5)
+                    await self._initial_list()
+                    break
+                except st.StorageError as e:
+                    log.warning("storage error (%s) listing the store; watch cache retrying "
+                                "in %.1f s", e, pause)
+                    await asyncio.sleep(pause)
+                    pause = min(pause * 2, MAX_RETRY_PAUSE)
+            if self.revision >= self._ready_at:
+                self._ready.set()
+            await self._keep_following()
         finally:
             for watchers in list(self._watchers.values()):
                 for watcher in list(watchers):
                     watcher.close()
+
+    async def _keep_following(self) -> None:
+        pause = MIN_RETRY_PAUSE
+        relist = False
+        while True:
+            before = self.revision
+            try:
+                if relist:
+                    await self._relist()
+                    relist = False
+                await self._follow()
+            except st.WatchLagged:
+                log.warning("watch cache fell behind storage at %d; resuming", self.revision)
+                continue
+            except st.Expired:
+                log.warning("watch cache history compacted past %d; relisting", self.revision)
+                relist = True
+                continue
+            except st.StorageError as e:
+                if self.revision > before:
+                    pause = MIN_RETRY_PAUSE  # it made progress before failing
+                what = "storage unavailable" if isinstance(e, st.Unavailable) else \
+                    "storage error"
+                log.warning("%s (%s); watch cache retrying in %.1f s from %d", what, e, pause,
+                            self.revision)
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, MAX_RETRY_PAUSE)
+                continue
+            # the storage watch ended without an error (a backend may end it at any time)
+            if self.revision > before:
+                pause = MIN_RETRY_PAUSE
+            else:
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, MAX_RETRY_PAUSE)
 
     async def wait_ready(self) -> None:
         await self._ready.wait()
@@ -361,9 +408,8 @@ class WatchCache:
         await self._ready.wait()
         try:
             revision = await self._backend.current_revision()
-        except st.Unavailable as e:
-            raise errors.ServiceUnavailable(f"storage is unavailable: {e}",
-                                            retry_after=1) from e
+        except st.StorageError as e:
+            raise storageerrors.api_error(e) from e
         await self.wait_for(revision)
         return self.revision
 

@@ -41,7 +41,7 @@ import orjson
 from setpoint.apimachinery import errors, fields, patch, selectors, timeutil, validation
 from setpoint.apimachinery.clock import Clock
 from setpoint.registry import cache as wc
-from setpoint.registry import fieldmanager, listbudget, scale
+from setpoint.registry import fieldmanager, listbudget, scale, storageerrors
 from setpoint.registry.options import (
     DeleteOptions,
     ListOptions,
@@ -392,8 +392,8 @@ class Store:
                     "results. Continuing with the provided token results in an inconsistent "
                     "list - objects that were created, modified, or deleted between the time "
                     "the first chunk was returned and now may show up in the list.") from e
-            except st.FutureRevision as e:
-                raise errors.Timeout(f"Too large resource version: {revision}") from e
+            except st.StorageError as e:
+                raise storageerrors.api_error(e) from e
             for kv in page.kvs:
                 obj = wc.decode(kv.value, kv.mod_revision)
                 if self.matches(obj, opts.label_selector, opts.field_selector):
@@ -472,8 +472,8 @@ class Store:
             kv = await self._backend.create(key, encode(stored))
         except st.KeyExists as e:
             raise errors.already_exists(self.info.resource, self.info.group, name) from e
-        except st.Unavailable as e:
-            raise _unavailable(e) from e
+        except st.StorageError as e:
+            raise storageerrors.api_error(e) from e
         stored["metadata"]["resourceVersion"] = str(kv.mod_revision)
         return WriteResult(self._output(stored, version), created=True, warnings=warnings)
 
@@ -482,8 +482,8 @@ class Store:
     async def _current(self, namespace: str | None, name: str) -> tuple[st.KeyValue, Obj]:
         try:
             kv = await self._backend.get(self.info.key(namespace, name))
-        except st.Unavailable as e:
-            raise _unavailable(e) from e
+        except st.StorageError as e:
+            raise storageerrors.api_error(e) from e
         if kv is None:
             raise self._not_found(name)
         return kv, wc.decode(kv.value, kv.mod_revision)
@@ -556,6 +556,10 @@ class Store:
         if errs:
             raise self._invalid(name, errs)
         if new == old:
+            if not opts.dry_run and self._deletion_done(current):
+                # an earlier write removed the last finalizer but its delete did not happen
+                # (storage failed in between): a client that repeats the write finishes it
+                await self._finish_deletion(kv.key, kv.mod_revision)
             return WriteResult(self._output(current, version), warnings=warnings)
         if opts.dry_run:
             return WriteResult(new, warnings=warnings)
@@ -563,18 +567,30 @@ class Store:
         key = kv.key
         try:
             written = await self._backend.update(key, encode(stored), kv.mod_revision)
+        except st.RevisionConflict:
+            raise
         except st.KeyNotFound as e:
             raise self._not_found(name) from e
-        except st.Unavailable as e:
-            raise _unavailable(e) from e
+        except st.StorageError as e:
+            raise storageerrors.api_error(e) from e
         stored["metadata"]["resourceVersion"] = str(written.mod_revision)
-        if stored["metadata"].get("deletionTimestamp") and not stored["metadata"].get(
-                "finalizers") and not self.strategy.blocks_deletion(stored):
-            try:
-                await self._backend.delete(key, written.mod_revision)
-            except (st.KeyNotFound, st.RevisionConflict):
-                pass  # someone else finished the deletion
+        if self._deletion_done(stored):
+            await self._finish_deletion(key, written.mod_revision)
         return WriteResult(self._output(stored, version), warnings=warnings)
+
+    def _deletion_done(self, obj: Obj) -> bool:
+        """Marked for deletion and nothing keeps it: the object is to be removed."""
+        meta = obj.get("metadata") or {}
+        return bool(meta.get("deletionTimestamp")) and not meta.get("finalizers") and \
+            not self.strategy.blocks_deletion(obj)
+
+    async def _finish_deletion(self, key: str, revision: int) -> None:
+        try:
+            await self._backend.delete(key, revision)
+        except (st.KeyNotFound, st.RevisionConflict):
+            pass  # someone else finished the deletion
+        except st.StorageError as e:
+            raise storageerrors.api_error(e) from e
 
     # --- patch ---------------------------------------------------------------------------
 
@@ -789,8 +805,8 @@ class Store:
                 continue
             except st.KeyNotFound as e:
                 raise self._not_found(name) from e
-            except st.Unavailable as e:
-                raise _unavailable(e) from e
+            except st.StorageError as e:
+                raise storageerrors.api_error(e) from e
         raise self._conflict(name)
 
     def _success(self, obj: Obj) -> Obj:
@@ -888,8 +904,4 @@ def _json_type(value: Any) -> str:
     if value is None:
         return "null"
     return "a scalar"
-
-
-def _unavailable(e: Exception) -> errors.ServiceUnavailable:
-    return errors.ServiceUnavailable(f"storage is unavailable: {e}", retry_after=1)
 

@@ -26,7 +26,7 @@ from aiohttp import web
 from setpoint.apimachinery import errors, prometheus
 from setpoint.apimachinery.clock import Clock
 from setpoint.registry import cache as wc
-from setpoint.registry import listbudget
+from setpoint.registry import listbudget, storageerrors
 from setpoint.registry.catalog import Catalog
 from setpoint.server import (
     connections,
@@ -89,9 +89,8 @@ async def status_errors(request: web.Request,
         return responses.error_response(e)
     except web.HTTPException:
         raise
-    except st.Unavailable as e:
-        return responses.error_response(errors.ServiceUnavailable(
-            f"storage is unavailable: {e}", retry_after=1))
+    except st.StorageError as e:  # the registry maps them; this is the backstop
+        return responses.error_response(storageerrors.api_error(e))
     except (ConnectionResetError, TimeoutError) as e:
         if isinstance(e, TimeoutError):
             return responses.error_response(errors.Timeout("the request timed out",

@@ -3,7 +3,6 @@ the field managers kubectl's commands are recorded under, namespace labels, even
 
 from __future__ import annotations
 
-import json
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 
