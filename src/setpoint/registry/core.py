@@ -7,13 +7,12 @@ pruned, as decoding into a typed object drops them), defaults, validation and co
 from __future__ import annotations
 
 import base64
-import binascii
 import re
 from typing import Any
 
-from setpoint.apimachinery import errors, fields, validation
+from setpoint.apimachinery import errors, fields, gotypes, validation
 from setpoint.apimachinery.fields import FieldError, FieldPath
-from setpoint.registry import table
+from setpoint.registry import builtintypes, table
 from setpoint.registry.resources import ResourceInfo, VersionInfo
 from setpoint.registry.strategy import Strategy, meta_of
 
@@ -46,9 +45,27 @@ def _validate_config_keys(data: Any, path: FieldPath) -> list[FieldError]:
     return errs
 
 
+def _canonicalize_bytes(obj: Obj, name: str) -> None:
+    """Rewrite the base64 values of the ``map[string][]byte`` field ``name`` canonically (no
+    line breaks), as Kubernetes answers what it decoded. Values that do not decode are left
+    for validation to report."""
+    values = obj.get(name)
+    if not isinstance(values, dict):
+        return
+    for key, value in values.items():
+        if isinstance(value, str):
+            try:
+                values[key] = gotypes.canonical_base64(value)
+            except ValueError:
+                continue
+
+
 class NamespaceStrategy(Strategy):
     known_fields = frozenset({"spec", "status"})
     selectable_fields = ("status.phase",)
+
+    def go_type(self, version: VersionInfo) -> gotypes.GoType | None:
+        return builtintypes.namespace()
 
     def prepare_for_create(self, obj: Obj, version: VersionInfo) -> None:
         spec = obj.get("spec")
@@ -111,6 +128,12 @@ class NamespaceStrategy(Strategy):
 class ConfigMapStrategy(Strategy):
     known_fields = frozenset({"data", "binaryData", "immutable"})
 
+    def go_type(self, version: VersionInfo) -> gotypes.GoType | None:
+        return builtintypes.config_map()
+
+    def default(self, obj: Obj, version: VersionInfo) -> None:
+        _canonicalize_bytes(obj, "binaryData")
+
     def validate(self, obj: Obj, version: VersionInfo) -> list[FieldError]:
         errs = super().validate(obj, version)
         errs += _validate_config_keys(obj.get("data"), FieldPath.root("data"))
@@ -149,9 +172,13 @@ class SecretStrategy(Strategy):
     known_fields = frozenset({"data", "stringData", "type", "immutable"})
     selectable_fields = ("type",)
 
+    def go_type(self, version: VersionInfo) -> gotypes.GoType | None:
+        return builtintypes.secret()
+
     def default(self, obj: Obj, version: VersionInfo) -> None:
         if not obj.get("type"):
             obj["type"] = "Opaque"
+        _canonicalize_bytes(obj, "data")
         string_data = obj.pop("stringData", None)
         if isinstance(string_data, dict) and string_data:
             data = obj.get("data")
@@ -171,10 +198,9 @@ class SecretStrategy(Strategy):
                 errs.append(fields.type_invalid(path, value, "must be a base64 string"))
                 continue
             try:
-                total += len(base64.b64decode(value, validate=True))
-            except (binascii.Error, ValueError):
-                errs.append(fields.invalid(path, "<secret contents redacted>",
-                                           "illegal base64 data"))
+                total += len(gotypes.decode_base64(value))
+            except ValueError as e:
+                errs.append(fields.invalid(path, "<secret contents redacted>", str(e)))
         if total > 1024 * 1024:
             errs.append(fields.too_long("data", 1024 * 1024))
         return errs
@@ -216,6 +242,9 @@ class EventStrategy(Strategy):
 
     known_fields = EVENT_FIELDS
     selectable_fields = EVENT_SELECTORS
+
+    def go_type(self, version: VersionInfo) -> gotypes.GoType | None:
+        return builtintypes.core_event()
 
     def validate(self, obj: Obj, version: VersionInfo) -> list[FieldError]:
         errs = super().validate(obj, version)
@@ -278,6 +307,9 @@ class EventsV1Strategy(EventStrategy):
     known_fields = frozenset({*_NEW_TO_OLD, *_SAME})
     selectable_fields = EVENT_SELECTORS
 
+    def go_type(self, version: VersionInfo) -> gotypes.GoType | None:
+        return builtintypes.events_v1_event()
+
     def to_storage(self, obj: Obj, version: str) -> Obj:
         return _map_event(obj, "v1", {new: old for new, old in _NEW_TO_OLD.items()})
 
@@ -290,6 +322,9 @@ class EventsV1Strategy(EventStrategy):
 
 class LeaseStrategy(Strategy):
     known_fields = frozenset({"spec"})
+
+    def go_type(self, version: VersionInfo) -> gotypes.GoType | None:
+        return builtintypes.lease()
 
     def validate(self, obj: Obj, version: VersionInfo) -> list[FieldError]:
         errs = super().validate(obj, version)

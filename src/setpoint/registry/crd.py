@@ -13,9 +13,9 @@ import copy
 import re
 from typing import Any
 
-from setpoint.apimachinery import fields, validation
+from setpoint.apimachinery import fields, gotypes, validation
 from setpoint.apimachinery.fields import FieldError, FieldPath
-from setpoint.registry import table
+from setpoint.registry import builtintypes, table
 from setpoint.registry.resources import (
     PrinterColumn,
     ResourceInfo,
@@ -194,6 +194,9 @@ class CRDStrategy(Strategy):
     known_fields = frozenset({"spec", "status"})
     uses_generation = True
     allow_unconditional_update = False
+
+    def go_type(self, version: VersionInfo) -> gotypes.GoType | None:
+        return builtintypes.crd_v1beta1() if version.name == "v1beta1" else builtintypes.crd_v1()
 
     def to_storage(self, obj: Obj, version: str) -> Obj:
         if version == "v1beta1":

@@ -61,6 +61,8 @@ NamespaceGate = Callable[[str, str, str], Awaitable[None]]
 #: attempts of a write without precondition that keeps losing its compare-and-swap; each lost
 #: attempt means another writer's write landed, so N concurrent writers need at most N
 MAX_WRITE_ATTEMPTS = 128
+#: the longest continue token taken (the ones this server makes are far shorter)
+MAX_CONTINUE_LENGTH = 8192
 #: attempts made back to back before the jittered pauses start
 QUICK_ATTEMPTS = 4
 #: the longest pause between two attempts, in seconds
@@ -226,8 +228,12 @@ class Store:
         return field_sel is None or field_sel.empty or bool(
             field_sel.matches(self.strategy.field_labels(obj)))
 
-    def _check_type(self, obj: Any, version: VersionInfo) -> Obj:
-        """The body must be an object of this kind in this version (400 otherwise)."""
+    def _check_type(self, obj: Any, version: VersionInfo, source: str = "body",
+                    where: str = "") -> Obj:
+        """The body must be an object of this kind in this version, whose values decode into
+        the kind's Go type (built-in kinds): 400 otherwise, or 422 for an object a patch
+        made (``source="patch"``), as Kubernetes answers; ``source="apply"`` is an applied
+        configuration for the object ``where`` (``namespace/name``)."""
         if not isinstance(obj, dict):
             raise errors.BadRequest("the body of the request must be a JSON or YAML object")
         api_version = self.info.api_version(version.name)
@@ -249,12 +255,27 @@ class Store:
             raise errors.BadRequest(
                 f"the API version in the data ({have}) does not match the expected API "
                 f"version ({api_version})")
+        problem = self.strategy.decode_error(obj, version)
+        if problem is not None:
+            raise self._decode_failed(version, problem, source, where, obj)
         meta = obj.setdefault("metadata", {})
         if not isinstance(meta, dict):
             raise errors.BadRequest(
                 f"{self.info.kind} in version \"{version.name}\" cannot be handled as a "
                 f"{self.info.kind}: metadata must be an object")
         return meta
+
+    def _decode_failed(self, version: VersionInfo, problem: str, source: str, where: str,
+                       obj: Obj) -> errors.ApiError:
+        kind = self.info.kind
+        if source == "patch":
+            return errors.invalid("", "", "", [fields.invalid("patch", _short(obj), problem)])
+        if source == "apply":
+            return errors.BadRequest(
+                f"failed to create typed patch object ({where}; {self.info.group}/"
+                f"{version.name}, Kind={kind}): {problem}")
+        return errors.BadRequest(
+            f'{kind} in version "{version.name}" cannot be handled as a {kind}: {problem}')
 
     def _check_namespace(self, meta: Obj, namespace: str | None) -> None:
         if self.info.namespaced:
@@ -334,7 +355,7 @@ class Store:
                 "resourceVersionMatch",
                 "resourceVersionMatch is forbidden unless resourceVersion is provided")])
         if opts.continue_token:
-            revision, start_after = _decode_continue(opts.continue_token)
+            revision, start_after = _decode_continue(opts.continue_token, prefix)
             return await self._list_from_storage(prefix, revision, start_after, limit, opts,
                                                  version)
         if opts.resource_version_match == "Exact":
@@ -619,7 +640,7 @@ class Store:
                                                   subresource)
             else:
                 patched = self._apply_patch(base, patch_type, body, name)
-            meta = self._check_type(patched, version)
+            meta = self._check_type(patched, version, "patch")
             # The patched object carries the resourceVersion it was computed from, unless the
             # patch set one: a different one is the client's precondition, and fails now. The
             # same one may be the client's too; when the write loses its compare-and-swap,
@@ -689,7 +710,8 @@ class Store:
             raise errors.BadRequest(
                 f"the body of an apply patch must be a JSON object, got {_json_type(body)}")
         config = deep_copy(body)
-        meta = self._check_type(config, version)
+        meta = self._check_type(config, version, "apply",
+                                f"{namespace}/{name}" if namespace else name)
         if meta.get("name") not in (None, name):
             raise errors.BadRequest(
                 f"the name of the object ({meta.get('name')}) does not match the name on the "
@@ -854,13 +876,13 @@ async def _in_turns(items: Iterable[T]) -> AsyncIterator[T]:
 
 
 def _parse_rv(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise errors.BadRequest(f"invalid resource version: {text!r}") from None
-    if value < 0:
-        raise errors.BadRequest(f"invalid resource version: {text!r}")
-    return value
+    """A resourceVersion as Kubernetes parses it (``strconv.ParseUint``): decimal digits
+    only (no sign, no spaces), within uint64; 400 otherwise."""
+    if not text.isascii() or not text.isdigit() or len(text.lstrip("0")) > 20 or \
+            int(text) >= 1 << 64:
+        shown = text if len(text) <= 64 else text[:64] + "..."
+        raise errors.BadRequest(f"invalid resource version: {shown!r}")
+    return int(text)
 
 
 def _encode_continue(revision: int, key: str) -> str:
@@ -868,14 +890,33 @@ def _encode_continue(revision: int, key: str) -> str:
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-def _decode_continue(token: str) -> tuple[int, str]:
+def _decode_continue(token: str, prefix: str) -> tuple[int, str]:
+    """The revision and the last key of a continue token; 400 for anything this server did
+    not make: a token of another version, a revision that is not a positive integer, a key
+    outside the listed prefix (Kubernetes' messages)."""
+    if len(token) > MAX_CONTINUE_LENGTH:
+        raise errors.BadRequest("continue key is not valid: too long")
     try:
         raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
         data = orjson.loads(raw)
-        return int(data["rv"]), str(data["start"])
-    except (ValueError, KeyError, TypeError, orjson.JSONDecodeError):
+    except (ValueError, orjson.JSONDecodeError):
+        raise errors.BadRequest("continue key is not valid: illegal base64 data or JSON") \
+            from None
+    if not isinstance(data, dict):
+        raise errors.BadRequest("continue key is not valid: not an object")
+    version = data.get("v")
+    if version != "meta.k8s.io/v1":
+        raise errors.BadRequest("continue key is not valid: server does not recognize this "
+                                f"encoded version {orjson.dumps(version).decode()}")
+    revision, start = data.get("rv"), data.get("start")
+    if not isinstance(revision, int) or isinstance(revision, bool) or revision <= 0:
         raise errors.BadRequest("continue key is not valid: incorrect encoded start "
-                                "resourceVersion (version meta.k8s.io/v1)") from None
+                                "resourceVersion (version meta.k8s.io/v1)")
+    if not isinstance(start, str) or not start.startswith(prefix) or start == prefix or \
+            "\x00" in start:
+        raise errors.BadRequest("continue key is not valid: the encoded start key is not a "
+                                "key of this list")
+    return revision, start
 
 
 def _no_selectors(opts: ListOptions | WatchOptions) -> bool:

@@ -2,10 +2,12 @@
 
 The :class:`~setpoint.registry.store.Store` calls, for every write, in this order::
 
-    create: to_storage? no — normalize(obj, version)  -> prune + default (warnings)
+    create: decode_error(obj, version)               -> a wrong-typed value (400)
+            normalize(obj, version)                  -> prune + default (warnings)
             prepare_for_create(obj)                  -> server-owned fields
             validate(obj, version)                   -> field errors (422)
-    update: normalize(new, version)
+    update: decode_error(new, version)
+            normalize(new, version)
             prepare_for_update(new, old, subresource) -> keep what the endpoint may not change
             validate_update(new, old, version)
 
@@ -20,7 +22,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from setpoint.apimachinery import fields, typed, validation
+from setpoint.apimachinery import fields, gotypes, typed, validation
 from setpoint.apimachinery.fields import FieldError, FieldPath
 from setpoint.registry import table
 from setpoint.registry.resources import ResourceInfo, VersionInfo
@@ -63,6 +65,21 @@ class Strategy:
 
     def __init__(self, info: ResourceInfo) -> None:
         self.info = info
+        self._go_types: dict[str, gotypes.GoType | None] = {}
+
+    # --- decoding ------------------------------------------------------------------------
+
+    def go_type(self, version: VersionInfo) -> gotypes.GoType | None:
+        """The Go type a body of ``version`` decodes into (built-in kinds); ``None`` for
+        bodies that are any JSON object (custom resources). Built once per version."""
+        return None
+
+    def decode_error(self, obj: Obj, version: VersionInfo) -> str | None:
+        """Why ``obj`` would not decode into this kind's Go type, or ``None``."""
+        if version.name not in self._go_types:
+            self._go_types[version.name] = self.go_type(version)
+        go_type = self._go_types[version.name]
+        return None if go_type is None else gotypes.decode_error(obj, go_type)
 
     # --- conversion ----------------------------------------------------------------------
 

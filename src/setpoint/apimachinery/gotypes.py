@@ -1,0 +1,354 @@
+"""Typed decoding of built-in kinds: which JSON values Kubernetes' Go types accept.
+
+The API server decodes a body of a built-in kind (ConfigMap, Lease, CustomResourceDefinition)
+into Go structs before anything else; a value of the wrong JSON type is refused there, and the
+client gets a 400 whose message is Go's ``encoding/json`` error::
+
+    json: cannot unmarshal string into Go struct field ConfigMap.data of type map[string]string
+
+A :class:`GoType` describes a Go type as far as decoding goes, and :func:`decode_error` says
+why a JSON value would not decode into it (or ``None``). Go's rules, as reproduced here:
+
+* ``null`` decodes into anything (it leaves the zero value);
+* a struct ignores fields it does not declare (pruning removes them later);
+* the message names the innermost struct being decoded and the path of JSON field names from
+  the root (map keys and list indices are not part of it), and the Go type of the target;
+  numbers that do not fit an integer type are quoted (``number 1.5``, ``number 3000000000``);
+* ``[]byte`` takes base64 (standard alphabet, padding required, ``\\r`` and ``\\n`` ignored, as
+  Go's decoder does): :func:`decode_base64` gives the bytes or Go's ``illegal base64 data at
+  input byte N``; :func:`canonical_base64` is what the server then stores and answers;
+* ``metav1.Time`` and ``metav1.MicroTime`` take RFC 3339 strings. Unlike Go, MicroTime also
+  accepts fewer than six fractional digits (the whole-second form every Time has).
+* types with their own decoding (a schema that may be a boolean) are :class:`Custom` checks.
+
+The first error in document order is reported. Invariants: pure and total on JSON values
+(never raises, whatever the value); nothing is mutated.
+"""
+
+from __future__ import annotations
+
+import binascii
+import math
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+RFC3339 = "2006-01-02T15:04:05Z07:00"
+RFC3339_MICRO = "2006-01-02T15:04:05.000000Z07:00"
+INT_RANGES = {"int32": (-(1 << 31), (1 << 31) - 1), "int64": (-(1 << 63), (1 << 63) - 1)}
+
+
+class GoType:
+    """A Go type, as decoding sees it; ``name`` is how Go's errors print it."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name})"
+
+
+class Scalar(GoType):
+    """``string``, ``bool``, ``int32``, ``int64`` or ``float64`` (or a named type of one:
+    ``Scalar("v1.SecretType", "string")``)."""
+
+    __slots__ = ("kind",)
+
+    def __init__(self, name: str, kind: str | None = None) -> None:
+        super().__init__(name)
+        self.kind = kind or name
+        if self.kind not in ("string", "bool", "int32", "int64", "float64"):
+            raise ValueError(f"not a scalar kind: {self.kind}")
+
+
+class Bytes(GoType):
+    """``[]byte``: a base64 string."""
+
+    __slots__ = ()
+
+    def __init__(self) -> None:
+        super().__init__("[]uint8")
+
+
+class Time(GoType):
+    """``v1.Time`` or ``v1.MicroTime``: an RFC 3339 string."""
+
+    __slots__ = ("layout",)
+
+    def __init__(self, *, micro: bool = False) -> None:
+        super().__init__("v1.MicroTime" if micro else "v1.Time")
+        self.layout = RFC3339_MICRO if micro else RFC3339
+
+
+class MapOf(GoType):
+    __slots__ = ("elem",)
+
+    def __init__(self, elem: GoType) -> None:
+        super().__init__(f"map[string]{elem.name}")
+        self.elem = elem
+
+
+class SliceOf(GoType):
+    __slots__ = ("elem",)
+
+    def __init__(self, elem: GoType) -> None:
+        super().__init__(f"[]{elem.name}")
+        self.elem = elem
+
+
+class Struct(GoType):
+    """A struct; ``fields`` maps JSON names to types and may be filled after creation (for
+    recursive types)."""
+
+    __slots__ = ("fields", "short")
+
+    def __init__(self, name: str, fields: Mapping[str, GoType] | None = None) -> None:
+        super().__init__(name)
+        self.short = name.rsplit(".", 1)[-1]
+        self.fields: dict[str, GoType] = dict(fields or {})
+
+
+class AnyValue(GoType):
+    """``interface{}``, ``apiextensionsv1.JSON``, ``runtime.RawExtension``: anything."""
+
+    __slots__ = ()
+
+    def __init__(self, name: str = "interface {}") -> None:
+        super().__init__(name)
+
+
+class Custom(GoType):
+    """A type with its own ``UnmarshalJSON``: ``check(value)`` returns its error, or None.
+    Its errors carry no struct context, as Go's do not."""
+
+    __slots__ = ("check",)
+
+    def __init__(self, name: str, check: Callable[[Any], str | None]) -> None:
+        super().__init__(name)
+        self.check = check
+
+
+STRING = Scalar("string")
+BOOL = Scalar("bool")
+INT32 = Scalar("int32")
+INT64 = Scalar("int64")
+FLOAT64 = Scalar("float64")
+BYTES = Bytes()
+TIME = Time()
+MICRO_TIME = Time(micro=True)
+ANY = AnyValue()
+
+
+def decode_error(value: Any, go_type: GoType) -> str | None:
+    """Why ``value`` does not decode into ``go_type``; ``None`` when it does."""
+    return _check(value, go_type, None, ())
+
+
+def _check(value: Any, t: GoType, struct: str | None, path: tuple[str, ...]) -> str | None:
+    if value is None or isinstance(t, AnyValue):
+        return None
+    if isinstance(t, Custom):
+        return t.check(value)
+    if isinstance(t, Scalar):
+        return _scalar(value, t, struct, path)
+    if isinstance(t, Bytes):
+        if not isinstance(value, str):
+            return _type_error(value, t, struct, path)
+        try:
+            decode_base64(value)
+        except ValueError as e:
+            return str(e)
+        return None
+    if isinstance(t, Time):
+        if not isinstance(value, str):
+            return f"json: cannot unmarshal {_describe(value)} into Go value of type string"
+        return time_error(value, t.layout)
+    if isinstance(t, MapOf):
+        if not isinstance(value, dict):
+            return _type_error(value, t, struct, path)
+        for item in value.values():
+            problem = _check(item, t.elem, struct, path)
+            if problem is not None:
+                return problem
+        return None
+    if isinstance(t, SliceOf):
+        if not isinstance(value, list):
+            return _type_error(value, t, struct, path)
+        for item in value:
+            problem = _check(item, t.elem, struct, path)
+            if problem is not None:
+                return problem
+        return None
+    if isinstance(t, Struct):
+        if not isinstance(value, dict):
+            return _type_error(value, t, struct, path)
+        for name, item in value.items():
+            ft = t.fields.get(name)
+            if ft is not None:
+                problem = _check(item, ft, t.short, (*path, name))
+                if problem is not None:
+                    return problem
+        return None
+    raise TypeError(f"unknown Go type {t!r}")  # pragma: no cover - a defect in a table
+
+
+def _scalar(value: Any, t: Scalar, struct: str | None, path: tuple[str, ...]) -> str | None:
+    kind = t.kind
+    if kind == "string":
+        return None if isinstance(value, str) else _type_error(value, t, struct, path)
+    if kind == "bool":
+        return None if isinstance(value, bool) else _type_error(value, t, struct, path)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return _type_error(value, t, struct, path)
+    if kind == "float64":
+        if isinstance(value, float) and not math.isfinite(value):
+            return _type_error(value, t, struct, path, literal=True)
+        if isinstance(value, int) and abs(value) > 1.7976931348623157e308:
+            return _type_error(value, t, struct, path, literal=True)
+        return None
+    low, high = INT_RANGES[kind]
+    if isinstance(value, float) or not low <= value <= high:
+        return _type_error(value, t, struct, path, literal=True)
+    return None
+
+
+def _describe(value: Any, *, literal: bool = False) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, dict):
+        return "object"
+    if isinstance(value, list):
+        return "array"
+    if literal:
+        return f"number {_number(value)}"
+    return "number"
+
+
+def _number(value: int | float) -> str:
+    if isinstance(value, int):
+        return str(value)
+    if not math.isfinite(value):
+        return str(value)
+    text = repr(value)
+    return text[:-2] if text.endswith(".0") else text
+
+
+def _type_error(value: Any, t: GoType, struct: str | None, path: tuple[str, ...], *,
+                literal: bool = False) -> str:
+    what = _describe(value, literal=literal)
+    if struct is None:
+        return f"json: cannot unmarshal {what} into Go value of type {t.name}"
+    return (f"json: cannot unmarshal {what} into Go struct field {struct}."
+            f"{'.'.join(path)} of type {t.name}")
+
+
+# --- base64 ----------------------------------------------------------------------------------
+
+_ALPHABET = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+_NEWLINES = frozenset(b"\r\n")
+
+
+def decode_base64(text: str) -> bytes:
+    """Go's ``base64.StdEncoding.DecodeString``: ``\\r`` and ``\\n`` anywhere are skipped,
+    padding is required. ``ValueError("illegal base64 data at input byte N")`` otherwise,
+    ``N`` counted in the UTF-8 bytes of ``text`` as Go counts it."""
+    src = text.encode("utf-8", "surrogatepass")
+    kept = bytearray()
+    i = 0
+    n = len(src)
+    while i < n:
+        # one quantum of four characters (newlines skipped)
+        j = 0
+        quantum = bytearray()
+        while j < 4:
+            if i == n:
+                if j == 0:
+                    return _finish(kept)
+                raise _corrupt(i - j)
+            c = src[i]
+            i += 1
+            if c in _NEWLINES:
+                continue
+            if c in _ALPHABET:
+                quantum.append(c)
+                j += 1
+                continue
+            if c != ord("="):
+                raise _corrupt(i - 1)
+            # padding: only after two or three characters of the quantum
+            if j in (0, 1):
+                raise _corrupt(i - 1)
+            if j == 2:
+                while i < n and src[i] in _NEWLINES:
+                    i += 1
+                if i == n:
+                    raise _corrupt(n)
+                if src[i] != ord("="):
+                    raise _corrupt(i - 1)
+                i += 1
+            while i < n and src[i] in _NEWLINES:
+                i += 1
+            if i < n:
+                raise _corrupt(i)
+            kept += quantum + b"=" * (4 - j)
+            return _finish(kept)
+        kept += quantum
+    return _finish(kept)
+
+
+def _finish(data: bytearray) -> bytes:
+    # every quantum is complete and well padded here; Go ignores non-zero trailing bits
+    try:
+        return binascii.a2b_base64(bytes(data))
+    except binascii.Error as e:  # pragma: no cover - excluded by the checks above
+        raise ValueError(f"illegal base64 data: {e}") from None
+
+
+def _corrupt(offset: int) -> ValueError:
+    return ValueError(f"illegal base64 data at input byte {offset}")
+
+
+def canonical_base64(text: str) -> str:
+    """The standard base64 of what ``text`` decodes to (``ValueError`` as
+    :func:`decode_base64`): the form Kubernetes stores and answers."""
+    return binascii.b2a_base64(decode_base64(text), newline=False).decode("ascii")
+
+
+# --- time --------------------------------------------------------------------------------------
+
+# (layout element, pattern) in the order Go's parser meets them
+_TIME_STEPS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (elem, re.compile(pattern, re.ASCII)) for elem, pattern in (
+        ("2006", r"\d{4}"), ("-", "-"), ("01", r"\d{2}"), ("-", "-"), ("02", r"\d{2}"),
+        ("T", "T"), ("15", r"\d{2}"), (":", ":"), ("04", r"\d{2}"), (":", ":"),
+        ("05", r"\d{2}"), ("", r"(?:[.,]\d+)?"), ("Z07:00", r"(?:Z|[+-]\d{2}:\d{2})"))
+)
+_RANGES = (("month", 2, 1, 12), ("day", 4, 1, 31), ("hour", 6, 0, 23), ("minute", 8, 0, 59),
+           ("second", 10, 0, 59))
+
+
+def time_error(text: str, layout: str = RFC3339) -> str | None:
+    """Why ``text`` is not an RFC 3339 time (Go's ``time.Parse`` message), or ``None``."""
+    rest = text
+    parts: list[str] = []
+    for elem, pattern in _TIME_STEPS:
+        match = pattern.match(rest)
+        if match is None:
+            shown = ".000000" if elem == "" else elem
+            return (f'parsing time "{text}" as "{layout}": cannot parse "{rest}" as '
+                    f'"{shown}"')
+        parts.append(match.group())
+        rest = rest[match.end():]
+    if rest:
+        return f'parsing time "{text}": extra text: "{rest}"'
+    for what, index, low, high in _RANGES:
+        if not low <= int(parts[index]) <= high:
+            return f'parsing time "{text}": {what} out of range'
+    offset = parts[-1]
+    if offset != "Z" and (int(offset[1:3]) > 23 or int(offset[4:6]) > 59):
+        return f'parsing time "{text}": time zone offset out of range'
+    return None
