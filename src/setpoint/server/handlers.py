@@ -12,9 +12,9 @@ from typing import Any
 from aiohttp import web
 from multidict import MultiMapping
 
-from setpoint.apimachinery import errors, fields, patch, selectors
+from setpoint.apimachinery import errors, fields, gotypes, patch, selectors
 from setpoint.apimachinery.clock import Clock
-from setpoint.registry import listbudget, table
+from setpoint.registry import builtintypes, listbudget, table
 from setpoint.registry.catalog import Catalog, Served
 from setpoint.registry.fieldmanager import manager_from_user_agent
 from setpoint.registry.options import DeleteOptions, ListOptions, WatchOptions, WriteOptions
@@ -127,6 +127,10 @@ class ResourceHandler:
             selectors.check_supported(field_sel, store.strategy.supported_field_selectors(
                 version))
         limit = responses.parse_int(query, "limit", 0) or 0
+        # parsed by lists too, as ListOptions are: a malformed one is a 400 either way
+        responses.parse_int(query, "timeoutSeconds")
+        responses.parse_bool(query, "allowWatchBookmarks")
+        responses.parse_bool(query, "sendInitialEvents")
         return ListOptions(
             label_selector=selectors.LabelSelector.parse(label) if label else None,
             field_selector=field_sel, limit=max(limit, 0),
@@ -300,6 +304,9 @@ class ResourceHandler:
                     request.headers.get("Content-Type")))
                 if not isinstance(decoded, dict):
                     raise errors.BadRequest("DeleteOptions must be a JSON object")
+                problem = gotypes.decode_error(decoded, builtintypes.delete_options())
+                if problem is not None:
+                    raise errors.BadRequest(problem)
                 body = decoded
         policy = body.get("propagationPolicy") or query.get("propagationPolicy")
         if policy is not None and policy not in ("Orphan", "Background", "Foreground"):

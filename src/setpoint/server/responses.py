@@ -8,6 +8,7 @@ string), the Status code as HTTP code, and ``Retry-After`` when the error says s
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -18,6 +19,9 @@ from setpoint.apimachinery import errors
 
 JSON = "application/json"
 
+_DECIMAL = re.compile(r"[+-]?[0-9]+", re.ASCII)
+INT64_MIN = -(1 << 63)
+INT64_MAX = (1 << 63) - 1
 _TRUE = frozenset({"1", "t", "T", "true", "TRUE", "True"})
 _FALSE = frozenset({"0", "f", "F", "false", "FALSE", "False"})
 
@@ -107,12 +111,21 @@ def parse_bool(query: Mapping[str, str], name: str, default: bool = False) -> bo
 
 
 def parse_int(query: Mapping[str, str], name: str, default: int | None = None) -> int | None:
+    """Go's ``strconv.ParseInt(value, 10, 64)``: an optional sign and decimal digits, in the
+    int64 range (Python's ``int`` would also take spaces, underscores and any size)."""
     value = query.get(name)
     if value is None or value == "":
         return default
-    try:
-        return int(value)
-    except ValueError:
+    if not _DECIMAL.fullmatch(value):
         raise errors.BadRequest(
-            f'invalid value for {name}: strconv.ParseInt: parsing "{value}": invalid syntax'
-        ) from None
+            f'invalid value for {name}: strconv.ParseInt: parsing "{_clip(value)}": '
+            "invalid syntax")
+    if len(value.lstrip("+-").lstrip("0")) > 19 or not INT64_MIN <= int(value) <= INT64_MAX:
+        raise errors.BadRequest(
+            f'invalid value for {name}: strconv.ParseInt: parsing "{_clip(value)}": value '
+            "out of range")
+    return int(value)
+
+
+def _clip(value: str) -> str:
+    return value if len(value) <= 64 else value[:64] + "..."
