@@ -513,11 +513,7 @@ class Store:
                      opts: WriteOptions, subresource: str = "") -> WriteResult:
         version = self._version(version_name)
         meta = self._check_type(body, version)
-        if meta.get("name") and meta["name"] != name:
-            raise errors.BadRequest(
-                f"the name of the object ({meta['name']}) does not match the name on the URL "
-                f"({name})")
-        meta["name"] = name
+        _check_name(meta, name)
         self._check_namespace(meta, namespace)
         requested_rv = str(meta.get("resourceVersion") or "")
         if not requested_rv and not self.strategy.allow_unconditional_update:
@@ -641,6 +637,7 @@ class Store:
             else:
                 patched = self._apply_patch(base, patch_type, body, name)
             meta = self._check_type(patched, version, "patch")
+            _check_name(meta, name)
             # The patched object carries the resourceVersion it was computed from, unless the
             # patch set one: a different one is the client's precondition, and fails now. The
             # same one may be the client's too; when the write loses its compare-and-swap,
@@ -650,10 +647,6 @@ class Store:
             precondition = meta.get("resourceVersion")
             if precondition and str(precondition) != str(kv.mod_revision):
                 raise self._conflict(name)
-            if meta.get("name") != name:
-                raise errors.BadRequest(
-                    f"the name of the object ({meta.get('name')}) does not match the name on "
-                    f"the URL ({name})")
             self._check_namespace(meta, namespace)
             warnings = self.strategy.warnings(version)
             self._normalize(patched, version, opts, warnings, is_patch=True)
@@ -752,6 +745,8 @@ class Store:
             kv, current = await self._current(namespace, name)
             obj = self._output(current, version)
             wanted = change(scale.scale_of(obj, spec))
+            _check_name(wanted.get("metadata") if isinstance(wanted.get("metadata"), dict)
+                        else {}, name)
             replicas, errs = scale.replicas_errors(wanted)
             if errs:
                 raise errors.invalid("Scale", "autoscaling", name, errs)
@@ -873,6 +868,16 @@ async def _in_turns(items: Iterable[T]) -> AsyncIterator[T]:
         if n % TURN == 0:
             await asyncio.sleep(0)
 
+
+def _check_name(meta: Obj, name: str) -> None:
+    """An object written to a name names itself, with that name (Kubernetes' checkName)."""
+    given = meta.get("name")
+    if not given:
+        raise errors.BadRequest(f"the name of the object ({name} based on URL) was "
+                                "undeterminable: name must be provided")
+    if given != name:
+        raise errors.BadRequest(f"the name of the object ({given}) does not match the name "
+                                f"on the URL ({name})")
 
 
 def _parse_rv(text: str) -> int:

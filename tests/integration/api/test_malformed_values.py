@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import itertools
 from typing import Any
 
 import aiohttp
@@ -144,7 +145,7 @@ def set_path(obj: Any, path: str, value: Any) -> Any:
     """``obj`` with ``value`` at the dotted ``path`` (numbers index lists); made on the way."""
     parts = path.split(".")
     node = obj
-    for part, after in zip(parts, parts[1:], strict=False):
+    for part, after in itertools.pairwise(parts):
         key: Any = int(part) if isinstance(node, list) else part
         if isinstance(node, list):
             while len(node) <= key:
@@ -316,3 +317,43 @@ async def test_absurd_query_parameters_are_400(http: aiohttp.ClientSession, quer
     for watch in watches:
         status, reply, _ = await request(http, method, f"{path}?{watch}{query}")
         assert (status, reply["reason"]) == (400, "BadRequest"), reply
+
+
+async def test_a_write_that_does_not_name_its_object_is_400(http: aiohttp.ClientSession) -> None:
+    status, created, _ = await request(http, "POST", CONFIGMAPS, {
+        "metadata": {"name": "named"}, "data": {"k": "v"}})
+    assert status == 201
+    undeterminable = ("the name of the object (named based on URL) was undeterminable: name "
+                      "must be provided")
+    writes = [
+        ("PUT", {"metadata": {}, "data": {"k": "replaced"}}, "application/json"),
+        ("PUT", {"data": {"k": "replaced"}}, "application/json"),
+        ("PUT", {"metadata": {"name": ""}, "data": {"k": "replaced"}}, "application/json"),
+        ("PATCH", [{"op": "remove", "path": "/metadata/name"}], "application/json-patch+json"),
+        ("PATCH", {"metadata": {"name": None}}, MERGE),
+    ]
+    for method, body, content_type in writes:
+        status, reply, _ = await request(http, method, f"{CONFIGMAPS}/named", body,
+                                         content_type=content_type)
+        assert (status, reply["message"]) == (400, undeterminable), body
+    status, reply, _ = await request(http, "PUT", f"{CONFIGMAPS}/named", {
+        "metadata": {"name": "other"}, "data": {}})
+    assert (status, reply["message"]) == (400, "the name of the object (other) does not "
+                                               "match the name on the URL (named)")
+    _, current, _ = await request(http, "GET", f"{CONFIGMAPS}/named")
+    assert current["data"] == {"k": "v"}
+    assert current["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+
+
+async def test_a_scale_put_without_a_name_is_400(http: aiohttp.ClientSession) -> None:
+    await install_widgets(http)
+    widgets = "/apis/example.com/v1/namespaces/default/widgets"
+    status, _, _ = await request(http, "POST", widgets, {
+        "apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"},
+        "spec": {"size": 1, "replicas": 2}})
+    assert status == 201
+    status, reply, _ = await request(http, "PUT", f"{widgets}/w/scale", {
+        "apiVersion": "autoscaling/v1", "kind": "Scale", "spec": {"replicas": 5}})
+    assert status == 400, reply
+    _, current, _ = await request(http, "GET", f"{widgets}/w")
+    assert current["spec"]["replicas"] == 2
