@@ -152,6 +152,7 @@ class Catalog:
     def sync_crd(self, obj: Obj) -> None:
         name = str((obj.get("metadata") or {}).get("name", ""))
         if not crd.is_established(obj):
+            self._remove_crd(name)  # served only while Established says so
             return
         try:
             info = crd.resource_info(obj)

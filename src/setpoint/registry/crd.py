@@ -5,17 +5,25 @@ v1beta1 is what older tutorials use. Its single-version fields (``spec.version``
 ``JSONPath``) are mapped into per-version fields on the way in, and hoisted back out on
 the way out when every version shares them. ``preserveUnknownFields`` defaults to true there,
 as it did in Kubernetes, which keeps unknown fields of custom resources.
+
+Names, as Kubernetes rules them: a group that is ``k8s.io`` or ``kubernetes.io`` or under
+either is protected, and a CRD of it needs the ``api-approved.kubernetes.io`` annotation (a
+URL of the approving review, or a reason starting with ``unapproved``) when it is created or
+when the annotation changes. A CRD may not define a resource this server serves as a
+built-in (``leases.coordination.k8s.io``): creating one is refused; one already stored (from
+an older server) never has its names accepted, so it is never established nor served.
 """
 
 from __future__ import annotations
 
 import copy
 import re
+import urllib.parse
 from typing import Any
 
 from setpoint.apimachinery import fields, gotypes, validation
 from setpoint.apimachinery.fields import FieldError, FieldPath
-from setpoint.registry import builtintypes, table
+from setpoint.registry import builtintypes, core, table
 from setpoint.registry.resources import (
     PrinterColumn,
     ResourceInfo,
@@ -28,6 +36,9 @@ from setpoint.schema import check_structural
 Obj = dict[str, Any]
 
 GROUP = "apiextensions.k8s.io"
+API_APPROVAL = "api-approved.kubernetes.io"
+APPROVAL_CONDITION = "KubernetesAPIApprovalPolicyConformant"
+_APPROVAL_HELP = "see https://github.com/kubernetes/enhancements/pull/1111"
 CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
@@ -187,6 +198,91 @@ def is_established(crd: Obj) -> bool:
     return c is not None and c.get("status") == "True"
 
 
+# --- names -----------------------------------------------------------------------------------
+
+
+def is_protected_group(group: Any) -> bool:
+    """``k8s.io``, ``kubernetes.io`` and their subdomains belong to the Kubernetes project."""
+    if not isinstance(group, str):
+        return False
+    return group in ("k8s.io", "kubernetes.io") or group.endswith((".k8s.io", ".kubernetes.io"))
+
+
+def api_approval(annotations: Any) -> tuple[str, str]:
+    """The state of a CRD's ``api-approved.kubernetes.io`` annotation (``Missing``,
+    ``Bypassed``, ``Approved`` or ``Invalid``) and the reason Kubernetes gives for it."""
+    value = annotations.get(API_APPROVAL) if isinstance(annotations, dict) else None
+    if not isinstance(value, str) or not value:
+        return "Missing", (f'protected groups must have approval annotation "{API_APPROVAL}", '
+                           f"{_APPROVAL_HELP}")
+    if value.startswith("unapproved"):
+        return "Bypassed", f'not approved: "{value}"'
+    try:
+        url = urllib.parse.urlsplit(value)
+    except ValueError:
+        url = None
+    controls = any(ord(c) < 0x20 or ord(c) == 0x7F for c in value)
+    if url is not None and url.scheme and url.netloc and not controls:
+        return "Approved", f"approved in {value}"
+    return "Invalid", (f'protected groups must have approval annotation "{API_APPROVAL}" with '
+                       f'either a URL or a reason starting with "unapproved", {_APPROVAL_HELP}')
+
+
+def validate_api_approval(new: Obj, old: Obj | None) -> list[FieldError]:
+    """A CRD of a protected group is approved when created, and when its approval changes."""
+    spec = new.get("spec")
+    if not isinstance(spec, dict) or not is_protected_group(spec.get("group")):
+        return []
+    annotations = meta_of(new).get("annotations")
+    state, reason = api_approval(annotations)
+    if old is not None and api_approval(meta_of(old).get("annotations"))[0] == state:
+        return []
+    path = FieldPath.root("metadata").child("annotations").key(API_APPROVAL)
+    if state == "Missing":
+        return [fields.required(path, reason)]
+    if state == "Invalid":
+        return [fields.invalid(path, annotations.get(API_APPROVAL) if isinstance(
+            annotations, dict) else None, reason)]
+    return []
+
+
+def approval_condition(crd: Obj) -> tuple[str, str, str] | None:
+    """``(status, reason, message)`` of the KubernetesAPIApprovalPolicyConformant condition
+    of a CRD of a protected group; None for other groups (they have no such condition)."""
+    spec = crd.get("spec") or {}
+    if not is_protected_group(spec.get("group")):
+        return None
+    state, reason = api_approval(meta_of(crd).get("annotations"))
+    return {"Approved": ("True", "ApprovedAnnotation", reason),
+            "Bypassed": ("False", "UnapprovedAnnotation", reason),
+            "Missing": ("False", "MissingAnnotation", reason),
+            "Invalid": ("False", "InvalidAnnotation", reason)}[state]
+
+
+def builtin_names(group: str) -> dict[str, str]:
+    """The names the built-in resources of ``group`` hold, keyed as
+    :meth:`~setpoint.registry.catalog.Catalog.names_in_use` keys them (``p:leases``)."""
+    taken: dict[str, str] = {}
+    for info in (*(i for i, _ in core.builtin_resources()), crd_resource()):
+        if info.group != group:
+            continue
+        taken[f"p:{info.resource}"] = taken[f"s:{info.singular}"] = info.resource
+        taken[f"k:{info.kind}"] = taken[f"L:{info.list_kind}"] = info.resource
+        for short in info.short_names:
+            taken[f"s:{short}"] = info.resource
+    return taken
+
+
+def shadows_builtin(crd: Obj) -> bool:
+    """Whether ``crd`` defines a resource the server serves as a built-in."""
+    spec = crd.get("spec")
+    if not isinstance(spec, dict) or not isinstance(spec.get("names"), dict):
+        return False
+    plural = spec["names"].get("plural")
+    return isinstance(spec.get("group"), str) and isinstance(plural, str) and \
+        f"p:{plural}" in builtin_names(spec["group"])
+
+
 # --- strategy -------------------------------------------------------------------------------
 
 
@@ -243,6 +339,13 @@ class CRDStrategy(Strategy):
         v1 = v1beta1_to_v1(obj) if version.name == "v1beta1" else obj
         errs.extend(validate_crd_spec(v1, legacy=version.name == "v1beta1",
                                       name=str(meta_of(obj).get("name", ""))))
+        errs.extend(validate_api_approval(v1, None))
+        if shadows_builtin(v1):
+            spec = v1["spec"]
+            errs.append(fields.invalid(
+                "spec.names.plural", spec["names"]["plural"],
+                f"{spec['names']['plural']}.{spec['group']} is a built-in resource of this "
+                "server and cannot be defined by a CustomResourceDefinition"))
         return errs
 
     def validate_update(self, new: Obj, old: Obj, version: VersionInfo) -> list[FieldError]:
@@ -255,6 +358,7 @@ class CRDStrategy(Strategy):
         errs.extend(validate_crd_spec(new_v1, legacy=legacy,
                                       name=str(meta_of(new).get("name", ""))))
         errs.extend(validation.validate_object_meta_update(meta_of(new), meta_of(old)))
+        errs.extend(validate_api_approval(new_v1, old_v1))
         if old_spec.get("scope") != new_spec.get("scope"):
             errs.append(fields.invalid("spec.scope", new_spec.get("scope"),
                                        "field is immutable"))

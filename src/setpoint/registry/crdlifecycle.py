@@ -3,10 +3,14 @@
 A level-triggered loop over the CRDs in the watch cache. For each CRD it computes the status
 the CRD should have and writes it through the store (never through storage):
 
-* ``NamesAccepted``: True (``NoConflicts``) unless another CRD of the group already holds one
-  of its names (``NameConflict``); ``acceptedNames`` are then the names on offer.
+* ``NamesAccepted``: True (``NoConflicts``) unless another CRD of the group, or a built-in
+  resource of it, already holds one of its names (``NameConflict``); ``acceptedNames`` are
+  then the names on offer. Names a built-in holds are never accepted, so a CRD that would
+  shadow a built-in resource is never established nor served, whatever it said before.
 * ``Established``: True (``InitialNamesAccepted``) once the names are accepted. From that
   write on, the catalog serves the resource.
+* ``KubernetesAPIApprovalPolicyConformant`` (CRDs of ``k8s.io`` and ``kubernetes.io`` groups
+  only): whether the ``api-approved.kubernetes.io`` annotation approves the API.
 * ``storedVersions``: every version ever used as the storage version.
 
 Establishment stays in the server because the catalog must serve a resource before any
@@ -108,11 +112,13 @@ class CRDLifecycle:
         previous = {c.get("type"): c for c in status.get("conditions") or []
                     if isinstance(c, dict)}
         names = dict(spec.get("names") or {})
-        conflict = self._conflict(obj, names)
+        conflict, builtin = self._conflict(obj, names)
         accepted_before = status.get("acceptedNames") or {}
         if conflict:
-            accepted = accepted_before if accepted_before.get("plural") else {
-                "plural": "", "kind": ""}
+            # names accepted once stay accepted (Kubernetes), except a built-in's: those are
+            # never this CRD's, whatever an older server accepted
+            keep = bool(accepted_before.get("plural")) and not builtin
+            accepted = accepted_before if keep else {"plural": "", "kind": ""}
             names_cond = _condition("NamesAccepted", "False", "NameConflict", conflict, now,
                                     previous.get("NamesAccepted"))
         else:
@@ -128,6 +134,10 @@ class CRDLifecycle:
             conditions.insert(0, _condition("Established", "False", "NotAccepted",
                                             "not all names are accepted", now,
                                             previous.get("Established")))
+        approval = crd.approval_condition(obj)
+        if approval is not None:
+            conditions.append(_condition(crd.APPROVAL_CONDITION, *approval, now,
+                                         previous.get(crd.APPROVAL_CONDITION)))
         stored = list(status.get("storedVersions") or [])
         for v in spec.get("versions") or []:
             if isinstance(v, dict) and v.get("storage") and v.get("name") not in stored:
@@ -136,14 +146,18 @@ class CRDLifecycle:
                     "storedVersions": stored}
         return out
 
-    def _conflict(self, obj: Obj, names: Obj) -> str:
-        taken = self._catalog.names_in_use(str(obj["spec"].get("group")),
-                                           str(obj["metadata"]["name"]))
-        checks = [("p", names.get("plural"), "plural"), ("s", names.get("plural"), "plural"),
-                  ("k", names.get("kind"), "kind"), ("L", names.get("listKind"), "listKind")]
-        checks += [("p", s, "short name") for s in names.get("shortNames") or []]
-        checks += [("s", s, "short name") for s in names.get("shortNames") or []]
-        for tag, value, _what in checks:
-            if value and f"{tag}:{value}" in taken:
-                return f'"{value}" is already in use'
-        return ""
+    def _conflict(self, obj: Obj, names: Obj) -> tuple[str, bool]:
+        """Why the names are not accepted (``""``: they are), and whether a built-in
+        resource of the group holds them."""
+        group = str(obj["spec"].get("group"))
+        builtins = crd.builtin_names(group)
+        taken = self._catalog.names_in_use(group, str(obj["metadata"]["name"]))
+        checks = [("p", names.get("plural")), ("s", names.get("plural")),
+                  ("k", names.get("kind")), ("L", names.get("listKind"))]
+        checks += [("p", s) for s in names.get("shortNames") or []]
+        checks += [("s", s) for s in names.get("shortNames") or []]
+        for held, builtin in ((builtins, True), (taken, False)):
+            for tag, value in checks:
+                if value and f"{tag}:{value}" in held:
+                    return f'"{value}" is already in use', builtin
+        return "", False
