@@ -45,6 +45,19 @@ def _validate_config_keys(data: Any, path: FieldPath) -> list[FieldError]:
     return errs
 
 
+NAME_LABEL = "kubernetes.io/metadata.name"
+
+
+def _label_with_name(obj: Obj) -> None:
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta["name"]:
+        return
+    labels = meta.get("labels")
+    if not isinstance(labels, dict):
+        labels = meta["labels"] = {}
+    labels[NAME_LABEL] = meta["name"]
+
+
 def _canonicalize_bytes(obj: Obj, name: str) -> None:
     """Rewrite the base64 values of the ``map[string][]byte`` field ``name`` canonically (no
     line breaks), as Kubernetes answers what it decoded. Values that do not decode are left
@@ -61,13 +74,30 @@ def _canonicalize_bytes(obj: Obj, name: str) -> None:
 
 
 class NamespaceStrategy(Strategy):
+    """Namespaces carry the ``kubernetes.io/metadata.name`` label, always equal to their name:
+    set on every write (whatever the client sent) and on every read of a namespace stored
+    without it, as Kubernetes' defaulting and canonicalization do."""
+
     known_fields = frozenset({"spec", "status"})
     selectable_fields = ("status.phase",)
 
     def go_type(self, version: VersionInfo) -> gotypes.GoType | None:
         return builtintypes.namespace()
 
+    def default(self, obj: Obj, version: VersionInfo) -> None:
+        _label_with_name(obj)
+
+    def from_storage(self, obj: Obj, version: str) -> Obj:
+        meta = meta_of(obj)
+        name = meta.get("name")
+        if not name or (meta.get("labels") or {}).get(NAME_LABEL) == name:
+            return obj
+        out = dict(obj)
+        out["metadata"] = {**meta, "labels": {**(meta.get("labels") or {}), NAME_LABEL: name}}
+        return out
+
     def prepare_for_create(self, obj: Obj, version: VersionInfo) -> None:
+        _label_with_name(obj)  # again: a generateName has become a name since defaulting
         spec = obj.get("spec")
         finalizers = [f for f in (spec.get("finalizers") or []) if isinstance(f, str)] \
             if isinstance(spec, dict) else []
@@ -266,20 +296,72 @@ class EventStrategy(Strategy):
         return labels
 
     def columns(self, version: VersionInfo) -> list[table.Column]:
-        def last_seen(o: Obj, now: Any) -> str | None:
-            stamp = o.get("lastTimestamp") or o.get("eventTime") or meta_of(o).get(
-                "creationTimestamp")
-            return table.age(stamp, now)
+        return event_columns()
 
-        def object_ref(o: Obj, _now: Any) -> str:
-            involved = o.get("involvedObject") or {}
-            return f"{str(involved.get('kind', '')).lower()}/{involved.get('name', '')}"
 
-        return [table.Column("Last Seen", "string", last_seen),
-                table.path_column("Type", "string", ".type"),
-                table.path_column("Reason", "string", ".reason"),
-                table.Column("Object", "string", object_ref),
-                table.path_column("Message", "string", ".message")]
+def _stamp(value: Any, now: Any) -> str | None:
+    return table.age(value, now) if value else "<unknown>"
+
+
+def _object_at(o: Obj, name: str) -> Obj:
+    value = o.get(name)
+    return value if isinstance(value, dict) else {}
+
+
+def _event_cells(o: Obj, now: Any) -> dict[str, Any]:
+    """The cells of a core/v1 Event's row, as Kubernetes' event printer makes them."""
+    first = _stamp(o.get("firstTimestamp") or o.get("eventTime"), now)
+    last = _stamp(o.get("lastTimestamp"), now) if o.get("lastTimestamp") else first
+    count = o.get("count")
+    series = o.get("series")
+    if isinstance(series, dict):
+        last = _stamp(series.get("lastObservedTime"), now)
+        count = series.get("count")
+    elif not count:
+        count = 1  # singleton events have no count in events.k8s.io/v1
+    involved = _object_at(o, "involvedObject")
+    kind = str(involved.get("kind") or "").lower()
+    target = f"{kind}/{involved['name']}" if involved.get("name") else kind
+    source = _object_at(o, "source")
+    component = source.get("component") or o.get("reportingComponent") or ""
+    instance = source.get("host") or o.get("reportingInstance") or ""
+    return {"Last Seen": last, "Type": o.get("type") or "", "Reason": o.get("reason") or "",
+            "Object": target, "Subobject": involved.get("fieldPath") or "",
+            "Source": f"{component}, {instance}" if instance else component,
+            "Message": str(o.get("message") or "").strip(), "First Seen": first,
+            "Count": count if isinstance(count, int) else None,
+            "Name": meta_of(o).get("name")}
+
+
+#: (name, type, priority, description): Kubernetes' columns of ``kubectl get events``
+_EVENT_COLUMNS = (
+    ("Last Seen", "string", 0, "The time at which the most recent occurrence of this event "
+                               "was recorded."),
+    ("Type", "string", 0, "Type of this event (Normal, Warning)."),
+    ("Reason", "string", 0, "A short, machine understandable string that gives the reason "
+                            "for the transition into the object's current status."),
+    ("Object", "string", 0, "The object that this event is about."),
+    ("Subobject", "string", 1, "The part of the object the event is about (fieldPath)."),
+    ("Source", "string", 1, "The component reporting this event."),
+    ("Message", "string", 0, "A human-readable description of the status of this "
+                             "operation."),
+    ("First Seen", "string", 1, "The time at which the event was first recorded."),
+    ("Count", "integer", 1, "The number of times this event has occurred."),
+    ("Name", "string", 1, "Name must be unique within a namespace."),
+)
+
+
+def event_columns(view: Any = None) -> list[table.Column]:
+    """The columns of the event table; ``view`` turns the listed object into its core/v1
+    form first (events.k8s.io/v1 names the same fields differently)."""
+    def cell(name: str) -> Any:
+        def compute(o: Obj, now: Any) -> Any:
+            return _event_cells(view(o) if view is not None else o, now)[name]
+        return compute
+
+    return [table.Column(name, type_, cell(name), priority=priority, description=doc,
+                         format="name" if name == "Name" else "")
+            for name, type_, priority, doc in _EVENT_COLUMNS]
 
 
 _NEW_TO_OLD = {"regarding": "involvedObject", "note": "message",
@@ -318,6 +400,10 @@ class EventsV1Strategy(EventStrategy):
 
     def field_labels(self, obj: Obj) -> dict[str, str]:
         return super().field_labels(obj)
+
+    def columns(self, version: VersionInfo) -> list[table.Column]:
+        return event_columns(lambda o: _map_event(o, "v1", {
+            new: old for new, old in _NEW_TO_OLD.items()}))
 
 
 class LeaseStrategy(Strategy):

@@ -89,9 +89,21 @@ Managers = dict[ManagerKey, Entry]
 
 
 def manager_from_user_agent(user_agent: str | None) -> str:
-    """The manager name of a write that named none: the User-Agent up to its first ``/``."""
-    name = (user_agent or "").split("/", 1)[0]
-    return name[:MAX_MANAGER_LENGTH] or "unknown"
+    """The manager name of a write that named none, as Kubernetes' ``prefixFromUserAgent``:
+    the User-Agent up to its first ``/`` (``kubectl/v1.32.4 (linux/amd64) ...`` is
+    ``kubectl``, for every kubectl command that sends no ``fieldManager``, ``kubectl scale``
+    included), unprintable characters left out, at most 128 bytes of UTF-8; ``unknown``
+    when nothing is left."""
+    kept: list[str] = []
+    size = 0
+    for ch in (user_agent or "").split("/", 1)[0]:
+        if not ch.isprintable():
+            continue
+        size += len(ch.encode("utf-8", "surrogatepass"))
+        if size > MAX_MANAGER_LENGTH:
+            break
+        kept.append(ch)
+    return "".join(kept) or "unknown"
 
 
 # --- encoding ------------------------------------------------------------------------------------

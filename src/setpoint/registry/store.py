@@ -757,8 +757,8 @@ class Store:
             warnings = self.strategy.warnings(version)
             self._normalize(updated, version, opts, warnings)
             try:
-                result = await self._write_update(kv, current, updated, version, opts, "",
-                                                  warnings)
+                result = await self._write_update(kv, current, updated, version, opts,
+                                                  "scale", warnings)
             except st.RevisionConflict:
                 continue
             return scale.scale_of(result.object, spec)

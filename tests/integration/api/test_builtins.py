@@ -119,3 +119,34 @@ async def test_bookmarks_arrive_when_idle(tmp_path: Path) -> None:
         assert event["type"] == "BOOKMARK"
         assert event["object"]["kind"] == "ConfigMap"
         assert int(event["object"]["metadata"]["resourceVersion"]) >= int(rv)
+
+
+async def test_namespaces_are_labelled_with_their_name(tmp_path: Path) -> None:
+    backend_config = StorageConfig(kind="sqlite", path=tmp_path / "state.db")
+    async with Server(ServerConfig(port=0, storage=backend_config)) as server, \
+            aiohttp.ClientSession(base_url=server.url) as http:
+        status, generated, _ = await request(http, "POST", "/api/v1/namespaces", {
+            "metadata": {"generateName": "team-", "labels": {
+                "kubernetes.io/metadata.name": "forged"}}})
+        assert status == 201
+        name = generated["metadata"]["name"]
+        assert generated["metadata"]["labels"] == {"kubernetes.io/metadata.name": name}
+        path = f"/api/v1/namespaces/{name}"
+        status, replaced, _ = await request(http, "PUT", path, {
+            "metadata": {"name": name, "labels": {"a": "b"}}})
+        assert status == 200
+        assert replaced["metadata"]["labels"] == {"a": "b", "kubernetes.io/metadata.name": name}
+        status, listed, _ = await request(
+            http, "GET", f"/api/v1/namespaces?labelSelector=kubernetes.io/metadata.name={name}")
+        assert [n["metadata"]["name"] for n in listed["items"]] == [name]
+        # a namespace stored without the label (by an older server) is read with it
+        storage = server.backend
+        key = "/registry/core/namespaces/old"
+        await storage.create(key, orjson.dumps({
+            "apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": "old", "uid": "u-old",
+                         "creationTimestamp": "2024-01-01T00:00:00Z"},
+            "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}}))
+        status, old, _ = await request(http, "GET", "/api/v1/namespaces/old")  # reads fresh
+        assert status == 200
+        assert old["metadata"]["labels"] == {"kubernetes.io/metadata.name": "old"}

@@ -330,3 +330,17 @@ def test_manager_names_from_user_agents() -> None:
     assert fm.manager_from_user_agent("OpenAPI-Generator/37.0.2/python") == "OpenAPI-Generator"
     assert fm.manager_from_user_agent("") == "unknown"
     assert len(fm.manager_from_user_agent("x" * 300)) == fm.MAX_MANAGER_LENGTH
+
+
+@pytest.mark.parametrize(("user_agent", "manager"), [
+    ("kubectl/v1.32.4 (linux/amd64) kubernetes/4cb5f07", "kubectl"),
+    ("OpenAPI-Generator/31.0.0/python", "OpenAPI-Generator"),
+    ("kopf", "kopf"),
+    ("tab\there/1", "tabhere"),
+    ("é" * 100 + "/1", "é" * 64),
+    ("/v1", "unknown"),
+    (None, "unknown"),
+], ids=["kubectl", "python-client", "no-slash", "unprintable", "utf8-bytes", "empty", "none"])
+def test_the_default_manager_is_the_user_agents_program(user_agent: str | None,
+                                                        manager: str) -> None:
+    assert fm.manager_from_user_agent(user_agent) == manager
