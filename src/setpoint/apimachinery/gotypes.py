@@ -38,13 +38,20 @@ RFC3339_MICRO = "2006-01-02T15:04:05.000000Z07:00"
 INT_RANGES = {"int32": (-(1 << 31), (1 << 31) - 1), "int64": (-(1 << 63), (1 << 63) - 1)}
 
 
+#: a compiled check: (value, innermost struct's short name or None, path) -> the error or None;
+#: the path is a linked pair ``(parent, name)`` (``()`` at the root), flattened only on error
+Check = Callable[[Any, "str | None", Any], "str | None"]
+
+
 class GoType:
     """A Go type, as decoding sees it; ``name`` is how Go's errors print it."""
 
-    __slots__ = ("name",)
+    __slots__ = ("compiled", "name")
 
     def __init__(self, name: str) -> None:
         self.name = name
+        #: the check :func:`decode_error` compiles from this type on first use
+        self.compiled: Check | None = None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name})"
@@ -100,7 +107,7 @@ class SliceOf(GoType):
 
 class Struct(GoType):
     """A struct; ``fields`` maps JSON names to types and may be filled after creation (for
-    recursive types)."""
+    recursive types), before the type is first used to decode."""
 
     __slots__ = ("fields", "short")
 
@@ -142,76 +149,133 @@ ANY = AnyValue()
 
 
 def decode_error(value: Any, go_type: GoType) -> str | None:
-    """Why ``value`` does not decode into ``go_type``; ``None`` when it does."""
-    return _check(value, go_type, None, ())
+    """Why ``value`` does not decode into ``go_type``; ``None`` when it does.
+
+    The type is compiled into checks on first use (a struct's fields must be complete by
+    then); later calls reuse them."""
+    return _compiled(go_type)(value, None, ())
 
 
-def _check(value: Any, t: GoType, struct: str | None, path: tuple[str, ...]) -> str | None:
-    if value is None or isinstance(t, AnyValue):
-        return None
+def _compiled(t: GoType) -> Check:
+    return t.compiled if t.compiled is not None else _compile(t)
+
+
+def _remember(t: GoType, check: Check) -> Check:
+    t.compiled = check
+    return check
+
+
+def _accept(value: Any, struct: str | None, path: Any) -> str | None:
+    return None
+
+
+def _compile(t: GoType) -> Check:
+    if isinstance(t, AnyValue):
+        return _remember(t, _accept)
     if isinstance(t, Custom):
-        return t.check(value)
+        custom = t.check
+
+        def check_custom(value: Any, struct: str | None, path: Any) -> str | None:
+            return None if value is None else custom(value)
+        return _remember(t, check_custom)
     if isinstance(t, Scalar):
-        return _scalar(value, t, struct, path)
+        return _remember(t, _scalar_check(t))
     if isinstance(t, Bytes):
-        if not isinstance(value, str):
-            return _type_error(value, t, struct, path)
-        try:
-            decode_base64(value)
-        except ValueError as e:
-            return str(e)
-        return None
+        def check_bytes(value: Any, struct: str | None, path: Any) -> str | None:
+            if value is None:
+                return None
+            if type(value) is not str:
+                return _type_error(value, t, struct, path)
+            try:
+                decode_base64(value)
+            except ValueError as e:
+                return str(e)
+            return None
+        return _remember(t, check_bytes)
     if isinstance(t, Time):
-        if not isinstance(value, str):
-            return f"json: cannot unmarshal {_describe(value)} into Go value of type string"
-        return time_error(value, t.layout)
-    if isinstance(t, MapOf):
-        if not isinstance(value, dict):
-            return _type_error(value, t, struct, path)
-        for item in value.values():
-            problem = _check(item, t.elem, struct, path)
-            if problem is not None:
-                return problem
-        return None
-    if isinstance(t, SliceOf):
-        if not isinstance(value, list):
-            return _type_error(value, t, struct, path)
-        for item in value:
-            problem = _check(item, t.elem, struct, path)
-            if problem is not None:
-                return problem
-        return None
+        layout = t.layout
+
+        def check_time(value: Any, struct: str | None, path: Any) -> str | None:
+            if value is None:
+                return None
+            if type(value) is not str:
+                return f"json: cannot unmarshal {_describe(value)} into Go value of type string"
+            return time_error(value, layout)
+        return _remember(t, check_time)
+    if isinstance(t, MapOf | SliceOf):
+        container = dict if isinstance(t, MapOf) else list
+        elem_holder: list[Check] = []
+
+        def check_container(value: Any, struct: str | None, path: Any) -> str | None:
+            if type(value) is not container:
+                return None if value is None else _type_error(value, t, struct, path)
+            elem = elem_holder[0]
+            items = value.values() if isinstance(value, dict) else value
+            for item in items:
+                if item is not None:
+                    problem = elem(item, struct, path)
+                    if problem is not None:
+                        return problem
+            return None
+        _remember(t, check_container)
+        elem_holder.append(_compiled(t.elem))
+        return check_container
     if isinstance(t, Struct):
-        if not isinstance(value, dict):
-            return _type_error(value, t, struct, path)
-        for name, item in value.items():
-            ft = t.fields.get(name)
-            if ft is not None:
-                problem = _check(item, ft, t.short, (*path, name))
-                if problem is not None:
-                    return problem
-        return None
+        table: dict[str, Check] = {}
+        short = t.short
+
+        def check_struct(value: Any, struct: str | None, path: Any) -> str | None:
+            if type(value) is not dict:
+                return None if value is None else _type_error(value, t, struct, path)
+            for name, item in value.items():
+                field_check = table.get(name)
+                if field_check is not None and item is not None:
+                    problem = field_check(item, short, (path, name))
+                    if problem is not None:
+                        return problem
+            return None
+        _remember(t, check_struct)  # before the fields: the type may contain itself
+        table.update({name: _compiled(ft) for name, ft in t.fields.items()})
+        return check_struct
     raise TypeError(f"unknown Go type {t!r}")  # pragma: no cover - a defect in a table
 
 
-def _scalar(value: Any, t: Scalar, struct: str | None, path: tuple[str, ...]) -> str | None:
+def _scalar_check(t: Scalar) -> Check:
     kind = t.kind
-    if kind == "string":
-        return None if isinstance(value, str) else _type_error(value, t, struct, path)
-    if kind == "bool":
-        return None if isinstance(value, bool) else _type_error(value, t, struct, path)
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return _type_error(value, t, struct, path)
+    if kind in ("string", "bool"):
+        expected = str if kind == "string" else bool
+
+        def check_exact(value: Any, struct: str | None, path: Any) -> str | None:
+            if value is None or type(value) is expected:
+                return None
+            return _type_error(value, t, struct, path)
+        return check_exact
     if kind == "float64":
-        if isinstance(value, float) and not math.isfinite(value):
-            return _type_error(value, t, struct, path, literal=True)
-        if isinstance(value, int) and abs(value) > 1.7976931348623157e308:
-            return _type_error(value, t, struct, path, literal=True)
-        return None
+        def check_float(value: Any, struct: str | None, path: Any) -> str | None:
+            if value is None:
+                return None
+            kind_of = type(value)
+            if kind_of is float:
+                ok = math.isfinite(value)
+            elif kind_of is int:
+                ok = abs(value) <= 1.7976931348623157e308
+            else:
+                return _type_error(value, t, struct, path)
+            return None if ok else _type_error(value, t, struct, path, literal=True)
+        return check_float
     low, high = INT_RANGES[kind]
-    if isinstance(value, float) or not low <= value <= high:
-        return _type_error(value, t, struct, path, literal=True)
-    return None
+
+    def check_int(value: Any, struct: str | None, path: Any) -> str | None:
+        if value is None:
+            return None
+        kind_of = type(value)
+        if kind_of is int:
+            return None if low <= value <= high else _type_error(value, t, struct, path,
+                                                                 literal=True)
+        if kind_of is float:
+            return _type_error(value, t, struct, path, literal=True)
+        return _type_error(value, t, struct, path)
+    return check_int
 
 
 def _describe(value: Any, *, literal: bool = False) -> str:
@@ -237,13 +301,17 @@ def _number(value: int | float) -> str:
     return text[:-2] if text.endswith(".0") else text
 
 
-def _type_error(value: Any, t: GoType, struct: str | None, path: tuple[str, ...], *,
+def _type_error(value: Any, t: GoType, struct: str | None, path: Any, *,
                 literal: bool = False) -> str:
     what = _describe(value, literal=literal)
     if struct is None:
         return f"json: cannot unmarshal {what} into Go value of type {t.name}"
+    names: list[str] = []
+    while path:
+        path, name = path
+        names.append(name)
     return (f"json: cannot unmarshal {what} into Go struct field {struct}."
-            f"{'.'.join(path)} of type {t.name}")
+            f"{'.'.join(reversed(names))} of type {t.name}")
 
 
 # --- base64 ----------------------------------------------------------------------------------
@@ -331,8 +399,14 @@ _RANGES = (("month", 2, 1, 12), ("day", 4, 1, 31), ("hour", 6, 0, 23), ("minute"
            ("second", 10, 0, 59))
 
 
+_TIME_FAST = re.compile(r"\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T([01]\d|2[0-3]):[0-5]\d:"
+                        r"[0-5]\d(?:[.,]\d+)?(?:Z|[+-](?:[01]\d|2[0-3]):[0-5]\d)", re.ASCII)
+
+
 def time_error(text: str, layout: str = RFC3339) -> str | None:
     """Why ``text`` is not an RFC 3339 time (Go's ``time.Parse`` message), or ``None``."""
+    if _TIME_FAST.fullmatch(text):
+        return None
     rest = text
     parts: list[str] = []
     for elem, pattern in _TIME_STEPS:

@@ -44,6 +44,7 @@ class ResourceHandler:
         self._watch = watch_config
         self._lists = lists or listbudget.ListBudget()
         self._limits = request_limits or limits.Limits()
+        self._delete_options_type = builtintypes.delete_options()
 
     def _no_route(self, ri: RequestInfo) -> errors.NotFound:
         """A path under an API version that names nothing served. kube-apiserver answers
@@ -304,7 +305,7 @@ class ResourceHandler:
                     request.headers.get("Content-Type")))
                 if not isinstance(decoded, dict):
                     raise errors.BadRequest("DeleteOptions must be a JSON object")
-                problem = gotypes.decode_error(decoded, builtintypes.delete_options())
+                problem = gotypes.decode_error(decoded, self._delete_options_type)
                 if problem is not None:
                     raise errors.BadRequest(problem)
                 body = decoded

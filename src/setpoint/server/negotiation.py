@@ -14,6 +14,7 @@ Bodies over :data:`MAX_BODY` get 413; undecodable ones 400, never a 500.
 
 from __future__ import annotations
 
+import datetime
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -181,11 +182,18 @@ def decode_body(raw: bytes, content_type: str) -> Any:
 
 
 def _jsonable(value: Any) -> Any:
-    """YAML scalars that JSON has no form for (dates, times) become strings."""
+    """YAML scalars that JSON has no form for (dates, times) become strings; a timestamp
+    becomes RFC 3339 (``2024-01-02T03:04:05Z``), as Kubernetes' YAML-to-JSON conversion
+    writes it, so that it decodes as a ``metav1.Time``."""
     if isinstance(value, dict):
         return {str(k): _jsonable(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_jsonable(v) for v in value]
     if isinstance(value, str | int | float | bool) or value is None:
         return value
+    if isinstance(value, datetime.datetime):
+        text = value.isoformat()
+        if value.tzinfo is None:
+            text += "Z"
+        return text[:-6] + "Z" if text.endswith("+00:00") else text
     return str(value)

@@ -357,3 +357,14 @@ async def test_a_scale_put_without_a_name_is_400(http: aiohttp.ClientSession) ->
     assert status == 400, reply
     _, current, _ = await request(http, "GET", f"{widgets}/w")
     assert current["spec"]["replicas"] == 2
+
+
+async def test_unquoted_yaml_timestamps_decode_as_times(http: aiohttp.ClientSession) -> None:
+    text = ("apiVersion: coordination.k8s.io/v1\nkind: Lease\nmetadata:\n  name: yaml-times\n"
+            "spec:\n  holderIdentity: me\n  acquireTime: 2024-01-02T03:04:05.123456Z\n"
+            "  renewTime: 2024-01-02T05:04:05+02:00\n")
+    status, lease, _ = await request(http, "POST", LEASES, raw=text.encode(),
+                                     content_type="application/yaml")
+    assert status == 201, lease
+    assert lease["spec"]["acquireTime"] == "2024-01-02T03:04:05.123456Z"
+    assert lease["spec"]["renewTime"] == "2024-01-02T05:04:05+02:00"
