@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
+
+import orjson
 
 from setpoint.storage import MemoryBackend
 
@@ -20,6 +22,9 @@ class FlakyBackend(MemoryBackend):
         self.read_faults: list[Exception | None] = []
         #: raised by the next calls of get, create, update and delete
         self.write_faults: list[Exception | None] = []
+        #: each update first lets "another server" write the same key: the function turns
+        #: the stored object into what that other writer stores (None: no interference)
+        self.interferences: list[Callable[[dict[str, Any]], dict[str, Any]] | None] = []
         self.watches = 0
 
     def watch(self, prefix: str, start_revision: int, *, progress: bool = False) -> Any:
@@ -47,9 +52,15 @@ class FlakyBackend(MemoryBackend):
         self._fail(self.write_faults)
         return await super().create(*args, **kwargs)
 
-    async def update(self, *args: Any, **kwargs: Any) -> Any:
+    async def update(self, key: str, value: bytes, expected_revision: int) -> Any:
         self._fail(self.write_faults)
-        return await super().update(*args, **kwargs)
+        if self.interferences:
+            other = self.interferences.pop(0)
+            current = await super().get(key)
+            if other is not None and current is not None:
+                await super().update(key, orjson.dumps(other(orjson.loads(current.value))),
+                                     current.mod_revision)
+        return await super().update(key, value, expected_revision)
 
     async def delete(self, *args: Any, **kwargs: Any) -> Any:
         self._fail(self.write_faults)

@@ -12,7 +12,8 @@ This is the one place where storage errors become API errors. Invariants:
   compare-and-swap, as Kubernetes' ``GuaranteedUpdate`` does: it is computed again from the
   new state, so every concurrent writer's change lands. Retries are bounded
   (:data:`MAX_WRITE_ATTEMPTS`, with a short jittered pause after the first few); a write
-  that loses them all answers 409.
+  that loses them all answers 409. Within one server the writes of one object queue
+  (:mod:`setpoint.registry.keylocks`), so they lose only to other servers' writes.
 * **No-op writes** (an update that changes nothing) return the current object and write nothing:
   no new revision, no watch event.
 * **Finalizers.** Deleting an object that has finalizers only sets ``deletionTimestamp``;
@@ -41,7 +42,7 @@ import orjson
 from setpoint.apimachinery import errors, fields, patch, selectors, timeutil, validation
 from setpoint.apimachinery.clock import Clock
 from setpoint.registry import cache as wc
-from setpoint.registry import fieldmanager, listbudget, scale, storageerrors
+from setpoint.registry import fieldmanager, keylocks, listbudget, scale, storageerrors
 from setpoint.registry.options import (
     DeleteOptions,
     ListOptions,
@@ -186,6 +187,8 @@ class Store:
         self._rng = rng
         # jitter of the pauses between write attempts (its own stream: uids stay as seeded)
         self._jitter = random.Random(rng.getrandbits(64))
+        # this server's writes of one object, one at a time (see registry/keylocks.py)
+        self._writes = keylocks.KeyLocks()
         self._namespace_gate = namespace_gate
         self._deletion_finalizers = deletion_finalizers
         self._field_managers: dict[str, fieldmanager.FieldManager] = {}
@@ -520,20 +523,21 @@ class Store:
             raise self._invalid(name, [fields.invalid(
                 "metadata.resourceVersion", 0,
                 "must be specified for an update")])
-        async for _ in self._attempts():
-            kv, current = await self._current(namespace, name)
-            if requested_rv and requested_rv != str(kv.mod_revision):
-                raise self._conflict(name)
-            new = deep_copy(body)
-            warnings = self.strategy.warnings(version)
-            self._normalize(new, version, opts, warnings)
-            try:
-                return await self._write_update(kv, current, new, version, opts, subresource,
-                                                warnings)
-            except st.RevisionConflict as e:
-                if requested_rv:
-                    raise self._conflict(name) from e
-        raise self._conflict(name)
+        async with self._writes.hold(self.info.key(namespace, name)):
+            async for _ in self._attempts():
+                kv, current = await self._current(namespace, name)
+                if requested_rv and requested_rv != str(kv.mod_revision):
+                    raise self._conflict(name)
+                new = deep_copy(body)
+                warnings = self.strategy.warnings(version)
+                self._normalize(new, version, opts, warnings)
+                try:
+                    return await self._write_update(kv, current, new, version, opts, subresource,
+                                                    warnings)
+                except st.RevisionConflict as e:
+                    if requested_rv:
+                        raise self._conflict(name) from e
+            raise self._conflict(name)
 
     async def _write_update(self, kv: st.KeyValue, current: Obj, new: Obj,
                             version: VersionInfo, opts: WriteOptions, subresource: str,
@@ -619,43 +623,44 @@ class Store:
             raise errors.unsupported_patch_type((PATCH_JSON, PATCH_MERGE, PATCH_APPLY))
         if patch_type in (PATCH_APPLY, PATCH_APPLY_CBOR) and not opts.field_manager:
             raise errors.BadRequest("fieldManager is required for apply requests")
-        async for _ in self._attempts():
-            try:
-                kv, current = await self._current(namespace, name)
-            except errors.NotFound:
-                if patch_type == PATCH_APPLY and not subresource:
-                    try:
-                        return await self._apply_create(namespace, name, body, version, opts)
-                    except errors.AlreadyExists:
-                        continue  # created meanwhile: apply to what is there now
-                raise
-            base = deep_copy(self._output(current, version))
-            applying = patch_type == PATCH_APPLY
-            if applying:
-                patched = self._server_side_apply(namespace, base, body, name, version, opts,
-                                                  subresource)
-            else:
-                patched = self._apply_patch(base, patch_type, body, name)
-            meta = self._check_type(patched, version, "patch")
-            _check_name(meta, name)
-            # The patched object carries the resourceVersion it was computed from, unless the
-            # patch set one: a different one is the client's precondition, and fails now. The
-            # same one may be the client's too; when the write loses its compare-and-swap,
-            # the next attempt patches the newer object, and only a resourceVersion the patch
-            # itself set still differs then (Kubernetes: a patch is unconditional unless it
-            # names a resourceVersion).
-            precondition = meta.get("resourceVersion")
-            if precondition and str(precondition) != str(kv.mod_revision):
-                raise self._conflict(name)
-            self._check_namespace(meta, namespace)
-            warnings = self.strategy.warnings(version)
-            self._normalize(patched, version, opts, warnings, is_patch=True)
-            try:
-                return await self._write_update(kv, current, patched, version, opts,
-                                                subresource, warnings, applied=applying)
-            except st.RevisionConflict:
-                continue
-        raise self._conflict(name)
+        async with self._writes.hold(self.info.key(namespace, name)):
+            async for _ in self._attempts():
+                try:
+                    kv, current = await self._current(namespace, name)
+                except errors.NotFound:
+                    if patch_type == PATCH_APPLY and not subresource:
+                        try:
+                            return await self._apply_create(namespace, name, body, version, opts)
+                        except errors.AlreadyExists:
+                            continue  # created meanwhile: apply to what is there now
+                    raise
+                base = deep_copy(self._output(current, version))
+                applying = patch_type == PATCH_APPLY
+                if applying:
+                    patched = self._server_side_apply(namespace, base, body, name, version, opts,
+                                                      subresource)
+                else:
+                    patched = self._apply_patch(base, patch_type, body, name)
+                meta = self._check_type(patched, version, "patch")
+                _check_name(meta, name)
+                # The patched object carries the resourceVersion it was computed from, unless the
+                # patch set one: a different one is the client's precondition, and fails now. The
+                # same one may be the client's too; when the write loses its compare-and-swap,
+                # the next attempt patches the newer object, and only a resourceVersion the patch
+                # itself set still differs then (Kubernetes: a patch is unconditional unless it
+                # names a resourceVersion).
+                precondition = meta.get("resourceVersion")
+                if precondition and str(precondition) != str(kv.mod_revision):
+                    raise self._conflict(name)
+                self._check_namespace(meta, namespace)
+                warnings = self.strategy.warnings(version)
+                self._normalize(patched, version, opts, warnings, is_patch=True)
+                try:
+                    return await self._write_update(kv, current, patched, version, opts,
+                                                    subresource, warnings, applied=applying)
+                except st.RevisionConflict:
+                    continue
+            raise self._conflict(name)
 
     def _apply_patch(self, base: Obj, patch_type: str, body: Any, name: str) -> Obj:
         try:
@@ -741,28 +746,29 @@ class Store:
         precondition."""
         version = self._version(version_name)
         spec = self._scale_spec(version)
-        async for _ in self._attempts():
-            kv, current = await self._current(namespace, name)
-            obj = self._output(current, version)
-            wanted = change(scale.scale_of(obj, spec))
-            _check_name(wanted.get("metadata") if isinstance(wanted.get("metadata"), dict)
-                        else {}, name)
-            replicas, errs = scale.replicas_errors(wanted)
-            if errs:
-                raise errors.invalid("Scale", "autoscaling", name, errs)
-            precondition = scale.resource_version(wanted)
-            if precondition and precondition != str(kv.mod_revision):
-                raise self._conflict(name)
-            updated = scale.with_replicas(obj, spec, replicas)
-            warnings = self.strategy.warnings(version)
-            self._normalize(updated, version, opts, warnings)
-            try:
-                result = await self._write_update(kv, current, updated, version, opts,
-                                                  "scale", warnings)
-            except st.RevisionConflict:
-                continue
-            return scale.scale_of(result.object, spec)
-        raise self._conflict(name)
+        async with self._writes.hold(self.info.key(namespace, name)):
+            async for _ in self._attempts():
+                kv, current = await self._current(namespace, name)
+                obj = self._output(current, version)
+                wanted = change(scale.scale_of(obj, spec))
+                _check_name(wanted.get("metadata") if isinstance(wanted.get("metadata"), dict)
+                            else {}, name)
+                replicas, errs = scale.replicas_errors(wanted)
+                if errs:
+                    raise errors.invalid("Scale", "autoscaling", name, errs)
+                precondition = scale.resource_version(wanted)
+                if precondition and precondition != str(kv.mod_revision):
+                    raise self._conflict(name)
+                updated = scale.with_replicas(obj, spec, replicas)
+                warnings = self.strategy.warnings(version)
+                self._normalize(updated, version, opts, warnings)
+                try:
+                    result = await self._write_update(kv, current, updated, version, opts,
+                                                      "scale", warnings)
+                except st.RevisionConflict:
+                    continue
+                return scale.scale_of(result.object, spec)
+            raise self._conflict(name)
 
     def _scale_spec(self, version: VersionInfo) -> ScaleSpec:
         if version.scale is None:
@@ -775,56 +781,57 @@ class Store:
                      opts: DeleteOptions) -> tuple[Obj, bool]:
         """Delete or mark for deletion. Returns (body, finished): the Status or the object."""
         version = self._version(version_name)
-        async for _ in self._attempts():
-            kv, current = await self._current(namespace, name)
-            meta = current["metadata"]
-            self.strategy.check_delete(current)
-            if opts.precondition_uid is not None and opts.precondition_uid != meta.get("uid"):
-                raise self._conflict(name, (
-                    f"Precondition failed: UID in precondition: {opts.precondition_uid}, "
-                    f"UID in object meta: {meta.get('uid', '')}"))
-            if opts.precondition_resource_version is not None and \
-                    opts.precondition_resource_version != str(kv.mod_revision):
-                raise self._conflict(name, (
-                    "Precondition failed: ResourceVersion in precondition: "
-                    f"{opts.precondition_resource_version}, ResourceVersion in meta: "
-                    f"{kv.mod_revision}"))
-            finalizers = list(meta.get("finalizers") or [])
-            wanted = self._deletion_finalizers(current, opts) if self._deletion_finalizers \
-                else finalizers
-            try:
-                if wanted or self.strategy.blocks_deletion(current):
-                    if meta.get("deletionTimestamp") and wanted == finalizers:
-                        return self._output(current, version), False
-                    updated = deep_copy(current)
-                    umeta = updated["metadata"]
-                    if wanted:
-                        umeta["finalizers"] = wanted
-                    else:
-                        umeta.pop("finalizers", None)
-                    if not umeta.get("deletionTimestamp"):
-                        umeta["deletionTimestamp"] = self._now()
-                        umeta["deletionGracePeriodSeconds"] = 0
-                        if self.strategy.uses_generation:
-                            umeta["generation"] = int(umeta.get("generation") or 0) + 1
-                        self.strategy.prepare_for_delete(updated)
-                    if opts.dry_run:
+        async with self._writes.hold(self.info.key(namespace, name)):
+            async for _ in self._attempts():
+                kv, current = await self._current(namespace, name)
+                meta = current["metadata"]
+                self.strategy.check_delete(current)
+                if opts.precondition_uid is not None and opts.precondition_uid != meta.get("uid"):
+                    raise self._conflict(name, (
+                        f"Precondition failed: UID in precondition: {opts.precondition_uid}, "
+                        f"UID in object meta: {meta.get('uid', '')}"))
+                if opts.precondition_resource_version is not None and \
+                        opts.precondition_resource_version != str(kv.mod_revision):
+                    raise self._conflict(name, (
+                        "Precondition failed: ResourceVersion in precondition: "
+                        f"{opts.precondition_resource_version}, ResourceVersion in meta: "
+                        f"{kv.mod_revision}"))
+                finalizers = list(meta.get("finalizers") or [])
+                wanted = self._deletion_finalizers(current, opts) if self._deletion_finalizers \
+                    else finalizers
+                try:
+                    if wanted or self.strategy.blocks_deletion(current):
+                        if meta.get("deletionTimestamp") and wanted == finalizers:
+                            return self._output(current, version), False
+                        updated = deep_copy(current)
+                        umeta = updated["metadata"]
+                        if wanted:
+                            umeta["finalizers"] = wanted
+                        else:
+                            umeta.pop("finalizers", None)
+                        if not umeta.get("deletionTimestamp"):
+                            umeta["deletionTimestamp"] = self._now()
+                            umeta["deletionGracePeriodSeconds"] = 0
+                            if self.strategy.uses_generation:
+                                umeta["generation"] = int(umeta.get("generation") or 0) + 1
+                            self.strategy.prepare_for_delete(updated)
+                        if opts.dry_run:
+                            return self._output(updated, version), False
+                        written = await self._backend.update(kv.key, encode(updated),
+                                                             kv.mod_revision)
+                        umeta["resourceVersion"] = str(written.mod_revision)
                         return self._output(updated, version), False
-                    written = await self._backend.update(kv.key, encode(updated),
-                                                         kv.mod_revision)
-                    umeta["resourceVersion"] = str(written.mod_revision)
-                    return self._output(updated, version), False
-                if opts.dry_run:
+                    if opts.dry_run:
+                        return self._success(current), True
+                    await self._backend.delete(kv.key, kv.mod_revision)
                     return self._success(current), True
-                await self._backend.delete(kv.key, kv.mod_revision)
-                return self._success(current), True
-            except st.RevisionConflict:
-                continue
-            except st.KeyNotFound as e:
-                raise self._not_found(name) from e
-            except st.StorageError as e:
-                raise storageerrors.api_error(e) from e
-        raise self._conflict(name)
+                except st.RevisionConflict:
+                    continue
+                except st.KeyNotFound as e:
+                    raise self._not_found(name) from e
+                except st.StorageError as e:
+                    raise storageerrors.api_error(e) from e
+            raise self._conflict(name)
 
     def _success(self, obj: Obj) -> Obj:
         meta = obj.get("metadata") or {}

@@ -2,8 +2,9 @@
 
 Kubernetes retries a write that names no resourceVersion on a fresh read when it loses the
 compare-and-swap (``GuaranteedUpdate``), so many clients patching one object at once all
-succeed; only a write whose precondition is stale gets 409. The server here is on SQLite,
-where writes really interleave (each commit yields to the event loop).
+succeed; only a write whose precondition is stale gets 409. The first tests run on SQLite,
+where requests really interleave (each commit yields to the event loop); the later ones let
+"another server" write between a read and its compare-and-swap.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import pytest
 
 from setpoint.server.server import Server, ServerConfig
 from setpoint.storage import StorageConfig
+from tests.flaky_backend import FlakyBackend
 from tests.integration.api.helpers import WIDGETS, install_widgets, request, widget
 
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
@@ -165,3 +167,126 @@ async def test_a_stale_precondition_still_conflicts(
     status, _, _ = await request(http, "PATCH", f"{WIDGETS}/none/scale", {
         "spec": {"replicas": 1}}, content_type=MERGE)
     assert status == 404
+
+
+# --- another server's write between the read and the compare-and-swap -------------------------
+#
+# Within one server, writes of one object queue (registry/keylocks.py), so they rarely race;
+# writes through another server on the same storage still do. The backend below lets "another
+# server" write the object just before each compare-and-swap, which then fails: the write must
+# be computed again on the newer object (both changes land), unless it named a
+# resourceVersion.
+
+
+def other_server_labels(obj: dict[str, Any]) -> dict[str, Any]:
+    obj["metadata"].setdefault("labels", {})["other"] = "server"
+    return obj
+
+
+@pytest.fixture
+async def interfered() -> AsyncIterator[tuple[FlakyBackend, aiohttp.ClientSession]]:
+    backend = FlakyBackend()
+    await backend.start()
+    try:
+        async with Server(ServerConfig(port=0), backend=backend) as server, \
+                aiohttp.ClientSession(base_url=server.url) as session:
+            yield backend, session
+    finally:
+        await backend.close()
+
+
+WRITES = [
+    ("merge", "PATCH", "", {"data": {"mine": "x"}}, MERGE),
+    ("json", "PATCH", "", [{"op": "add", "path": "/data/mine", "value": "x"}], JSON_PATCH),
+    ("strategic", "PATCH", "", {"data": {"mine": "x"}}, STRATEGIC),
+    ("apply", "PATCH", "?fieldManager=me", {"apiVersion": "v1", "kind": "ConfigMap",
+                                            "metadata": {"name": "raced"},
+                                            "data": {"mine": "x"}}, APPLY),
+    ("put", "PUT", "", None, "application/json"),
+]
+
+
+@pytest.mark.parametrize(("method", "query", "body", "content_type"),
+                         [w[1:] for w in WRITES], ids=[w[0] for w in WRITES])
+async def test_a_write_that_loses_its_compare_and_swap_is_computed_again(
+        interfered: tuple[FlakyBackend, aiohttp.ClientSession], method: str, query: str,
+        body: Any, content_type: str) -> None:
+    backend, http = interfered
+    status, created, _ = await request(http, "POST", CONFIGMAPS, {
+        "metadata": {"name": "raced"}, "data": {"base": "x"}})
+    assert status == 201
+    if body is None:  # a PUT without resourceVersion of what the client read
+        body = {"metadata": {"name": "raced", "labels": {"other": "server"}},
+                "data": {"base": "x", "mine": "x"}}
+    backend.interferences = [other_server_labels, other_server_labels]
+    status, reply, _ = await request(http, method, f"{CONFIGMAPS}/raced{query}", body,
+                                     content_type=content_type)
+    assert status == 200, reply
+    assert backend.interferences == []  # both compare-and-swaps were lost, then one won
+    _, final, _ = await request(http, "GET", f"{CONFIGMAPS}/raced")
+    assert final["data"]["mine"] == "x"
+    assert final["metadata"]["labels"] == {"other": "server"}
+    assert int(final["metadata"]["resourceVersion"]) == int(
+        created["metadata"]["resourceVersion"]) + 3
+
+
+async def test_status_scale_and_delete_retry_and_preconditions_hold(
+        interfered: tuple[FlakyBackend, aiohttp.ClientSession]) -> None:
+    backend, http = interfered
+    await install_widgets(http)
+    status, _, _ = await request(http, "POST", WIDGETS, widget("w", spec={
+        "size": 1, "replicas": 1}))
+    assert status == 201
+    for path, body in ((f"{WIDGETS}/w/status", {"status": {"phase": "Ready"}}),
+                       (f"{WIDGETS}/w/scale", {"spec": {"replicas": 4}})):
+        backend.interferences = [other_server_labels]
+        status, reply, _ = await request(http, "PATCH", path, body, content_type=MERGE)
+        assert status == 200, reply
+        assert backend.interferences == []
+    _, final, _ = await request(http, "GET", f"{WIDGETS}/w")
+    assert (final["status"]["phase"], final["spec"]["replicas"]) == ("Ready", 4)
+    assert final["metadata"]["labels"] == {"other": "server"}
+    # a precondition the client named is not retried away: 409
+    rv = final["metadata"]["resourceVersion"]
+    backend.interferences = [other_server_labels]
+    status, _, _ = await request(http, "PATCH", f"{WIDGETS}/w", {
+        "metadata": {"resourceVersion": rv, "annotations": {"a": "b"}}}, content_type=MERGE)
+    assert status == 409
+    # a delete that marks the object (it has a finalizer) is retried too
+    status, _, _ = await request(http, "PATCH", f"{WIDGETS}/w", {
+        "metadata": {"finalizers": ["example.com/hold"]}}, content_type=MERGE)
+    assert status == 200
+    backend.interferences = [other_server_labels]
+    status, marked, _ = await request(http, "DELETE", f"{WIDGETS}/w")
+    assert status == 200, marked
+    assert marked["metadata"]["deletionTimestamp"]
+    assert backend.interferences == []
+
+
+async def test_writes_of_one_object_in_one_server_queue_instead_of_racing(
+        tmp_path: Path) -> None:
+    config = ServerConfig(port=0, storage=StorageConfig(kind="sqlite",
+                                                        path=tmp_path / "state.db"))
+    async with Server(config) as server, \
+            aiohttp.ClientSession(base_url=server.url) as http:
+        status, _, _ = await request(http, "POST", CONFIGMAPS,
+                                     {"metadata": {"name": "queued"}})
+        assert status == 201
+        backend = server.backend
+        update = backend.update
+        attempts = 0
+
+        async def counted(key: str, value: bytes, expected_revision: int) -> Any:
+            nonlocal attempts
+            attempts += 1
+            return await update(key, value, expected_revision)
+
+        backend.update = counted  # type: ignore[method-assign]
+
+        async def write(i: int) -> int:
+            status, _, _ = await request(http, "PATCH", f"{CONFIGMAPS}/queued",
+                                         {"data": {f"k{i}": "v"}}, content_type=MERGE)
+            return status
+
+        assert await asyncio.gather(*(write(i) for i in range(30))) == [200] * 30
+        assert attempts == 30  # one compare-and-swap each, none lost
