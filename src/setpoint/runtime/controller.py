@@ -28,6 +28,9 @@ Invariants:
   does not requeue it (whoever cancelled the engine decides what happens next).
 - Exceptions from the reconciler never end a worker (they are logged, counted and retried);
   ``BaseException`` s other than cancellation (``KeyboardInterrupt``, ``SystemExit``) do.
+- A worker yields to the event loop after every request, even when the reconcile finished
+  without suspending (a queue with ready keys hands them out without waiting): a reconciler
+  that requeues itself at once cannot starve the rest of the loop.
 
 Non-guarantees: requests are not ordered across objects beyond the queue's FIFO; a request
 delayed by ``requeue_after`` or a backoff is dropped when the engine shuts down (the next
@@ -98,6 +101,7 @@ class Engine:
             except rtqueue.ShutDown:
                 return
             await self.process(request)
+            await asyncio.sleep(0)
 
     async def process(self, request: reconcile.Request) -> str:
         """Reconcile one request taken from the queue; returns the ``result`` label."""

@@ -262,3 +262,36 @@ async def test_workqueue_metrics_are_wired(clock: FakeAsyncClock) -> None:
     assert longest.value("books", "books") == 4
     await e.process(request)
     assert longest.value("books", "books") == 0
+
+
+async def test_a_reconciler_that_requeues_itself_at_once_cannot_starve_the_loop(
+        clock: FakeAsyncClock) -> None:
+    """It never suspends (a ready key is handed out without waiting); the worker yields."""
+    seen_by_the_other_task: list[int] = []
+    reconciles = [0]
+    finished = asyncio.Event()
+    e: engine.Engine
+    others: list[asyncio.Task[None]] = []
+
+    async def other() -> None:
+        seen_by_the_other_task.append(reconciles[0])
+
+    async def reconcile(request: Request) -> None:
+        reconciles[0] += 1
+        if reconciles[0] == 1:  # scheduled behind the worker, which is running now
+            others.append(asyncio.get_running_loop().create_task(other()))
+        if reconciles[0] < 10_000:
+            e.enqueue(request)  # marked dirty: handed out again as soon as this one is done
+        else:
+            finished.set()
+
+    e = make(clock, reconcile)
+    e.enqueue(A)
+    async with asyncio.TaskGroup() as group:
+        run = group.create_task(e.run())
+        await finished.wait()
+        e.shut_down()
+        await run
+    await others[0]
+    # without the yield the other task would only run after all 10,000 reconciles
+    assert seen_by_the_other_task[0] <= 2
