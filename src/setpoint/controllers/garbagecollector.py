@@ -9,10 +9,17 @@ through the API, as Kubernetes' garbage collector does:
    :class:`~setpoint.controllers.graph.Graph`. Discovery is read again every
    ``resync_interval`` seconds and at once whenever a CustomResourceDefinition changes, so the
    kinds of CRDs created later are watched within moments; kinds that disappear are dropped.
+   Events are not applied in the informers' handlers: they are queued (with the collector's
+   own virtual deletes, in one order, as Kubernetes' ``graphChanges``) and applied by one task
+   ``CHANGE_BATCH`` at a time; the work queues they fill are fed ``QUEUE_BATCH`` keys at a
+   time. The task yields to the event loop between batches, so a burst of events or an
+   owner with a huge number of dependents never holds the loop for long.
 2. **attempt to delete** (``workers`` at a time), for a node the graph queued:
 
    - a node that does not exist (any more) is removed from the graph ("virtual delete"): its
-     dependents are queued in turn;
+     dependents are queued in turn; a node whose kind is namespaced but that has no namespace
+     (only a cluster-scoped dependent names it so) cannot exist and is left alone, as
+     Kubernetes does;
    - a node being deleted in the foreground waits for its dependents with
      ``blockOwnerDeletion``; once none is left its ``foregroundDeletion`` finalizer is removed
      (and the server deletes it);
@@ -40,17 +47,33 @@ Invariants:
 - Stopping cancels the workers (any request in flight may or may not have been applied; each
   is idempotent), the monitor loop and the event recorder; the informers are the manager's.
 
+- Every worker yields to the event loop after each item (see
+  :class:`~setpoint.runtime.Engine`), and every retry of one object is rate limited (per UID,
+  exponential up to ``max_backoff``): a malformed graph costs a bounded amount of work per
+  object and never a tight loop.
+
+Malformed owner graphs are handled as Kubernetes handles them: a self-reference makes the
+object its own (solid) owner; a dependent naming an owner UID with other coordinates than
+the owner's (kind, name, or namespace for a namespaced owner) treats that reference as
+dangling (verified by a GET of the coordinates it names); a namespaced dependent naming an
+owner in another namespace gets an ``OwnerRefInvalidNamespace`` Warning event, and the
+reference is dangling; a cluster-scoped object that names a namespaced kind gets that event and
+is left alone (its reference can never be resolved); a cycle of foreground deletions is broken
+by making the references of one member non-blocking.
+
 Non-guarantees: a reference to a kind the server does not serve keeps its object (and is
-retried with backoff, up to ``max_backoff`` seconds apart), as in Kubernetes; a cluster-scoped
-object that names a namespaced owner gets an ``OwnerRefInvalidNamespace`` Warning event and is
-left alone. Deletions are as fast as the API allows, not ordered across unrelated objects.
+retried with backoff, up to ``max_backoff`` seconds apart), as in Kubernetes. Deletions are as
+fast as the API allows, not ordered across unrelated objects. The queue of graph changes is
+not bounded by a number (it holds at most what the informers delivered and the task has not
+applied yet, which it applies in order).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 from typing import Any, Final, Protocol
 
@@ -78,6 +101,9 @@ CRD_RESOURCE: Final = ("apiextensions.k8s.io", "customresourcedefinitions")
 MAX_WRITE_ATTEMPTS: Final = 8
 #: concurrent patches while orphaning the dependents of one owner
 ORPHAN_CONCURRENCY: Final = 16
+#: graph changes applied, and keys fed to the work queues, between two yields to the loop
+CHANGE_BATCH: Final = 256
+QUEUE_BATCH: Final = 1024
 
 SOLID, DANGLING, WAITING = "solid", "dangling", "waiting"
 
@@ -90,22 +116,27 @@ class InvalidReferenceError(Exception):
     """A cluster-scoped object names a namespaced owner: retrying cannot fix it."""
 
 
-class _GraphFeed:
-    """A cache event handler that feeds one resource's events into the graph."""
+Change = Callable[[], None]
 
-    def __init__(self, graph: g.Graph, ref: sp_client.ResourceRef) -> None:
+
+class _GraphFeed:
+    """A cache event handler that queues one resource's events as graph changes."""
+
+    def __init__(self, graph: g.Graph, ref: sp_client.ResourceRef,
+                 submit: Callable[[Change], None]) -> None:
         self._graph = graph
         self._api_version = ref.api_version
         self._kind = ref.kind
+        self._submit = submit
 
     def on_add(self, obj: Obj) -> None:
-        self._graph.observe(self._api_version, self._kind, None, obj)
+        self._submit(lambda: self._graph.observe(self._api_version, self._kind, None, obj))
 
     def on_update(self, old: Obj, new: Obj) -> None:
-        self._graph.observe(self._api_version, self._kind, old, new)
+        self._submit(lambda: self._graph.observe(self._api_version, self._kind, old, new))
 
     def on_delete(self, obj: Obj) -> None:
-        self._graph.observe_delete(self._api_version, self._kind, obj)
+        self._submit(lambda: self._graph.observe_delete(self._api_version, self._kind, obj))
 
 
 class _Monitor:
@@ -162,6 +193,7 @@ class Collector:
         self.log: logging.Logger = ctx.logger
         self.graph = g.Graph(attempt_to_delete=self._queue_delete,
                              attempt_to_orphan=self._queue_orphan,
+                             retry_delete=self._retry_delete,
                              invalid_owner=self._invalid_owner)
         self.deleter = runtime.Engine(
             f"{config.name}-delete", runtime.FuncReconciler(self._attempt_to_delete),
@@ -177,18 +209,27 @@ class Collector:
         self.resync = asyncio.Event()
         self.synced = asyncio.Event()
         self._events: asyncio.Queue[tuple[g.Identity, Obj]] = asyncio.Queue(maxsize=1024)
+        self._events_dropped = 0
         #: UIDs whose next attempt reads the object from the API, not the informer
         self._live: set[str] = set()
         self._tasks: list[asyncio.Task[None]] = []
+        #: graph changes not applied yet, in order (informer events and virtual deletes)
+        self._changes: deque[Change] = deque()
+        #: keys the graph asked for, not handed to the work queues yet
+        self._pending: deque[Callable[[], None]] = deque()
+        self._wake = asyncio.Event()
+        #: set while nothing is waiting to be applied or queued
+        self.settled = asyncio.Event()
 
     # --- running ----------------------------------------------------------------------
 
     async def run(self) -> None:
         try:
             async with asyncio.TaskGroup() as group:
+                changes = group.create_task(self._apply_changes(), name="gc graph changes")
                 main = group.create_task(self._main(group), name="garbagecollector main")
                 await self.ctx.stopping.wait()
-                for task in [main, *self._tasks]:
+                for task in [changes, main, *self._tasks]:
                     task.cancel()
         finally:
             for monitor in self.monitors.values():
@@ -254,7 +295,7 @@ class Collector:
                 continue
             informer = self.ctx.informers.informer(ref, metadata_only=True)
             subscriptions: list[_Cancellable] = [
-                informer.cache.subscribe(_GraphFeed(self.graph, ref))]
+                informer.cache.subscribe(_GraphFeed(self.graph, ref, self.submit))]
             if key == CRD_RESOURCE:
                 def changed(*_objs: Obj) -> None:
                     self.resync.set()
@@ -263,19 +304,65 @@ class Collector:
                     replay=False))
             self.monitors[key] = _Monitor(ref, informer, subscriptions)
 
+    # --- graph changes ----------------------------------------------------------------
+
+    def submit(self, change: Change) -> None:
+        """Queue a change of the graph; :meth:`_apply_changes` applies it in order."""
+        self._changes.append(change)
+        self.settled.clear()
+        self._wake.set()
+
+    def _virtual_delete(self, identity: g.Identity) -> None:
+        self.submit(lambda: self.graph.virtual_delete(identity))
+
+    async def _apply_changes(self) -> None:
+        """Apply queued changes and feed the work queues, a batch at a time."""
+        changes, pending = self._changes, self._pending
+        while True:
+            if not changes and not pending:
+                self.settled.set()
+                await self._wake.wait()
+                self._wake.clear()
+                continue
+            for _ in range(min(CHANGE_BATCH, len(changes))):
+                change = changes.popleft()
+                try:
+                    change()
+                except Exception:  # a bug here must not stop the collector
+                    self.log.exception("garbage collector: applying a graph change failed")
+            for _ in range(min(QUEUE_BATCH, len(pending))):
+                pending.popleft()()
+            await asyncio.sleep(0)
+
     # --- queueing ---------------------------------------------------------------------
 
+    def _later(self, action: Callable[[], None]) -> None:
+        self._pending.append(action)
+        self.settled.clear()
+        self._wake.set()
+
     def _queue_delete(self, node: g.Node) -> None:
-        self.deleter.enqueue(runtime.Request("", node.uid))
+        request = runtime.Request("", node.uid)
+        self._later(lambda: self.deleter.enqueue(request))
+
+    def _retry_delete(self, node: g.Node) -> None:
+        request = runtime.Request("", node.uid)
+        self._later(lambda: self.deleter.queue.add_rate_limited(request))
 
     def _queue_orphan(self, node: g.Node) -> None:
-        self.orphaner.enqueue(runtime.Request("", node.uid))
+        request = runtime.Request("", node.uid)
+        self._later(lambda: self.orphaner.enqueue(request))
 
     def _invalid_owner(self, node: g.Node, ref: Obj) -> None:
         try:
             self._events.put_nowait((node.identity, ref))
         except asyncio.QueueFull:
-            self.log.warning("dropping an OwnerRefInvalidNamespace event for %s", node.identity)
+            if not self._events_dropped:
+                self.log.warning("garbage collector: too many OwnerRefInvalidNamespace events "
+                                 "waiting; dropping some (first: %s)", node.identity)
+            self._events_dropped += 1
+        else:
+            self._events_dropped = 0
 
     async def _record_events(self) -> None:
         while True:
@@ -300,10 +387,14 @@ class Collector:
         return identity.namespace if ref.namespaced else None
 
     async def _get(self, identity: g.Identity) -> Obj | None:
-        """The object from the API, or None when it does not exist."""
+        """The object from the API, or None when it does not exist.
+
+        :class:`InvalidReferenceError` for a namespaced kind without a namespace: only a
+        cluster-scoped dependent names an owner so, and whether it exists cannot be known.
+        """
         ref = await self._resource(identity.api_version, identity.kind)
         if ref.namespaced and not identity.namespace:
-            return None  # a namespaced kind named without a namespace: no such object
+            raise InvalidReferenceError(f"{identity}: a namespaced kind without a namespace")
         try:
             return await self.client.get(ref, identity.name,
                                          namespace=self._namespace(ref, identity))
@@ -343,7 +434,7 @@ class Collector:
             return  # on its way; its dependents are looked at when it is gone
         latest = await self._latest(node)
         if latest is None or g.metadata(latest).get("uid") != node.uid:
-            self.graph.virtual_delete(node.identity)
+            self._virtual_delete(node.identity)
             return
         if node.deleting_dependents:
             await self._deleting_dependents(node)
@@ -367,7 +458,7 @@ class Collector:
                 self._live.add(node.uid)
                 latest = await self._latest(node)
                 if latest is None:
-                    self.graph.virtual_delete(node.identity)
+                    self._virtual_delete(node.identity)
                     return
             await self._delete(node, latest, "Foreground")
             return
@@ -430,7 +521,7 @@ class Collector:
                                      propagation_policy=policy, uid=identity.uid,
                                      resource_version=str(rv) if rv else None)
         except errors.NotFound:
-            self.graph.virtual_delete(identity)
+            self._virtual_delete(identity)
 
     async def _patch_owner_references(self, node: g.Node, latest: Obj,
                                       refs: list[Obj]) -> None:
@@ -444,7 +535,7 @@ class Collector:
             await self.client.patch(ref, identity.name, {"metadata": meta},
                                     namespace=self._namespace(ref, identity))
         except errors.NotFound:
-            self.graph.virtual_delete(identity)
+            self._virtual_delete(identity)
 
     async def _deleting_dependents(self, node: g.Node) -> None:
         blocking = node.blocking_dependents()
@@ -483,19 +574,21 @@ class Collector:
         node = self.graph.get(request.name)
         if node is None:
             return runtime.Result.done()
-        limit = asyncio.Semaphore(ORPHAN_CONCURRENCY)
         failures: list[Exception] = []
+        dependents = list(node.dependents)
+        # one iterator shared by a bounded number of workers: each dependent is taken once
+        todo: Iterator[g.Node] = iter(dependents)
 
-        async def orphan(dep: g.Node) -> None:
-            async with limit:
+        async def orphan() -> None:
+            for dep in todo:
                 try:
                     await self._orphan_one(dep, node.identity)
                 except (errors.Conflict, sp_client.NoMatchError) as e:
                     failures.append(e)
 
         async with asyncio.TaskGroup() as group:
-            for dep in list(node.dependents):
-                group.create_task(orphan(dep))
+            for _ in range(min(ORPHAN_CONCURRENCY, len(dependents))):
+                group.create_task(orphan())
         if not failures:
             try:
                 await self._remove_finalizer(node.identity, g.ORPHAN)

@@ -12,6 +12,8 @@ by calling two callbacks (the collector's work queues):
 - ``attempt_to_delete(node)``: a dependent whose owners may all be gone (or waiting for it in
   foreground deletion), a virtual owner to verify, an owner whose foreground deletion may be
   able to finish;
+- ``retry_delete(node)``: the same, after a backoff (Kubernetes' ``AddRateLimited``): a
+  virtual owner that took another identity after one was verified absent;
 - ``attempt_to_orphan(node)``: an owner deleted with the ``orphan`` finalizer.
 
 and ``invalid_owner(node, reference)`` when a dependent's reference names a namespaced owner
@@ -25,17 +27,30 @@ The rules are Kubernetes' (``GraphBuilder.processGraphChanges``):
 - an object that gains ``deletionTimestamp`` with ``foregroundDeletion`` is *deleting its
   dependents*: it and all its dependents are queued; with ``orphan`` it is queued to orphan;
 - an object whose references change queues the owners it stopped blocking
-  (``blockOwnerDeletion`` removed or set false);
+  (``blockOwnerDeletion`` removed or set false); references are compared per owner UID, so
+  several references to one UID (with the same or other coordinates) are one edge;
 - an object that disappears queues its dependents (their owner is now absent, which is
   remembered in the :class:`AbsentOwners` cache) and its owners that are deleting
   dependents (one fewer dependent to wait for);
 - a *virtual* delete (the collector found that a node's object does not exist) removes the
   node, unless dependents name that UID with other coordinates: then only the dependents
-  that match are queued, and the node takes one of the other identities to be verified.
+  that match are queued, and the node takes one of the other identities, to be verified
+  after a backoff (so that identities that are all absent are not tried in a tight loop).
 
-Invariants: every method is synchronous and quick (no I/O): it runs inside a cache event
-handler. A dependent is in ``owner.dependents`` exactly when one of its references names the
-owner's UID; a node is in the graph while it is observed or some dependent references it.
+Malformed graphs: an object may name itself as its owner (it is then its own solid owner,
+as in Kubernetes, but never blocks its own foreground deletion: Kubernetes would wait for it
+forever); owners form cycles (broken by the collector, see ``garbagecollector``); one UID
+may be named with several coordinates, by one dependent or by several (the virtual owner
+tries them in turn, see above); a cluster-scoped dependent may name a namespaced kind (its
+virtual owner then has no namespace and can never be verified: the collector leaves it, as
+Kubernetes does).
+
+Invariants: every method is synchronous, does no I/O, and costs O(references + dependents)
+of the nodes it touches (the collector applies events in batches and yields between them).
+A dependent is in ``owner.dependents`` exactly when one of its references names the owner's
+UID; a virtual node is in the graph only while some dependent references it (it is dropped
+with its last dependent), so the graph holds at most the observed objects plus the distinct
+UIDs their references name.
 
 Non-guarantees: the graph follows the informers, so it may be behind the API; the collector
 re-reads what it acts on, and every write it makes carries preconditions.
@@ -146,9 +161,11 @@ class Node:
         return self.identity.uid
 
     def blocking_dependents(self) -> list[Node]:
-        """Dependents whose reference to this node has ``blockOwnerDeletion: true``."""
+        """Dependents whose reference to this node has ``blockOwnerDeletion: true`` (the node
+        itself excepted: an object that names itself never waits for itself)."""
         return [dep for dep in self.dependents
-                if any(r.get("uid") == self.uid and is_blocking(r) for r in dep.owners)]
+                if dep is not self
+                and any(r.get("uid") == self.uid and is_blocking(r) for r in dep.owners)]
 
     def __repr__(self) -> str:
         state = "" if self.observed else " virtual"
@@ -239,19 +256,25 @@ def alternate_identity(dependents: Iterable[Node], absent: Identity) -> Identity
     return following or first
 
 
-def _diff(old: list[Obj], new: list[Obj]) -> tuple[list[Obj], list[Obj], list[tuple[Obj, Obj]]]:
-    """(added, removed, changed) references, matched by UID."""
-    old_by_uid = {str(r.get("uid")): r for r in old}
-    added: list[Obj] = []
-    changed: list[tuple[Obj, Obj]] = []
-    for ref in new:
-        uid = str(ref.get("uid"))
-        before = old_by_uid.pop(uid, None)
-        if before is None:
-            added.append(ref)
-        elif dict(before) != dict(ref):
-            changed.append((before, ref))
-    return added, list(old_by_uid.values()), changed
+def by_uid(refs: Iterable[Obj]) -> dict[str, list[Obj]]:
+    """References grouped by the owner UID they name, in order."""
+    groups: dict[str, list[Obj]] = {}
+    for ref in refs:
+        groups.setdefault(str(ref.get("uid")), []).append(ref)
+    return groups
+
+
+def _diff(old: list[Obj], new: list[Obj]
+          ) -> tuple[list[Obj], list[Obj], list[tuple[list[Obj], list[Obj]]]]:
+    """(added, removed, changed) references, compared per owner UID: references to a UID
+    that only ``new`` names, those to a UID that only ``old`` names, and (before, after) for
+    each UID both name differently."""
+    before, after = by_uid(old), by_uid(new)
+    added = [r for uid, refs in after.items() if uid not in before for r in refs]
+    removed = [r for uid, refs in before.items() if uid not in after for r in refs]
+    changed = [(before[uid], refs) for uid, refs in after.items()
+               if uid in before and [dict(r) for r in before[uid]] != [dict(r) for r in refs]]
+    return added, removed, changed
 
 
 NodeCallback = Callable[[Node], None]
@@ -262,9 +285,11 @@ class Graph:
     """The dependency graph; see the module docstring."""
 
     def __init__(self, *, attempt_to_delete: NodeCallback, attempt_to_orphan: NodeCallback,
+                 retry_delete: NodeCallback | None = None,
                  invalid_owner: InvalidOwnerCallback | None = None,
                  absent: AbsentOwners | None = None) -> None:
         self._to_delete = attempt_to_delete
+        self._retry_delete = retry_delete or attempt_to_delete
         self._to_orphan = attempt_to_orphan
         self._invalid_owner = invalid_owner or (lambda node, ref: None)
         self.absent = absent if absent is not None else AbsentOwners()
@@ -313,7 +338,8 @@ class Graph:
         if added or removed or changed:
             self._unblocked_owners(removed, changed)
             existing.owners = refs
-            self._add_dependent_to_owners(existing, added)
+            # references whose coordinates changed are checked again, as new ones are
+            self._add_dependent_to_owners(existing, [*added, *(r for _, a in changed for r in a)])
             self._remove_dependent_from_owners(existing, removed)
         if being_deleted(new):
             existing.being_deleted = True
@@ -347,7 +373,7 @@ class Graph:
                     replacement = alternate_identity(nonmatching, identity)
                     if replacement is not None:
                         existing.identity = replacement
-                        self._to_delete(existing)
+                        self._retry_delete(existing)
                 return
         elif existing.identity != identity:
             # the observed object disagrees with what was verified absent
@@ -406,21 +432,25 @@ class Graph:
 
     def _remove_dependent_from_owners(self, node: Node, refs: list[Obj]) -> None:
         for ref in refs:
-            owner = self._nodes.get(str(ref.get("uid")))
-            if owner is not None:
-                owner.dependents.discard(node)
+            uid = str(ref.get("uid"))
+            owner = self._nodes.get(uid)
+            if owner is None:
+                continue
+            owner.dependents.discard(node)
+            if not owner.observed and not owner.dependents:
+                # nothing names it any more: a virtual node exists only for its dependents
+                del self._nodes[uid]
 
-    def _unblocked_owners(self, removed: list[Obj], changed: list[tuple[Obj, Obj]]) -> None:
-        for ref in removed:
-            if is_blocking(ref):
-                owner = self._nodes.get(str(ref.get("uid")))
-                if owner is not None:
-                    self._to_delete(owner)
+    def _unblocked_owners(self, removed: list[Obj],
+                          changed: list[tuple[list[Obj], list[Obj]]]) -> None:
+        unblocked = {str(ref.get("uid")) for ref in removed if is_blocking(ref)}
         for before, after in changed:
-            if is_blocking(before) and not is_blocking(after):
-                owner = self._nodes.get(str(after.get("uid")))
-                if owner is not None:
-                    self._to_delete(owner)
+            if any(is_blocking(r) for r in before) and not any(is_blocking(r) for r in after):
+                unblocked.add(str(after[0].get("uid")))
+        for uid in unblocked:
+            owner = self._nodes.get(uid)
+            if owner is not None:
+                self._to_delete(owner)
 
     def _transitions(self, old: Obj | None, new: Obj, node: Node) -> None:
         if _starts_deletion_with(old, new, ORPHAN):
