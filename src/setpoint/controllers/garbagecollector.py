@@ -58,8 +58,12 @@ the owner's (kind, name, or namespace for a namespaced owner) treats that refere
 dangling (verified by a GET of the coordinates it names); a namespaced dependent naming an
 owner in another namespace gets an ``OwnerRefInvalidNamespace`` Warning event, and the
 reference is dangling; a cluster-scoped object that names a namespaced kind gets that event and
-is left alone (its reference can never be resolved); a cycle of foreground deletions is broken
-by making the references of one member non-blocking.
+is left alone (its reference can never be resolved). Cycles: a dependent waited for by an owner
+that its own owner waits for has its blocking references unblocked before it is deleted in
+the foreground (Kubernetes' rule); beyond Kubernetes, owners that are *all* being deleted in
+the foreground and wait for each other (Kubernetes leaves them waiting forever) are freed by
+unblocking the reference that closes the cycle (found with :func:`graph.waits_for`, within a
+bounded search); an object that names itself never waits for itself.
 
 Non-guarantees: a reference to a kind the server does not serve keeps its object (and is
 retried with backoff, up to ``max_backoff`` seconds apart), as in Kubernetes. Deletions are as
@@ -304,6 +308,14 @@ class Collector:
                     replay=False))
             self.monitors[key] = _Monitor(ref, informer, subscriptions)
 
+    @property
+    def idle(self) -> bool:
+        """Every change applied and no key ready or being worked on (keys waiting for a
+        backoff may remain): what the collector has seen, it has finished with for now."""
+        return (self.settled.is_set() and self.synced.is_set()
+                and not any(len(e.queue) or e.queue.processing
+                            for e in (self.deleter, self.orphaner)))
+
     # --- graph changes ----------------------------------------------------------------
 
     def submit(self, change: Change) -> None:
@@ -432,9 +444,12 @@ class Collector:
     async def _attempt(self, node: g.Node) -> None:
         if node.being_deleted and not node.deleting_dependents:
             return  # on its way; its dependents are looked at when it is gone
+        # what was looked up: a virtual node may take another identity meanwhile (observed,
+        # or replaced by a virtual delete), and only this one was verified absent
+        identity = node.identity
         latest = await self._latest(node)
         if latest is None or g.metadata(latest).get("uid") != node.uid:
-            self._virtual_delete(node.identity)
+            self._virtual_delete(identity)
             return
         if node.deleting_dependents:
             await self._deleting_dependents(node)
@@ -445,9 +460,11 @@ class Collector:
         solid, dangling, waiting = await self._classify(node, refs)
         if solid:
             if dangling or waiting:
-                remove = {str(r.get("uid")) for r in (*dangling, *waiting)}
+                # the references themselves, not every reference to their UIDs: a solid
+                # reference may share its UID with a dangling one of other coordinates
+                remove = {id(r) for r in (*dangling, *waiting)}
                 await self._patch_owner_references(
-                    node, latest, [r for r in refs if str(r.get("uid")) not in remove])
+                    node, latest, [r for r in refs if id(r) not in remove])
             return
         if waiting and node.dependents:
             if any(dep.deleting_dependents for dep in node.dependents):
@@ -456,9 +473,10 @@ class Collector:
                     node, latest, [{**r, "blockOwnerDeletion": False} if g.is_blocking(r)
                                    else r for r in refs])
                 self._live.add(node.uid)
+                identity = node.identity
                 latest = await self._latest(node)
                 if latest is None:
-                    self._virtual_delete(node.identity)
+                    self._virtual_delete(identity)
                     return
             await self._delete(node, latest, "Foreground")
             return
@@ -545,6 +563,26 @@ class Collector:
         for dep in blocking:
             if not dep.deleting_dependents:
                 self._queue_delete(dep)
+            elif g.waits_for(dep, node):
+                # both deleted in the foreground, each waiting for the other: neither would
+                # ever finish. The dependent stops blocking this owner (its own deletion
+                # still waits for its blocking dependents).
+                await self._unblock(dep, node.uid)
+
+    async def _unblock(self, dep: g.Node, owner_uid: str) -> None:
+        """Set ``blockOwnerDeletion: false`` on ``dep``'s references to ``owner_uid``."""
+        self._live.add(dep.uid)
+        latest = await self._latest(dep)
+        if latest is None or g.metadata(latest).get("uid") != dep.uid:
+            return
+        refs = g.owner_references(latest)
+        if not any(r.get("uid") == owner_uid and g.is_blocking(r) for r in refs):
+            return
+        self.log.info("garbage collector: %s and its owner %s wait for each other in the "
+                      "foreground; unblocking the reference", dep.identity, owner_uid)
+        await self._patch_owner_references(dep, latest, [
+            {**r, "blockOwnerDeletion": False} if r.get("uid") == owner_uid else r
+            for r in refs])
 
     async def _remove_finalizer(self, identity: g.Identity, finalizer: str) -> None:
         """Remove ``finalizer`` from the live object (re-read on every conflict)."""

@@ -5,7 +5,7 @@ no node left behind."""
 
 from __future__ import annotations
 
-from setpoint.controllers.graph import FOREGROUND, Identity, by_uid
+from setpoint.controllers.graph import FOREGROUND, Identity, by_uid, waits_for
 from tests.unit.controllers.test_graph import CM, Recorder, W, obj, ref
 
 NS = ("v1", "Namespace")
@@ -198,3 +198,28 @@ def test_fan_out_an_owner_with_thousands_of_dependents() -> None:
     r.graph.observe_delete(*W, obj("w", "w1"))
     assert len(r.deletes) == 20_000
     assert len(set(r.deletes)) == 20_000  # each once
+
+
+def test_waits_for_finds_owners_that_wait_for_each_other_in_the_foreground() -> None:
+    r = Recorder()
+
+    def cm(name: str, owner: str | None, deleting: bool) -> None:
+        owners = [ref(owner, f"{owner}1", kind="ConfigMap", api_version="v1", block=True)] \
+            if owner else None
+        r.graph.observe(*CM, None, obj(name, f"{name}1", owners=owners, deleting=deleting,
+                                       finalizers=[FOREGROUND] if deleting else None))
+
+    cm("a", "c", True)   # a waits for b (b names a), b for c, c for a
+    cm("b", "a", True)
+    cm("c", "b", True)
+    cm("x", "a", False)  # x blocks a but is not deleting its dependents
+    a, b, c = (r.graph.get(f"{n}1") for n in "abc")
+    assert a is not None
+    assert b is not None
+    assert c is not None
+    assert waits_for(b, a)  # b waits for c, which waits for a
+    assert waits_for(c, b)
+    assert not waits_for(b, a, budget=1)  # the search gives up: no cycle assumed
+    # break the cycle: a no longer names c
+    r.graph.observe(*CM, None, obj("a", "a1", finalizers=[FOREGROUND], deleting=True))
+    assert not waits_for(b, a)
