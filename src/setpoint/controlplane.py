@@ -2,11 +2,24 @@
 runs them.
 
 ``async with ControlPlane(ControlPlaneConfig(server=ServerConfig(...))) as cp:`` starts a
-:class:`~setpoint.server.server.Server`, then a :class:`~setpoint.runtime.Manager` that runs
-the built-in controllers (:mod:`setpoint.controllers`: the garbage collector, the namespace
-lifecycle and CRD cleanup, all by default) against that server through a
-:class:`setpoint.client.Client` over loopback HTTP, exactly as an operator run elsewhere
-would. They never touch storage.
+:class:`~setpoint.server.server.Server`, then the built-in controllers
+(:mod:`setpoint.controllers`: the garbage collector, the namespace lifecycle and CRD cleanup,
+all by default). They talk to that server through a :class:`setpoint.client.Client` over
+loopback HTTP, exactly as an operator run elsewhere would, and never touch storage. Where
+they run is ``controllers_mode``:
+
+- ``"process"`` (what ``setpoint serve`` does by default): a child process,
+  ``setpoint controller-manager`` (:mod:`setpoint.cli.controller_manager`), with the admin
+  kubeconfig the server wrote, owned by a :class:`~setpoint.process.Supervisor`: started
+  with the control plane, restarted with backoff if it dies, stopped with it (SIGTERM, then
+  SIGKILL after ``controller_stop_timeout``), and ending by
+  itself if this process dies, even by ``kill -9``. Nothing the controllers do (a malformed
+  owner graph, a burst of events) can take CPU from the event loop that serves requests;
+  it costs the server the controllers' requests, and memory for a second interpreter.
+- ``"inline"`` (the default of this class, and of :mod:`setpoint.testing`): a
+  :class:`~setpoint.runtime.Manager` in this event loop (:attr:`ControlPlane.manager`),
+  which tests can reach into. Its work is bounded and yields between items, but shares the
+  loop with the server.
 
 The server is told which controllers run where its behaviour depends on it: with the
 garbage collector, DELETE honours ``propagationPolicy: Foreground`` and ``Orphan`` (and
@@ -18,8 +31,9 @@ Invariants:
 - Everything runs in one task group; leaving the block stops the controllers first
   (gracefully, bounded by ``graceful_shutdown_timeout``), then closes their client, then
   stops the server (open watches end, storage closes after its last acknowledged write).
-- A failure of the controllers' manager ends the block with that failure (the server is
-  stopped too): a control plane whose controllers died is not left half running.
+- Inline, a failure of the controllers' manager ends the block with that failure (the server
+  is stopped too): a control plane whose controllers died is not left half running. As a
+  process, a controller manager that dies is restarted instead (its state lives in the API).
 - State lives in the API objects: a control plane started on the data of one that was
   killed in the middle of a deletion finishes that deletion.
 
@@ -29,8 +43,9 @@ it (the default, one server) they run at once.
 
 Non-guarantees: ``__aenter__`` returns once the server serves and the controllers' caches
 have synced (at most ``controllers_ready_timeout`` seconds; after that it returns anyway and
-the controllers catch up). Without the ``namespace`` controller a deleted namespace stays
-Terminating; without ``crd`` a deleted CRD keeps its cleanup finalizer.
+the controllers catch up; as a process, "synced" is what the child reports). Without the
+``namespace`` controller a deleted namespace stays Terminating; without ``crd`` a deleted
+CRD keeps its cleanup finalizer.
 """
 
 from __future__ import annotations
@@ -39,13 +54,15 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Final
+from typing import Final, Literal
 
 from setpoint import client as sp_client
 from setpoint import controllers as builtin_controllers
-from setpoint import runtime
+from setpoint import process, runtime
 from setpoint.server.server import Server, ServerConfig
 
 log = logging.getLogger(__name__)
@@ -53,7 +70,15 @@ log = logging.getLogger(__name__)
 #: every built-in controller, by name
 CONTROLLERS: Final = builtin_controllers.NAMES
 #: the Lease the built-in controllers of several servers compete for (in kube-system)
-LEASE_NAME: Final = "setpoint-controller-manager"
+LEASE_NAME: Final = builtin_controllers.LEASE_NAME
+#: where the built-in controllers run (see the module docstring)
+ControllersMode = Literal["process", "inline"]
+CONTROLLERS_MODES: Final = ("process", "inline")
+#: how the child controller manager is started; its options are appended
+CONTROLLER_MANAGER_COMMAND: Final = (sys.executable, "-m", "setpoint", "controller-manager")
+#: seconds a stopping controller manager process gets beyond its graceful shutdown timeout
+#: before SIGKILL (it ends itself ``STOP_MARGIN`` seconds after it, see the command)
+PROCESS_STOP_MARGIN: Final = 10.0
 
 
 def parse_controllers(text: str | None) -> frozenset[str]:
@@ -82,6 +107,19 @@ class ControlPlaneConfig:
     #: controllers only while holding it: for several servers sharing one storage, so that
     #: one set of built-in controllers runs at a time
     leader_election: bool = False
+    #: where the controllers run: a child process ("process", needs
+    #: ``server.kubeconfig_path``) or this event loop ("inline")
+    controllers_mode: ControllersMode = "inline"
+    #: the command that starts the controller manager process
+    controller_manager_command: tuple[str, ...] = CONTROLLER_MANAGER_COMMAND
+    #: seconds a stopping controller manager process gets before SIGKILL (None:
+    #: ``graceful_shutdown_timeout`` + :data:`PROCESS_STOP_MARGIN`)
+    controller_stop_timeout: float | None = None
+    #: seconds before a controller manager process that died is started again (doubling)
+    restart_backoff: float = 1.0
+    max_restart_backoff: float = 30.0
+    #: the controller manager process's log level
+    log_level: str = "INFO"
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.controllers) - set(CONTROLLERS))
@@ -89,6 +127,16 @@ class ControlPlaneConfig:
             raise ValueError(f"unknown controllers: {', '.join(unknown)}")
         if self.graceful_shutdown_timeout <= 0 or self.controllers_ready_timeout <= 0:
             raise ValueError("timeouts must be positive")
+        if self.controllers_mode not in CONTROLLERS_MODES:
+            raise ValueError(f"controllers_mode must be one of {', '.join(CONTROLLERS_MODES)}")
+        if self.controllers_mode == "process" and self.server.kubeconfig_path is None \
+                and self.controllers:
+            raise ValueError("controllers in a process need server.kubeconfig_path (they "
+                             "reach the server with that kubeconfig)")
+        if self.controller_stop_timeout is not None and self.controller_stop_timeout <= 0:
+            raise ValueError("controller_stop_timeout must be positive")
+        if not 0 < self.restart_backoff <= self.max_restart_backoff:
+            raise ValueError("restart backoffs must be positive, the first not above the max")
 
 
 def loopback_url(host: str, port: int) -> str:
@@ -109,6 +157,8 @@ class ControlPlane:
             config.server, garbage_collection="garbagecollector" in config.controllers))
         self.manager: runtime.Manager | None = None
         self.client: sp_client.Client | None = None
+        #: the controller manager process's supervisor ("process" mode)
+        self.supervisor: process.Supervisor | None = None
         self._stack = contextlib.AsyncExitStack()
         self._run: asyncio.Task[None] | None = None
 
@@ -133,18 +183,17 @@ class ControlPlane:
         names = [n for n in CONTROLLERS if n in self.config.controllers]
         if not names:
             return
-        controllers, runnables = builtin_controllers.builtin(names)
+        if self.config.controllers_mode == "process":
+            await self._start_process(names)
+            return
         client = sp_client.Client(sp_client.ClientConfig(
             server=loopback_url(self.server.config.host, self.server.port),
             max_connections=256,
-            user_agent="setpoint-controller-manager"))
+            user_agent=builtin_controllers.USER_AGENT))
         self._stack.push_async_callback(client.close)
         self.client = client
-        election = runtime.LeaderElectionConfig(
-            lease_name=LEASE_NAME, lease_namespace="kube-system") \
-            if self.config.leader_election else None
-        manager = runtime.Manager(
-            client, controllers, runnables=runnables, leader_election=election,
+        manager = builtin_controllers.manager(
+            client, names, leader_election=self.config.leader_election,
             graceful_shutdown_timeout=self.config.graceful_shutdown_timeout)
         self.manager = manager
         group = await self._stack.enter_async_context(asyncio.TaskGroup())
@@ -158,6 +207,53 @@ class ControlPlane:
             log.warning("built-in controllers not ready after %gs; carrying on",
                         self.config.controllers_ready_timeout)
         log.info("built-in controllers running: %s", ", ".join(names))
+
+    def controller_manager_argv(self, names: Sequence[str]) -> tuple[str, ...]:
+        """The command line of the controller manager process."""
+        kubeconfig = self.server.config.kubeconfig_path
+        assert kubeconfig is not None
+        argv = [*self.config.controller_manager_command,
+                "--kubeconfig", str(kubeconfig),
+                "--server", loopback_url(self.server.config.host, self.server.port),
+                "--controllers", ",".join(names),
+                "--graceful-shutdown-timeout", f"{self.config.graceful_shutdown_timeout:g}",
+                "--log-level", self.config.log_level]
+        if self.config.leader_election:
+            argv.append("--leader-elect")
+        return tuple(argv)
+
+    async def _start_process(self, names: Sequence[str]) -> None:
+        supervisor = process.Supervisor(process.SupervisorConfig(
+            name="controller manager", argv=self.controller_manager_argv(names),
+            stop_timeout=self.config.controller_stop_timeout
+            or self.config.graceful_shutdown_timeout + PROCESS_STOP_MARGIN,
+            restart_backoff=self.config.restart_backoff,
+            max_restart_backoff=self.config.max_restart_backoff))
+        self.supervisor = supervisor
+        group = await self._stack.enter_async_context(asyncio.TaskGroup())
+        self._run = group.create_task(supervisor.run(), name="controller manager process")
+        self._stack.push_async_callback(self._stop_supervisor)
+        ready = group.create_task(supervisor.ready.wait())
+        await asyncio.wait({ready, self._run}, timeout=self.config.controllers_ready_timeout,
+                           return_when=asyncio.FIRST_COMPLETED)
+        ready.cancel()
+        if not supervisor.ready.is_set():
+            log.warning("the controller manager process is not ready after %gs; carrying on",
+                        self.config.controllers_ready_timeout)
+        log.info("built-in controllers running in process %s: %s", supervisor.pid,
+                 ", ".join(names))
+
+    async def _stop_supervisor(self) -> None:
+        if self.supervisor is not None:
+            self.supervisor.stop()
+        if self._run is not None:
+            await asyncio.wait({self._run})
+
+    def kill_controllers(self) -> None:
+        """SIGKILL the controller manager process, if any: for a process about to end
+        abruptly (safe from a signal handler or another thread)."""
+        if self.supervisor is not None:
+            self.supervisor.kill_now()
 
     async def _stop_manager(self) -> None:
         if self.manager is not None:

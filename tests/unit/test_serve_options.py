@@ -1,4 +1,5 @@
-"""``setpoint serve`` options: storage kinds, etcd endpoints and prefix, leader election."""
+"""``setpoint serve`` options: storage kinds, etcd endpoints and prefix, leader election, where
+the controllers run, the shutdown bound."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from setpoint.cli.main import _parser, leader_election, serve_config
+from setpoint.cli.main import _parser, leader_election, plane_config, serve_config
 
 
 def parse(tmp_path: Path, *args: str) -> argparse.Namespace:
@@ -78,3 +79,20 @@ def test_sizes_that_are_not_positive_quantities_are_refused(tmp_path: Path, size
 def test_watch_cache_events_must_be_positive(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="--watch-cache-events must be positive"):
         serve_config(parse(tmp_path, "--watch-cache-events", "0"))
+
+
+def test_the_controllers_run_in_a_child_process_by_default(tmp_path: Path) -> None:
+    config = plane_config(parse(tmp_path))
+    assert config.controllers_mode == "process"
+    assert config.server.kubeconfig_path == tmp_path.resolve() / "kubeconfig"
+    assert plane_config(parse(tmp_path, "--controllers-mode", "inline")).controllers_mode \
+        == "inline"
+    assert plane_config(parse(tmp_path, "--log-level", "debug")).log_level == "DEBUG"
+    with pytest.raises(SystemExit):
+        parse(tmp_path, "--controllers-mode", "thread")
+
+
+def test_the_shutdown_timeout_must_be_positive(tmp_path: Path) -> None:
+    assert _parser().parse_args(["serve"]).shutdown_timeout == 30.0
+    with pytest.raises(ValueError, match="--shutdown-timeout must be positive"):
+        plane_config(parse(tmp_path, "--shutdown-timeout", "0"))

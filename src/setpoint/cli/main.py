@@ -1,14 +1,19 @@
 """The ``setpoint`` command: arguments in, config dataclasses out, then run.
 
 ``setpoint serve`` runs the control plane (the API server and the built-in controllers that
-``--controllers`` names, see :mod:`setpoint.controlplane`) until SIGINT or SIGTERM, then shuts
-down gracefully (controllers first, then open watches end, storage closes after its last
-acknowledged write). With ``--storage etcd`` several servers may share one etcd cluster;
-the built-in controllers then run under leader election (``--leader-elect``, on by default
-there), so that one server at a time runs them. One server at a time uses a data directory
-(:mod:`setpoint.cli.datadir`): a second one exits with status 3 before touching it.
+``--controllers`` names, see :mod:`setpoint.controlplane`; by default in a child process,
+``--controllers-mode process``) until SIGINT or SIGTERM, then shuts down gracefully
+(controllers first, then open watches end, storage closes after its last acknowledged
+write). A stop signal always ends it: if it has not exited ``--shutdown-timeout`` seconds
+after the first one, or at a second one, it ends at once with exit code 1 (its controller
+process killed first; see :mod:`setpoint.process.shutdown`). With ``--storage etcd`` several
+servers may share one etcd cluster; the built-in controllers then run under leader election
+(``--leader-elect``, on by default there), so that one server at a time runs them. One server
+at a time uses a data directory (:mod:`setpoint.cli.datadir`): a second one exits with status
+3 before touching it.
 ``setpoint run FILE_OR_MODULE`` runs the controllers a file or module defines (see
-:mod:`setpoint.cli.run`).
+:mod:`setpoint.cli.run`); ``setpoint controller-manager`` runs the built-in ones (see
+:mod:`setpoint.cli.controller_manager`).
 """
 
 from __future__ import annotations
@@ -16,13 +21,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import signal
 import sys
 from collections.abc import Coroutine, Sequence
 from pathlib import Path
 from typing import Any
 
-from setpoint import controlplane
+from setpoint import controlplane, process
+from setpoint.cli import controller_manager as controller_manager_command
 from setpoint.cli import datadir
 from setpoint.cli import run as run_command
 from setpoint.registry import cache as watch_cache
@@ -36,6 +41,8 @@ log = logging.getLogger("setpoint")
 
 #: the exit status of ``setpoint serve`` when another server holds the data directory
 EXIT_DATA_DIR_IN_USE = 3
+#: seconds ``setpoint serve`` may take to stop gracefully after a stop signal
+DEFAULT_SHUTDOWN_TIMEOUT = 30.0
 
 DEFAULT_WATCH_EVENTS = watch_cache.DEFAULT_CAPACITY
 DEFAULT_WATCH_BYTES = watch_cache.DEFAULT_MAX_BYTES
@@ -107,7 +114,18 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--controllers", default=None, metavar="NAMES",
                        help="built-in controllers to run, comma-separated (default: all of "
                        f"{','.join(controlplane.CONTROLLERS)}; empty: none)")
+    serve.add_argument("--controllers-mode", choices=controlplane.CONTROLLERS_MODES,
+                       default="process",
+                       help="run the built-in controllers in a child process that the server "
+                       "owns (process, the default) or in the server's own event loop "
+                       "(inline)")
+    serve.add_argument("--shutdown-timeout", type=float, default=DEFAULT_SHUTDOWN_TIMEOUT,
+                       metavar="SECONDS",
+                       help="after SIGINT/SIGTERM, end the process at once if it has not "
+                       f"stopped gracefully within this time (default: "
+                       f"{DEFAULT_SHUTDOWN_TIMEOUT:g})")
     run_command.add_parser(sub)
+    controller_manager_command.add_parser(sub)
     return parser
 
 
@@ -182,6 +200,18 @@ def raise_file_limit() -> None:
             log.debug("could not raise the open file limit to %s: %s", hard, e)
 
 
+def plane_config(args: argparse.Namespace) -> controlplane.ControlPlaneConfig:
+    """The control plane's configuration; ``ValueError`` for options that do not fit."""
+    if args.shutdown_timeout <= 0:
+        raise ValueError("--shutdown-timeout must be positive")
+    return controlplane.ControlPlaneConfig(
+        server=serve_config(args),
+        controllers=controlplane.parse_controllers(args.controllers),
+        leader_election=leader_election(args),
+        controllers_mode=args.controllers_mode,
+        log_level=args.log_level.upper())
+
+
 def leader_election(args: argparse.Namespace) -> bool:
     """``--leader-elect`` as given, else on exactly when the storage may be shared (etcd)."""
     if args.leader_elect is None:
@@ -189,21 +219,19 @@ def leader_election(args: argparse.Namespace) -> bool:
     return bool(args.leader_elect)
 
 
-async def _serve(config: ServerConfig,
-                 controllers: frozenset[str] = frozenset(controlplane.CONTROLLERS),
-                 leader_election: bool = False) -> None:
+async def _serve(plane_config: controlplane.ControlPlaneConfig,
+                 shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT) -> None:
     stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    async with controlplane.ControlPlane(controlplane.ControlPlaneConfig(
-            server=config, controllers=controllers,
-            leader_election=leader_election)) as plane:
-        server = plane.server
-        print(f"setpoint serving on {server.url}; kubeconfig: {config.kubeconfig_path}",
-              flush=True)
-        await stop.wait()
-        log.info("shutting down")
+    plane = controlplane.ControlPlane(plane_config)
+    guard = process.ShutdownGuard(asyncio.get_running_loop(), stop.set,
+                                  timeout=shutdown_timeout, on_force=[plane.kill_controllers],
+                                  name="setpoint serve")
+    with guard:
+        async with plane:
+            print(f"setpoint serving on {plane.server.url}; kubeconfig: "
+                  f"{plane_config.server.kubeconfig_path}", flush=True)
+            await stop.wait()
+            log.info("shutting down")
 
 
 def _run(coro: Coroutine[Any, Any, None]) -> None:
@@ -221,8 +249,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.command == "serve":
         try:
-            controllers = controlplane.parse_controllers(args.controllers)
-            config = serve_config(args)
+            config = plane_config(args)
         except ValueError as e:
             print(f"setpoint serve: error: {e}", file=sys.stderr, flush=True)
             return 2
@@ -234,7 +261,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_DATA_DIR_IN_USE
         raise_file_limit()
         try:
-            _run(_serve(config, controllers, leader_election(args)))
+            _run(_serve(config, args.shutdown_timeout))
         except StorageUnavailable as e:
             print(f"setpoint serve: error: storage is unavailable: {e}", file=sys.stderr,
                   flush=True)
@@ -244,6 +271,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.command == "run":
         return run_command.main(args)
+    if args.command == "controller-manager":
+        return controller_manager_command.main(args)
     return 2
 
 

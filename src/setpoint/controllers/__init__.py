@@ -12,7 +12,9 @@ They are ordinary operators: they talk to the API server through a
 - ``crd`` (:func:`crd_controller`): a deleted CRD's custom resources are deleted, then its
   cleanup finalizer is removed.
 
-:func:`builtin` builds the ones named, fresh each time (they keep per-run state).
+:func:`builtin` builds the ones named, fresh each time (they keep per-run state);
+:func:`manager` a :class:`~setpoint.runtime.Manager` that runs them, the same whether it runs
+inside ``setpoint serve``'s process or in ``setpoint controller-manager``.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Final
 
+from setpoint import client as sp_client
 from setpoint import runtime
 from setpoint.controllers.crd import crd_controller
 from setpoint.controllers.garbagecollector import GarbageCollector
@@ -27,6 +30,11 @@ from setpoint.controllers.namespace import namespace_controller
 
 #: every built-in controller, by the name ``setpoint serve --controllers`` takes
 NAMES: Final = ("garbagecollector", "namespace", "crd")
+#: the Lease the built-in controllers of several servers compete for (in kube-system)
+LEASE_NAME: Final = "setpoint-controller-manager"
+LEASE_NAMESPACE: Final = "kube-system"
+#: how the built-in controllers introduce themselves to the server
+USER_AGENT: Final = "setpoint-controller-manager"
 
 
 def builtin(names: Iterable[str] = NAMES
@@ -48,4 +56,17 @@ def builtin(names: Iterable[str] = NAMES
     return controllers, runnables
 
 
-__all__ = ["NAMES", "GarbageCollector", "builtin", "crd_controller", "namespace_controller"]
+def manager(client: sp_client.Client, names: Iterable[str] = NAMES, *,
+            leader_election: bool = False, graceful_shutdown_timeout: float = 5.0
+            ) -> runtime.Manager:
+    """A manager running the built-in controllers ``names`` through ``client``; with
+    ``leader_election``, only while holding the Lease ``kube-system/`` :data:`LEASE_NAME`."""
+    controllers, runnables = builtin(names)
+    election = runtime.LeaderElectionConfig(
+        lease_name=LEASE_NAME, lease_namespace=LEASE_NAMESPACE) if leader_election else None
+    return runtime.Manager(client, controllers, runnables=runnables, leader_election=election,
+                           graceful_shutdown_timeout=graceful_shutdown_timeout)
+
+
+__all__ = ["LEASE_NAME", "LEASE_NAMESPACE", "NAMES", "USER_AGENT", "GarbageCollector",
+           "builtin", "crd_controller", "manager", "namespace_controller"]

@@ -3,8 +3,11 @@ without them."""
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,6 +19,8 @@ from setpoint.controlplane import (
     loopback_url,
     parse_controllers,
 )
+from setpoint.server.server import ServerConfig
+from setpoint.storage import StorageConfig
 from setpoint.testing import control_plane
 from tests.integration.controllers.conftest import (
     CM,
@@ -108,3 +113,74 @@ def test_the_controllers_reach_a_server_listening_everywhere_over_loopback() -> 
     assert loopback_url("::", 6443) == "http://[::1]:6443"
     assert loopback_url("127.0.0.1", 1) == "http://127.0.0.1:1"
     assert loopback_url("::1", 2) == "http://[::1]:2"
+
+
+def test_controllers_in_a_process_need_a_kubeconfig() -> None:
+    with pytest.raises(ValueError, match="kubeconfig_path"):
+        plane_config(controllers_mode="process")
+    with pytest.raises(ValueError, match="controllers_mode"):
+        plane_config(controllers_mode="thread")  # type: ignore[arg-type]
+    plane_config(controllers_mode="process", controllers=frozenset())  # none to run: fine
+
+
+def process_config(tmp_path: Path, **kwargs: Any) -> ControlPlaneConfig:
+    return ControlPlaneConfig(server=ServerConfig(
+        port=0, storage=StorageConfig(kind="memory"),
+        kubeconfig_path=tmp_path / "kubeconfig"), controllers_mode="process", **kwargs)
+
+
+def process_gone(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
+
+
+async def test_controllers_in_a_child_process_collect_and_stop_with_the_plane(
+        tmp_path: Path) -> None:
+    async with ControlPlane(process_config(tmp_path)) as plane, \
+            Client(ClientConfig(server=plane.url)) as client:
+        assert plane.manager is None
+        assert plane.supervisor is not None
+        assert plane.supervisor.ready.is_set()
+        pid = plane.supervisor.pid
+        assert pid is not None
+        owner = await client.create(make(CM, "owner"))
+        await client.create(make(CM, "dep", owners=[owner_ref(owner)]))
+        await client.delete(CM, "owner", namespace="default")
+        await gone(client, CM, "dep")
+    assert plane.supervisor.exit_codes == [0]
+    assert process_gone(pid)
+
+
+async def test_a_wedged_controller_process_neither_blocks_the_server_nor_outlives_it(
+        tmp_path: Path) -> None:
+    """A controller manager that spins forever and ignores SIGTERM: the server keeps
+    answering, and stopping the plane kills it after the stop timeout."""
+    wedged = (sys.executable, "-c", "import signal\n"
+              "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+              "while True:\n    pass\n")
+    config = process_config(tmp_path, controller_manager_command=wedged,
+                            controllers_ready_timeout=0.2, controller_stop_timeout=0.5)
+    async with ControlPlane(config) as plane, \
+            Client(ClientConfig(server=plane.url, request_timeout=10)) as client:
+        assert plane.supervisor is not None
+        pid = plane.supervisor.pid
+        assert pid is not None
+        assert not plane.supervisor.ready.is_set()
+        for i in range(50):
+            await client.create(make(CM, f"cm-{i}"))
+        assert len((await client.list(CM, namespace="default"))["items"]) >= 50
+    assert plane.supervisor.exit_codes == [-signal.SIGKILL]
+    assert process_gone(pid)
+
+
+def test_controller_manager_refuses_unknown_controllers_and_a_missing_kubeconfig(
+        tmp_path: Path) -> None:
+    for args, message in ((["--controllers", "gc"], "unknown controllers: gc"),
+                          (["--kubeconfig", str(tmp_path / "nope")], "error")):
+        result = subprocess.run([sys.executable, "-m", "setpoint", "controller-manager",
+                                 *args], capture_output=True, text=True, timeout=30)
+        assert result.returncode == 2, result.stderr
+        assert message in result.stderr

@@ -4,12 +4,15 @@ controllers keep working, and SIGTERM ends it."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tests.conftest import ServeProcess, start_serve
 
@@ -79,9 +82,40 @@ def collects(serve: ServeProcess, name: str) -> None:
                             f"{name}-dep", timeout=5)[0] == 404, f"{name}-dep collected")
 
 
+def children(pid: int) -> list[int]:
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        text = (task / "children").read_text().split()
+        found.extend(int(c) for c in text)
+    return found
+
+
+def controller_process(serve: ServeProcess) -> int:
+    """The pid of ``serve``'s controller manager (it may start just after /readyz)."""
+    pids: list[int] = wait_until(lambda: children(serve.process.pid),
+                                 "the controller manager process")
+    assert len(pids) == 1
+    cmdline = Path(f"/proc/{pids[0]}/cmdline").read_bytes().split(b"\0")
+    assert b"controller-manager" in cmdline
+    return pids[0]
+
+
+def gone(pid: int) -> bool:
+    """The process has exited (a zombie not reaped by its new parent counts as exited)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
+
+
+MODES = pytest.mark.parametrize("mode", ["process", "inline"])
+
+
+@MODES
 def test_a_cluster_scoped_object_naming_one_uid_as_two_namespaced_owners(
-        tmp_path: Path) -> None:
-    serve = start_serve(tmp_path / "data")
+        tmp_path: Path, mode: str) -> None:
+    serve = start_serve(tmp_path / "data", extra_args=["--controllers-mode", mode])
     try:
         status, created = call(serve, "POST", "/api/v1/namespaces", namespace(
             "confused", [ref("ConfigMap", "a", UID), ref("ConfigMap", "b", UID)]))
@@ -98,5 +132,41 @@ def test_a_cluster_scoped_object_naming_one_uid_as_two_namespaced_owners(
         assert status == 200
         assert "deletionTimestamp" not in kept["metadata"]
         assert serve.stop(signal.SIGTERM) == 0, serve.log.read_text()
+    finally:
+        serve.stop(signal.SIGKILL)
+
+
+def test_the_controllers_run_in_a_child_process_that_ends_with_the_server(
+        tmp_path: Path) -> None:
+    serve = start_serve(tmp_path / "data")
+    try:
+        child = controller_process(serve)
+        collects(serve, "through-the-child")
+        assert serve.stop(signal.SIGINT) == 0, serve.log.read_text()
+        assert gone(child)
+    finally:
+        serve.stop(signal.SIGKILL)
+
+
+def test_after_kill_9_of_the_server_no_controller_process_remains(tmp_path: Path) -> None:
+    serve = start_serve(tmp_path / "data")
+    child = controller_process(serve)
+    serve.process.kill()
+    serve.process.wait()
+    wait_until(lambda: gone(child), f"the controller manager (pid {child}) gone")
+
+
+def test_a_controller_process_that_dies_is_started_again(tmp_path: Path) -> None:
+    serve = start_serve(tmp_path / "data")
+    try:
+        first = controller_process(serve)
+        os.kill(first, signal.SIGKILL)
+        wait_until(lambda: children(serve.process.pid) not in ([], [first]),
+                   "a new controller manager process")
+        second = controller_process(serve)
+        assert second != first
+        collects(serve, "after-restart")
+        assert serve.stop(signal.SIGTERM) == 0, serve.log.read_text()
+        assert gone(second)
     finally:
         serve.stop(signal.SIGKILL)

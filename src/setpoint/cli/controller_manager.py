@@ -1,0 +1,143 @@
+"""``setpoint controller-manager``: the built-in controllers in a process of their own.
+
+::
+
+    setpoint controller-manager [--kubeconfig PATH] [--context NAME] [--server URL]
+                                [--controllers NAMES] [--leader-elect]
+                                [--graceful-shutdown-timeout SECONDS]
+
+``setpoint serve`` starts it as its child by default (``--controllers-mode process``, see
+:mod:`setpoint.controlplane`), with the admin kubeconfig it wrote and its loopback URL; it
+can also be run by hand against any setpoint server, as kube-controller-manager is run
+against an API server. It runs a :class:`setpoint.runtime.Manager` with the built-in
+controllers ``--controllers`` names (all by default: ``garbagecollector``, ``namespace``,
+``crd``), talking to the server only through its API.
+
+Stopping: SIGTERM or SIGINT, or (when ``setpoint serve`` started it) the end of its lifeline
+to the parent, stops the manager gracefully (queued work finishes within
+``--graceful-shutdown-timeout``, the Lease is released); if the process is still running
+:data:`STOP_MARGIN` seconds after that, it ends anyway (exit code 1), however busy it is (see
+:mod:`setpoint.process.shutdown`). Started by ``setpoint serve``, it also ends when that
+process dies, even by ``kill -9`` (:mod:`setpoint.process.lifeline`).
+
+Exit codes: 0 after a graceful stop (or when the parent that started it is already gone); 1
+when it had to be ended; 2 for a usage problem (unknown controllers, unusable kubeconfig).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from collections.abc import Coroutine, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+from setpoint import client as sp_client
+from setpoint import controllers as builtin_controllers
+from setpoint import process
+from setpoint.controlplane import parse_controllers
+
+log = logging.getLogger("setpoint.controller-manager")
+
+#: seconds the process may take beyond the graceful shutdown timeout before it is ended
+STOP_MARGIN: Final = 5.0
+#: connections the controllers' client may open to the server
+MAX_CONNECTIONS: Final = 256
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = sub.add_parser(
+        "controller-manager", help="run the built-in controllers against a server",
+        description="Run setpoint's built-in controllers (garbage collector, namespace "
+                    "lifecycle, CRD cleanup) against the server a kubeconfig names, until "
+                    "SIGINT/SIGTERM.")
+    parser.add_argument("--kubeconfig", type=Path, default=None,
+                        help="default: KUBECONFIG, the in-cluster account, ~/.kube/config")
+    parser.add_argument("--context", default=None, help="the kubeconfig context to use")
+    parser.add_argument("--server", default=None, metavar="URL",
+                        help="reach the server at URL instead of the kubeconfig's address")
+    parser.add_argument("--controllers", default=None, metavar="NAMES",
+                        help="built-in controllers to run, comma-separated (default: all of "
+                        f"{','.join(builtin_controllers.NAMES)})")
+    parser.add_argument("--leader-elect", action="store_true",
+                        help="run the controllers only while holding the Lease "
+                        f"kube-system/{builtin_controllers.LEASE_NAME}")
+    parser.add_argument("--graceful-shutdown-timeout", type=float, default=5.0,
+                        metavar="SECONDS",
+                        help="how long queued work may take to finish when stopping "
+                        "(default: 5)")
+    parser.add_argument("--log-level", default="INFO")
+    return parser
+
+
+def client_config(args: argparse.Namespace) -> sp_client.ClientConfig:
+    overrides: dict[str, Any] = {"max_connections": MAX_CONNECTIONS,
+                                 "user_agent": builtin_controllers.USER_AGENT}
+    if args.server:
+        overrides["server"] = args.server
+    if args.kubeconfig is not None or args.context is not None:
+        return sp_client.load_kubeconfig(args.kubeconfig, args.context, **overrides)
+    return sp_client.auto_config(**overrides)
+
+
+async def run(config: sp_client.ClientConfig, names: Sequence[str], *, leader_election: bool,
+              graceful_shutdown_timeout: float, lifeline: process.Lifeline | None) -> None:
+    """Run the controllers until stopped (see the module docstring)."""
+    loop = asyncio.get_running_loop()
+    async with sp_client.Client(config) as client:
+        manager = builtin_controllers.manager(
+            client, names, leader_election=leader_election,
+            graceful_shutdown_timeout=graceful_shutdown_timeout)
+        guard = process.ShutdownGuard(loop, manager.stop,
+                                      timeout=graceful_shutdown_timeout + STOP_MARGIN,
+                                      name="setpoint controller-manager")
+        with guard:
+            if lifeline is not None:
+                lifeline.watch(lambda: guard.trigger("parent gone"))
+            async with asyncio.TaskGroup() as group:
+                running = group.create_task(manager.run(), name="controller manager")
+                ready = group.create_task(manager.wait_ready(), name="ready")
+                await asyncio.wait({running, ready}, return_when=asyncio.FIRST_COMPLETED)
+                if ready.done() and not ready.cancelled() and ready.exception() is None:
+                    log.info("built-in controllers ready: %s", ", ".join(names))
+                    if lifeline is not None:
+                        lifeline.ready()
+                else:
+                    ready.cancel()
+    log.info("stopped")
+
+
+def _event_loop_run(coro: Coroutine[Any, Any, None]) -> None:
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - uvloop is a dependency where it exists
+        asyncio.run(coro)
+        return
+    uvloop.run(coro)
+
+
+def main(args: argparse.Namespace) -> int:
+    lifeline = process.Lifeline.from_environment()
+    if lifeline is not None and not lifeline.bind_to_parent():
+        print("setpoint controller-manager: the process that started it is gone",
+              file=sys.stderr, flush=True)
+        return 0
+    try:
+        names = [n for n in builtin_controllers.NAMES
+                 if n in parse_controllers(args.controllers)]
+        if args.graceful_shutdown_timeout <= 0:
+            raise ValueError("--graceful-shutdown-timeout must be positive")
+        config = client_config(args)
+    except (ValueError, sp_client.ConfigError, OSError) as e:
+        print(f"setpoint controller-manager: error: {e}", file=sys.stderr, flush=True)
+        return 2
+    try:
+        _event_loop_run(run(config, names, leader_election=args.leader_elect,
+                            graceful_shutdown_timeout=args.graceful_shutdown_timeout,
+                            lifeline=lifeline))
+    finally:
+        if lifeline is not None:
+            lifeline.close()
+    return 0
