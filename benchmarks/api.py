@@ -18,7 +18,12 @@ is then measured twice with the client library the backend uses (aetcd), in the 
 plain etcd puts (``aetcd.Client.put``), and the backend's create transactions
 (``EtcdBackend.create``: ``create_revision == 0 → put``), which is what every API create is.
 
+``--controllers-mode inline`` runs the built-in controllers in the server's event loop instead
+of the child process ``setpoint serve`` uses by default (``benchmarks/controllers.py`` compares
+the two side by side).
+
     python benchmarks/api.py [--n 10000] [--concurrency 16] [--watchers 100] [--storage sqlite]
+                             [--controllers-mode process|inline]
     python benchmarks/api.py --storage etcd [--etcd-endpoints http://127.0.0.1:2379]
 """
 
@@ -249,7 +254,8 @@ async def measure(args: argparse.Namespace, tmp: Path,
     endpoints, prefix = etcd
     server = start_serve(
         tmp / "data", storage=args.storage, etcd_endpoints=endpoints,
-        extra_args=["--etcd-prefix", prefix] if prefix else [])
+        extra_args=[*(["--etcd-prefix", prefix] if prefix else []),
+                    "--controllers-mode", args.controllers_mode])
     try:
         connector = aiohttp.TCPConnector(limit=args.concurrency + args.watchers + 4)
         async with aiohttp.ClientSession(base_url=server.url, connector=connector) as s:
@@ -291,7 +297,8 @@ async def measure(args: argparse.Namespace, tmp: Path,
     ]
     width = max(len(r[0]) for r in rows)
     print(f"setpoint API benchmark: storage={args.storage} n={args.n} "
-          f"concurrency={args.concurrency} watchers={args.watchers}"
+          f"concurrency={args.concurrency} watchers={args.watchers} "
+          f"controllers={args.controllers_mode}"
           + (f" etcd={etcd_version}" if etcd_version else ""))
     print(f"{'measure':<{width}}  {'setpoint':>14}  ceiling (same run)")
     for name, value, beside in rows:
@@ -306,6 +313,7 @@ def main() -> None:
     parser.add_argument("--watchers", type=int, default=100)
     parser.add_argument("--updates", type=int, default=200)
     parser.add_argument("--storage", choices=("sqlite", "memory", "etcd"), default="sqlite")
+    parser.add_argument("--controllers-mode", choices=("process", "inline"), default="process")
     parser.add_argument("--etcd-endpoints", default="",
                         help="with --storage etcd: use this cluster (comma-separated client "
                         "URLs) under a fresh prefix instead of starting an etcd")

@@ -15,7 +15,7 @@ client in this process. For each N:
    time until the namespace is gone;
 5. the server's peak RSS.
 
-    python benchmarks/gc.py [--n 1000,10000]
+    python benchmarks/gc.py [--n 1000,10000] [--controllers-mode process|inline]
 """
 
 from __future__ import annotations
@@ -160,7 +160,8 @@ async def run(args: argparse.Namespace) -> None:
     sizes = [int(x) for x in args.n.split(",")]
     results: dict[int, dict[str, float]] = {}
     with tempfile.TemporaryDirectory(prefix="setpoint-gc-bench-") as tmp:
-        server = start_serve(Path(tmp) / "data", storage="sqlite")
+        server = start_serve(Path(tmp) / "data", storage="sqlite",
+                             extra_args=["--controllers-mode", args.controllers_mode])
         try:
             config = load_kubeconfig(server.kubeconfig, request_timeout=120,
                                      max_connections=64)
@@ -171,7 +172,8 @@ async def run(args: argparse.Namespace) -> None:
         finally:
             server.stop()
     width = 52
-    print("setpoint built-in controllers benchmark: setpoint serve (sqlite), client in-process")
+    print("setpoint built-in controllers benchmark: setpoint serve (sqlite), controllers "
+          f"{args.controllers_mode}, client in-process")
     print(f"{'N':<{width}}" + "".join(f"{n:>12,}" for n in sizes))
     rows = [
         ("background: owner deleted -> N dependents gone (s)", "background", ".2f"),
@@ -193,6 +195,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", default="1000", help="comma-separated sizes (default 1000)")
+    parser.add_argument("--controllers-mode", choices=("process", "inline"), default="process",
+                        help="where setpoint serve runs its controllers (default: process)")
     args = parser.parse_args()
     try:
         import uvloop
