@@ -6,7 +6,8 @@ when it is ready) and watches it until :meth:`Supervisor.stop`:
 
 - the child runs in a session of its own, so a terminal's Ctrl-C reaches only the parent,
   which stops the child itself, in order;
-- when the child exits on its own, it is started again after a backoff (``restart_backoff``
+- when the child exits on its own, or cannot be started (``OSError``: out of file
+  descriptors or processes, say), it is started again after a backoff (``restart_backoff``
   doubling up to ``max_restart_backoff``; back to the start once a child has run for
   ``stable_after`` seconds);
 - on :meth:`Supervisor.stop`, its end of the socket is closed and the child gets SIGTERM; if
@@ -74,6 +75,8 @@ class Supervisor:
         #: every child started, in order, and the exit codes of those that ended
         self.pids: list[int] = []
         self.exit_codes: list[int] = []
+        #: attempts that could not start a child at all
+        self.start_failures = 0
         #: set while the current child has said it is ready
         self.ready = asyncio.Event()
         self._stopping = asyncio.Event()
@@ -108,14 +111,20 @@ class Supervisor:
         try:
             while not self._stopping.is_set():
                 started = loop.time()
-                code = await self._run_once()
-                if self._stopping.is_set():
-                    return
-                ran = loop.time() - started
-                if ran >= self.config.stable_after:
-                    delay = self.config.restart_backoff
-                log.warning("%s (pid %s) exited with code %s after %.1fs; restarting in %gs",
-                            self.config.name, self.pids[-1], code, ran, delay)
+                try:
+                    code = await self._run_once()
+                except OSError as e:  # could not start it (out of file descriptors, say)
+                    self.start_failures += 1
+                    log.warning("%s could not be started: %s; trying again in %gs",
+                                self.config.name, e, delay)
+                else:
+                    if self._stopping.is_set():
+                        return
+                    ran = loop.time() - started
+                    if ran >= self.config.stable_after:
+                        delay = self.config.restart_backoff
+                    log.warning("%s (pid %s) exited with code %s after %.1fs; restarting in "
+                                "%gs", self.config.name, self.pids[-1], code, ran, delay)
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._stopping.wait(), delay)
                 delay = min(delay * 2, self.config.max_restart_backoff)

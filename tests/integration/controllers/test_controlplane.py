@@ -3,6 +3,7 @@ without them."""
 
 from __future__ import annotations
 
+import asyncio
 import signal
 import subprocess
 import sys
@@ -184,3 +185,26 @@ def test_controller_manager_refuses_unknown_controllers_and_a_missing_kubeconfig
                                  *args], capture_output=True, text=True, timeout=30)
         assert result.returncode == 2, result.stderr
         assert message in result.stderr
+
+
+async def test_controller_manager_run_by_hand_against_a_server(tmp_path: Path) -> None:
+    """A server that runs no controllers, and ``setpoint controller-manager`` beside it."""
+    config = ControlPlaneConfig(server=ServerConfig(
+        port=0, storage=StorageConfig(kind="memory"), kubeconfig_path=tmp_path / "kubeconfig"),
+        controllers=frozenset())
+    async with ControlPlane(config) as plane, \
+            Client(ClientConfig(server=plane.url)) as client:
+        manager = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "setpoint", "controller-manager",
+            "--kubeconfig", str(tmp_path / "kubeconfig"), "--controllers", "garbagecollector",
+            stderr=asyncio.subprocess.PIPE)
+        try:
+            owner = await client.create(make(CM, "owner"))
+            await client.create(make(CM, "dep", owners=[owner_ref(owner)]))
+            await client.delete(CM, "owner", namespace="default")
+            await gone(client, CM, "dep", timeout=30)
+        finally:
+            manager.send_signal(signal.SIGTERM)
+            _, err = await manager.communicate()
+        assert manager.returncode == 0, err.decode()
+        assert b"built-in controllers ready: garbagecollector" in err

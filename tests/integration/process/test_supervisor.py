@@ -162,3 +162,19 @@ def test_config_is_validated() -> None:
         SupervisorConfig(name="x", argv=("true",), stop_timeout=0)
     with pytest.raises(ValueError, match="max_restart_backoff"):
         SupervisorConfig(name="x", argv=("true",), restart_backoff=5, max_restart_backoff=1)
+
+
+async def test_a_command_that_cannot_be_started_is_tried_again(tmp_path: Path) -> None:
+    missing = tmp_path / "not-there"
+    supervisor = Supervisor(SupervisorConfig(name="missing", argv=(str(missing), "normal"),
+                                             restart_backoff=0.01, max_restart_backoff=0.05))
+    async with asyncio.TaskGroup() as group:
+        run = group.create_task(supervisor.run())
+        await until(lambda: supervisor.start_failures >= 2, "two failed starts")
+        # it keeps trying; once the command exists, it runs
+        missing.write_text(f"#!{sys.executable}\n" + CHILD)
+        missing.chmod(0o755)
+        await until(lambda: supervisor.ready.is_set(), "the child started at last")
+        supervisor.stop()
+        await run
+    assert supervisor.exit_codes == [0]
