@@ -108,6 +108,8 @@ ORPHAN_CONCURRENCY: Final = 16
 #: graph changes applied, and keys fed to the work queues, between two yields to the loop
 CHANGE_BATCH: Final = 256
 QUEUE_BATCH: Final = 1024
+#: references classified, or dependents scanned, between two yields to the loop
+SCAN_BATCH: Final = 1024
 
 SOLID, DANGLING, WAITING = "solid", "dangling", "waiting"
 
@@ -491,7 +493,9 @@ class Collector:
         solid: list[Obj] = []
         dangling: list[Obj] = []
         waiting: list[Obj] = []
-        for ref in refs:
+        for i, ref in enumerate(refs, 1):
+            if i % SCAN_BATCH == 0:
+                await asyncio.sleep(0)  # most owners are answered from the graph, at once
             state = await self._owner_state(node, ref)
             {SOLID: solid, DANGLING: dangling, WAITING: waiting}[state].append(ref)
         return solid, dangling, waiting
@@ -555,8 +559,20 @@ class Collector:
         except errors.NotFound:
             self._virtual_delete(identity)
 
+    async def _blocking_dependents(self, node: g.Node) -> list[g.Node]:
+        """:meth:`graph.Node.blocking_dependents`, yielding to the loop every
+        ``SCAN_BATCH`` dependents (an owner may have a great many)."""
+        dependents = list(node.dependents)
+        found: list[g.Node] = []
+        for start in range(0, len(dependents), SCAN_BATCH):
+            if start:
+                await asyncio.sleep(0)
+            found.extend(dep for dep in dependents[start:start + SCAN_BATCH]
+                         if g.blocks(dep, node))
+        return found
+
     async def _deleting_dependents(self, node: g.Node) -> None:
-        blocking = node.blocking_dependents()
+        blocking = await self._blocking_dependents(node)
         if not blocking:
             await self._remove_finalizer(node.identity, g.FOREGROUND)
             return

@@ -164,13 +164,18 @@ class Node:
     def blocking_dependents(self) -> list[Node]:
         """Dependents whose reference to this node has ``blockOwnerDeletion: true`` (the node
         itself excepted: an object that names itself never waits for itself)."""
-        return [dep for dep in self.dependents
-                if dep is not self
-                and any(r.get("uid") == self.uid and is_blocking(r) for r in dep.owners)]
+        return [dep for dep in self.dependents if blocks(dep, self)]
 
     def __repr__(self) -> str:
         state = "" if self.observed else " virtual"
         return f"<Node {self.identity}{state}>"
+
+
+def blocks(dependent: Node, owner: Node) -> bool:
+    """Whether ``dependent`` holds up ``owner``'s foreground deletion: one of its references
+    to the owner has ``blockOwnerDeletion: true``, and it is not the owner itself."""
+    return dependent is not owner and any(
+        r.get("uid") == owner.uid and is_blocking(r) for r in dependent.owners)
 
 
 class AbsentOwners:

@@ -34,9 +34,9 @@ Invariants:
 The server runs the built-in controllers, as ``setpoint serve`` does (the garbage collector,
 the namespace lifecycle and CRD cleanup, see :mod:`setpoint.controlplane`), here in the
 test's own event loop (``setpoint serve`` runs them in a child process by default): owned
-objects are garbage-collected, deleted namespaces are emptied. ``control_plane(controllers=())`` starts
-none, as envtest does (then Foreground and Orphan deletes delete at once, namespaces and CRDs
-being deleted stay Terminating).
+objects are garbage-collected, deleted namespaces are emptied. ``control_plane(controllers=())``
+starts none, as envtest does (then Foreground and Orphan deletes delete at once, namespaces
+and CRDs being deleted stay Terminating).
 
 Non-guarantees: there is no authentication (the kubeconfig is an admin's, over plain HTTP).
 """
