@@ -46,7 +46,6 @@ Invariants:
   in progress carry on.
 - Stopping cancels the workers (any request in flight may or may not have been applied; each
   is idempotent), the monitor loop and the event recorder; the informers are the manager's.
-
 - Every worker yields to the event loop after each item (see
   :class:`~setpoint.runtime.Engine`), and every retry of one object is rate limited (per UID,
   exponential up to ``max_backoff``): a malformed graph costs a bounded amount of work per
@@ -58,12 +57,13 @@ the owner's (kind, name, or namespace for a namespaced owner) treats that refere
 dangling (verified by a GET of the coordinates it names); a namespaced dependent naming an
 owner in another namespace gets an ``OwnerRefInvalidNamespace`` Warning event, and the
 reference is dangling; a cluster-scoped object that names a namespaced kind gets that event and
-is left alone (its reference can never be resolved). Cycles: a dependent waited for by an owner
-that its own owner waits for has its blocking references unblocked before it is deleted in
-the foreground (Kubernetes' rule); beyond Kubernetes, owners that are *all* being deleted in
-the foreground and wait for each other (Kubernetes leaves them waiting forever) are freed by
-unblocking the reference that closes the cycle (found with :func:`graph.waits_for`, within a
-bounded search); an object that names itself never waits for itself.
+is left alone (its reference can never be resolved). Cycles: an object whose owner waits for
+it in the foreground, and one of whose own dependents is being deleted in the foreground too,
+has its blocking references unblocked before it is deleted in the foreground (Kubernetes'
+rule); beyond Kubernetes, owners that are *all* being deleted in the foreground and wait for
+each other (Kubernetes leaves them waiting forever) are freed by unblocking the reference that
+closes the cycle (found with :meth:`graph.Graph.waiting_for`, within a bounded search); an object
+that names itself never waits for itself.
 
 Non-guarantees: a reference to a kind the server does not serve keeps its object (and is
 retried with backoff, up to ``max_backoff`` seconds apart), as in Kubernetes. Deletions are as
@@ -576,10 +576,14 @@ class Collector:
         if not blocking:
             await self._remove_finalizer(node.identity, g.FOREGROUND)
             return
+        waiting: set[g.Node] | None = None
         for dep in blocking:
             if not dep.deleting_dependents:
                 self._queue_delete(dep)
-            elif g.waits_for(dep, node):
+                continue
+            if waiting is None:  # one bounded search per attempt, however many dependents
+                waiting = self.graph.waiting_for(node)
+            if dep in waiting:
                 # both deleted in the foreground, each waiting for the other: neither would
                 # ever finish. The dependent stops blocking this owner (its own deletion
                 # still waits for its blocking dependents).

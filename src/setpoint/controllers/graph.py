@@ -40,7 +40,7 @@ The rules are Kubernetes' (``GraphBuilder.processGraphChanges``):
 Malformed graphs: an object may name itself as its owner (it is then its own solid owner,
 as in Kubernetes, but never blocks its own foreground deletion: Kubernetes would wait for it
 forever); owners form cycles (broken by the collector, see ``garbagecollector`` and
-:func:`waits_for`); one UID
+:meth:`Graph.waiting_for`); one UID
 may be named with several coordinates, by one dependent or by several (the virtual owner
 tries them in turn, see above); a cluster-scoped dependent may name a namespaced kind (its
 virtual owner then has no namespace and can never be verified: the collector leaves it, as
@@ -202,30 +202,8 @@ class AbsentOwners:
         return len(self._entries)
 
 
-#: dependents examined at most when looking for a cycle of foreground deletions
+#: references examined at most when looking for a cycle of foreground deletions
 CYCLE_SEARCH_BUDGET = 10_000
-
-
-def waits_for(start: Node, target: Node, budget: int = CYCLE_SEARCH_BUDGET) -> bool:
-    """Whether ``start``, deleting its dependents in the foreground, waits (through blocking
-    dependents that are deleting theirs too) for ``target``: then ``target`` waiting for
-    ``start`` is a cycle that would never finish. False when the search would examine more
-    than ``budget`` dependents (no cycle is assumed: the deletion then waits, as it would
-    without this check)."""
-    seen = {start}
-    todo = [start]
-    while todo:
-        node = todo.pop()
-        budget -= len(node.dependents)
-        if budget < 0:
-            return False
-        for dep in node.blocking_dependents():
-            if dep is target:
-                return True
-            if dep.deleting_dependents and dep not in seen:
-                seen.add(dep)
-                todo.append(dep)
-    return False
 
 
 def partition_dependents(dependents: Iterable[Node], owner: Identity
@@ -340,6 +318,29 @@ class Graph:
 
     def nodes(self) -> list[Node]:
         return list(self._nodes.values())
+
+    def waiting_for(self, node: Node, budget: int = CYCLE_SEARCH_BUDGET) -> set[Node]:
+        """The nodes deleting their dependents in the foreground that wait, directly or
+        through other such nodes, for ``node`` (following blocking references from ``node``
+        to its owners). A blocking dependent of ``node`` in that set closes a cycle that
+        would never finish. The search stops after ``budget`` references (what it found so
+        far is returned: fewer cycles are seen, and those deletions wait, as without it)."""
+        found: set[Node] = set()
+        todo = [node]
+        while todo:
+            current = todo.pop()
+            for ref in current.owners:
+                budget -= 1
+                if budget < 0:
+                    return found
+                if not is_blocking(ref):
+                    continue
+                owner = self._nodes.get(str(ref.get("uid")))
+                if owner is not None and owner.deleting_dependents and owner not in found \
+                        and current in owner.dependents:
+                    found.add(owner)
+                    todo.append(owner)
+        return found
 
     # --- events -----------------------------------------------------------------------
 

@@ -5,7 +5,7 @@ no node left behind."""
 
 from __future__ import annotations
 
-from setpoint.controllers.graph import FOREGROUND, Identity, by_uid, waits_for
+from setpoint.controllers.graph import FOREGROUND, Identity, by_uid
 from tests.unit.controllers.test_graph import CM, Recorder, W, obj, ref
 
 NS = ("v1", "Namespace")
@@ -200,7 +200,7 @@ def test_fan_out_an_owner_with_thousands_of_dependents() -> None:
     assert len(set(r.deletes)) == 20_000  # each once
 
 
-def test_waits_for_finds_owners_that_wait_for_each_other_in_the_foreground() -> None:
+def test_waiting_for_finds_owners_that_wait_for_each_other_in_the_foreground() -> None:
     r = Recorder()
 
     def cm(name: str, owner: str | None, deleting: bool) -> None:
@@ -213,13 +213,16 @@ def test_waits_for_finds_owners_that_wait_for_each_other_in_the_foreground() -> 
     cm("b", "a", True)
     cm("c", "b", True)
     cm("x", "a", False)  # x blocks a but is not deleting its dependents
-    a, b, c = (r.graph.get(f"{n}1") for n in "abc")
+    a, b, c, x = (r.graph.get(f"{n}1") for n in "abcx")
     assert a is not None
     assert b is not None
     assert c is not None
-    assert waits_for(b, a)  # b waits for c, which waits for a
-    assert waits_for(c, b)
-    assert not waits_for(b, a, budget=1)  # the search gives up: no cycle assumed
+    assert x is not None
+    # a waits for b; c waits for a: c (a blocking dependent of a) closes a cycle
+    assert r.graph.waiting_for(a) == {c, b, a}
+    assert r.graph.waiting_for(x) == {a, c, b}  # x blocks a, which is in the cycle
+    assert r.graph.waiting_for(a, budget=1) == {c}  # the search gives up, with what it has
     # break the cycle: a no longer names c
     r.graph.observe(*CM, None, obj("a", "a1", finalizers=[FOREGROUND], deleting=True))
-    assert not waits_for(b, a)
+    assert r.graph.waiting_for(a) == set()
+    assert r.graph.waiting_for(b) == {a}
