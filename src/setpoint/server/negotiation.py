@@ -9,19 +9,17 @@ Responses are JSON, in one of these shapes, chosen from the ``Accept`` header:
 
 Request bodies may be JSON, YAML, or the protobuf kubectl sends for a few built-in kinds
 (:func:`body_content_type`: any other Content-Type is a 415 before the body is read).
-Bodies over :data:`MAX_BODY` get 413; undecodable ones 400, never a 500.
+Bodies over :data:`MAX_BODY` get 413; undecodable ones 400, never a 500. JSON and YAML are
+decoded by :mod:`setpoint.apimachinery.decoding`, within its limits (nesting depth, YAML alias
+expansion, numbers), whose message the 400 carries.
 """
 
 from __future__ import annotations
 
-import datetime
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-import yaml
-
-from setpoint.apimachinery import errors, protobuf
+from setpoint.apimachinery import decoding, errors, protobuf
 
 MAX_BODY = 3 * 1024 * 1024
 
@@ -162,38 +160,12 @@ def decode_body(raw: bytes, content_type: str) -> Any:
     if content_type in (YAML, "application/apply-patch+yaml", "application/x-yaml",
                         "text/yaml"):
         try:
-            return orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            pass
-        try:
-            docs = list(yaml.safe_load_all(raw.decode("utf-8")))
-        except (yaml.YAMLError, UnicodeDecodeError) as e:
+            return decoding.decode_yaml(raw)
+        except decoding.DecodeError as e:
             raise errors.BadRequest(f"error converting YAML to JSON: {e}") from e
-        docs = [d for d in docs if d is not None]
-        if len(docs) != 1:
-            raise errors.BadRequest("the body must contain exactly one YAML document")
-        return _jsonable(docs[0])
     try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError as e:
+        return decoding.decode_json(raw)
+    except decoding.DecodeError as e:
         raise errors.BadRequest(
             f"the body of the request was in an unknown format or could not be decoded "
             f"as JSON: {e}") from e
-
-
-def _jsonable(value: Any) -> Any:
-    """YAML scalars that JSON has no form for (dates, times) become strings; a timestamp
-    becomes RFC 3339 (``2024-01-02T03:04:05Z``), as Kubernetes' YAML-to-JSON conversion
-    writes it, so that it decodes as a ``metav1.Time``."""
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, str | int | float | bool) or value is None:
-        return value
-    if isinstance(value, datetime.datetime):
-        text = value.isoformat()
-        if value.tzinfo is None:
-            text += "Z"
-        return text[:-6] + "Z" if text.endswith("+00:00") else text
-    return str(value)
