@@ -39,7 +39,15 @@ from typing import Any, TypeVar
 
 import orjson
 
-from setpoint.apimachinery import errors, fields, patch, selectors, timeutil, validation
+from setpoint.apimachinery import (
+    decoding,
+    errors,
+    fields,
+    patch,
+    selectors,
+    timeutil,
+    validation,
+)
 from setpoint.apimachinery.clock import Clock
 from setpoint.registry import cache as wc
 from setpoint.registry import fieldmanager, keylocks, listbudget, scale, storageerrors
@@ -280,6 +288,21 @@ class Store:
         return errors.BadRequest(
             f'{kind} in version "{version.name}" cannot be handled as a {kind}: {problem}')
 
+    def _check_depth(self, obj: Obj, name: str, current: Obj | None = None) -> None:
+        """422 for an object nested deeper than :data:`~setpoint.apimachinery.decoding.MAX_DEPTH`:
+        deeper ones could not be encoded in a List, a watch event or a Table. managedFields are
+        left out (the server writes them, a few levels below the fields they describe). An
+        object stored before the limit existed may still be written, if no deeper than it is."""
+        path = decoding.too_deep(_without_managed_fields(obj))
+        if path is None:
+            return
+        if current is not None and decoding.too_deep(_without_managed_fields(current)) \
+                is not None and decoding.depth(obj) <= decoding.depth(current):
+            return
+        raise self._invalid(name, [fields.FieldError(
+            fields.ErrorType.INVALID, str(path),
+            f"the object may be nested at most {decoding.MAX_DEPTH} levels deep")])
+
     def _check_namespace(self, meta: Obj, namespace: str | None) -> None:
         if self.info.namespaced:
             body_ns = meta.get("namespace")
@@ -469,6 +492,7 @@ class Store:
         version = self._version(version_name)
         obj = body
         meta = self._check_type(obj, version)
+        self._check_depth(obj, str(meta.get("name") or ""))
         self._check_namespace(meta, namespace)
         warnings = self.strategy.warnings(version)
         self._normalize(obj, version, opts, warnings)
@@ -528,6 +552,7 @@ class Store:
                 kv, current = await self._current(namespace, name)
                 if requested_rv and requested_rv != str(kv.mod_revision):
                     raise self._conflict(name)
+                self._check_depth(body, name, current)
                 new = deep_copy(body)
                 warnings = self.strategy.warnings(version)
                 self._normalize(new, version, opts, warnings)
@@ -641,6 +666,8 @@ class Store:
                                                       subresource)
                 else:
                     patched = self._apply_patch(base, patch_type, body, name)
+                if isinstance(patched, dict):
+                    self._check_depth(patched, name, current)
                 meta = self._check_type(patched, version, "patch")
                 _check_name(meta, name)
                 # The patched object carries the resourceVersion it was computed from, unless the
@@ -934,6 +961,13 @@ def _decode_continue(token: str, prefix: str) -> tuple[int, str]:
 def _no_selectors(opts: ListOptions | WatchOptions) -> bool:
     return (opts.label_selector is None or opts.label_selector.empty) and (
         opts.field_selector is None or opts.field_selector.empty)
+
+
+def _without_managed_fields(obj: Obj) -> Obj:
+    meta = obj.get("metadata")
+    if isinstance(meta, dict) and "managedFields" in meta:
+        return {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
+    return obj
 
 
 def _short(obj: Obj) -> str:
