@@ -39,7 +39,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from setpoint.apimachinery import fields
+from setpoint.apimachinery import fields, regexp
 from setpoint.apimachinery.fields import FieldError
 from setpoint.schema import celrules, defaulting, listtype, objectmeta, pruning, values
 from setpoint.schema.structural import Node, ValidationRule, parse
@@ -100,14 +100,15 @@ class CompiledSchema:
         """Every error of ``obj`` (a create, or an update without ratcheting): value
         validation, embedded resources, list types, then CEL rules. ``warnings`` is accepted
         for symmetry with :meth:`validate_update` (a create ratchets nothing)."""
-        raw: values.Errs = []
-        self._validator.validate(obj, "", raw)
-        errs = values.to_field_errors(raw)
-        errs.extend(self._extra(obj))
-        if self._list_check is not None:
-            self._list_check(obj, None, errs)
-        if self._rules is not None:
-            errs.extend(self._rules.validate(obj, prior=errs, warnings=warnings))
+        with regexp.budget():  # the patterns of one object share one matching budget
+            raw: values.Errs = []
+            self._validator.validate(obj, "", raw)
+            errs = values.to_field_errors(raw)
+            errs.extend(self._extra(obj))
+            if self._list_check is not None:
+                self._list_check(obj, None, errs)
+            if self._rules is not None:
+                errs.extend(self._rules.validate(obj, prior=errs, warnings=warnings))
         return fields.sort_errors(errs)
 
     def validate_update(self, new: Any, old: Any, *,
@@ -119,17 +120,18 @@ class CompiledSchema:
         """
         if old is None:
             return self.validate(new, warnings=warnings)
-        raw: values.Errs = []
-        self._validator.ratchet(new, old, "", raw)
-        errs = values.to_field_errors(raw)
-        errs.extend(self._extra(new))
-        if self._list_check is not None:
-            old_errs: list[FieldError] = []
-            self._list_check(old, None, old_errs)
-            if not old_errs:
-                self._list_check(new, None, errs)
-        if self._rules is not None:
-            errs.extend(self._rules.validate(new, old, prior=errs, warnings=warnings))
+        with regexp.budget():
+            raw: values.Errs = []
+            self._validator.ratchet(new, old, "", raw)
+            errs = values.to_field_errors(raw)
+            errs.extend(self._extra(new))
+            if self._list_check is not None:
+                old_errs: list[FieldError] = []
+                self._list_check(old, None, old_errs)
+                if not old_errs:
+                    self._list_check(new, None, errs)
+            if self._rules is not None:
+                errs.extend(self._rules.validate(new, old, prior=errs, warnings=warnings))
         return fields.sort_errors(errs)
 
     def _extra(self, obj: Any) -> list[FieldError]:

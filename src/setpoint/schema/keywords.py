@@ -18,7 +18,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from setpoint.apimachinery import fields
+from setpoint.apimachinery import fields, regexp
 from setpoint.schema import formats, govalues, regex
 from setpoint.schema.structural import Node
 
@@ -119,10 +119,10 @@ def string_checker(node: Node) -> StrFn | None:
     compiled = None
     pattern_error = None
     if pattern:
-        tr = regex.translate(pattern)
-        pattern_error = tr.error
-        if tr.python is not None:
+        try:
             compiled = regex.compile_pattern(pattern)
+        except regex.PatternError as e:
+            pattern_error = str(e)
     if max_len is None and min_len is None and not pattern:
         return None
     search = compiled.search if compiled is not None else None
@@ -136,7 +136,14 @@ def string_checker(node: Node) -> StrFn | None:
                          f"{path} in body should be at least {min_len} chars long"))
             return
         if search is not None:
-            if search(value) is None:
+            try:
+                found = search(value)
+            except regexp.BudgetExceeded:
+                errs.append((INVALID, path, value,
+                             f"{path} in body should match '{pattern}', but checking a value "
+                             f"this long against it would take too long"))
+                return
+            if not found:
                 errs.append((INVALID, path, value, f"{path} in body should match '{pattern}'"))
         elif pattern_error is not None:
             errs.append((INVALID, path, value,

@@ -352,11 +352,11 @@ def _value_validation(s: Node, skip_any_of: bool, skip_first_all_of_any_of: bool
     if s.not_ is not None:
         errs.extend(_nested(s.not_, False, path.child("not")))
     if s.pattern:
-        tr = regex.translate(s.pattern)
-        if tr.error is not None:
+        problem = regex.error(s.pattern)
+        if problem is not None:
             errs.append(fields.invalid(
                 path.child("pattern"), s.pattern,
-                f"must be a valid regular expression, but isn't: {tr.error}"))
+                f"must be a valid regular expression, but isn't: {problem}"))
     return errs
 
 

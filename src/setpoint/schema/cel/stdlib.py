@@ -5,21 +5,19 @@ The operators themselves live in :mod:`~setpoint.schema.cel.operators` and the c
 :mod:`~setpoint.schema.cel.conversions`; :data:`STANDARD` binds them to their overloads and
 cel-go's costs.
 
-Regular expressions are RE2 (Go's ``regexp``). Patterns are first checked with
-:mod:`setpoint.schema.regex`, so an invalid one fails with Go's message; matching then uses
-Google's RE2 through the ``google-re2`` package when it is installed (exact semantics, linear
-time). Without it, patterns are translated to Python's ``re``, which backtracks: a pattern
-such as ``(a+)+$`` can then take exponential time, and the cost limit cannot interrupt it.
+Regular expressions are RE2 (Go's ``regexp``): patterns are checked and compiled by
+:mod:`setpoint.schema.regex`, so an invalid one fails with Go's message, and matching runs on
+RE2 in time linear in the text (the cost limit could not interrupt a backtracking match).
 """
 
 from __future__ import annotations
 
-import importlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from setpoint.apimachinery import regexp
 from setpoint.schema import regex
 from setpoint.schema.cel import types as t
 from setpoint.schema.cel.conversions import (
@@ -33,7 +31,7 @@ from setpoint.schema.cel.conversions import (
     to_timestamp,
     to_uint,
 )
-from setpoint.schema.cel.errors import EvalError, NoSuchOverload
+from setpoint.schema.cel.errors import CostLimitExceeded, EvalError, NoSuchOverload
 from setpoint.schema.cel.functions import (
     REGEX_LENGTH_FACTOR,
     Function,
@@ -65,43 +63,20 @@ from setpoint.schema.cel.timevals import local_fields, parse_duration, parse_tim
 
 # -- strings ------------------------------------------------------------------------------
 
-def _load_re2() -> Any:
-    try:
-        return importlib.import_module("re2")
-    except ImportError:
-        return None
-
-
-# Google's RE2 bindings when installed: RE2 semantics exactly, in linear time. Without them,
-# patterns are translated to Python's backtracking ``re`` (see module docstring).
-_RE2: Final = _load_re2()
-
-
 @dataclass(frozen=True, slots=True)
 class Regex:
     """A compiled RE2 pattern; ``source`` is the pattern as written (it sizes the cost)."""
 
     source: str
-    compiled: Any  # an ``re2`` regexp or a ``re.Pattern``: both have ``search(text, pos)``
-
-    def search(self, text: str, pos: int = 0) -> Any:
-        return self.compiled.search(text, pos)
+    compiled: regexp.Regexp
 
 
 def compile_regex(pattern: str) -> Regex:
     """Compile with Go's rules; invalid patterns fail with Go's ``error parsing regexp``."""
-    tr = regex.translate(pattern)
-    if tr.error is not None:
-        raise EvalError(tr.error)
-    if _RE2 is not None:
-        try:
-            return Regex(pattern, _RE2.compile(pattern))
-        except _RE2.error as e:
-            raise EvalError(f"error parsing regexp: {e}") from None
-    compiled = regex.compile_pattern(pattern)
-    if compiled is None:
-        raise EvalError(f"error parsing regexp: unsupported by this implementation: `{pattern}`")
-    return Regex(pattern, compiled)
+    try:
+        return Regex(pattern, regex.compile_pattern(pattern))
+    except regex.PatternError as e:
+        raise EvalError(str(e)) from None
 
 
 def _pattern(p: Any) -> Regex:
@@ -115,7 +90,10 @@ def _pattern(p: Any) -> Regex:
 def matches(s: Any, p: Any) -> bool:
     if type(s) is not str:
         raise NoSuchOverload()
-    return _pattern(p).search(s) is not None
+    try:
+        return _pattern(p).compiled.search(s)
+    except regexp.BudgetExceeded:
+        raise CostLimitExceeded() from None
 
 
 def prepare_regex(p: Any) -> Any:
@@ -223,10 +201,8 @@ def _prefix_cost(args: Sequence[Any], result: Any) -> int:
 
 
 def _regex_literal_check(args: Sequence[Any]) -> str | None:
-    if args and type(args[0]) is str:
-        tr = regex.translate(args[0])
-        if tr.error is not None:
-            return "invalid matches argument"
+    if args and type(args[0]) is str and regex.error(args[0]) is not None:
+        return "invalid matches argument"
     return None
 
 

@@ -1,6 +1,7 @@
 """Kubernetes' regex library: ``s.find(re)`` and ``s.findAll(re[, n])``.
 
-Patterns are RE2 (translated by :mod:`setpoint.schema.regex`); matching follows Go's
+Patterns are RE2 (checked and compiled by :mod:`setpoint.schema.regex`), matched in linear
+time; matching follows Go's
 ``FindString``/``FindAllString``: leftmost-first, and an empty match right after the previous
 match is skipped. An invalid constant pattern fails the rule's compilation
 (``program instantiation failed: error parsing regexp: ...``); an invalid computed one is the
@@ -13,8 +14,14 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from setpoint.apimachinery import regexp
 from setpoint.schema.cel import types as t
-from setpoint.schema.cel.errors import CELCompileError, EvalError, NoSuchOverload
+from setpoint.schema.cel.errors import (
+    CELCompileError,
+    CostLimitExceeded,
+    EvalError,
+    NoSuchOverload,
+)
 from setpoint.schema.cel.functions import (
     REGEX_LENGTH_FACTOR,
     Function,
@@ -50,31 +57,19 @@ def _prepare(p: Any) -> Any:
 def find(s: Any, p: Any) -> str:
     if type(s) is not str:
         raise NoSuchOverload()
-    m = _compile(p).search(s)
-    return m.group() if m else ""
+    try:
+        return _compile(p).compiled.find(s) or ""
+    except regexp.BudgetExceeded:
+        raise CostLimitExceeded() from None
 
 
 def find_all(s: Any, p: Any, n: Any = -1) -> list[str]:
     if type(s) is not str or type(n) is not int:
         raise NoSuchOverload()
-    pattern = _compile(p)
-    out: list[str] = []
-    pos, prev_end = 0, -1
-    while (n < 0 or len(out) < n) and pos <= len(s):
-        m = pattern.search(s, pos)
-        if m is None:
-            break
-        accept = True
-        if m.end() == pos:
-            # An empty match: skip it when it abuts the previous match, then move one rune on.
-            accept = m.start() != prev_end
-            pos += 1
-        else:
-            pos = m.end()
-        prev_end = m.end()
-        if accept:
-            out.append(m.group())
-    return out
+    try:
+        return _compile(p).compiled.findall(s, n if n >= 0 else -1)
+    except regexp.BudgetExceeded:
+        raise CostLimitExceeded() from None
 
 
 def _cost(args: Sequence[Any], result: Any) -> int:
