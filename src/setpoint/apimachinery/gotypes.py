@@ -29,9 +29,10 @@ from __future__ import annotations
 
 import binascii
 import math
-import re
 from collections.abc import Callable, Mapping
 from typing import Any
+
+from setpoint.apimachinery import regexp
 
 RFC3339 = "2006-01-02T15:04:05Z07:00"
 RFC3339_MICRO = "2006-01-02T15:04:05.000000Z07:00"
@@ -389,8 +390,8 @@ def canonical_base64(text: str) -> str:
 # --- time --------------------------------------------------------------------------------------
 
 # (layout element, pattern) in the order Go's parser meets them
-_TIME_STEPS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
-    (elem, re.compile(pattern, re.ASCII)) for elem, pattern in (
+_TIME_STEPS: tuple[tuple[str, regexp.Regexp], ...] = tuple(
+    (elem, regexp.Regexp(pattern)) for elem, pattern in (
         ("2006", r"\d{4}"), ("-", "-"), ("01", r"\d{2}"), ("-", "-"), ("02", r"\d{2}"),
         ("T", "T"), ("15", r"\d{2}"), (":", ":"), ("04", r"\d{2}"), (":", ":"),
         ("05", r"\d{2}"), ("", r"(?:[.,]\d+)?"), ("Z07:00", r"(?:Z|[+-]\d{2}:\d{2})"))
@@ -399,8 +400,8 @@ _RANGES = (("month", 2, 1, 12), ("day", 4, 1, 31), ("hour", 6, 0, 23), ("minute"
            ("second", 10, 0, 59))
 
 
-_TIME_FAST = re.compile(r"\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T([01]\d|2[0-3]):[0-5]\d:"
-                        r"[0-5]\d(?:[.,]\d+)?(?:Z|[+-](?:[01]\d|2[0-3]):[0-5]\d)", re.ASCII)
+_TIME_FAST = regexp.Regexp(r"\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T([01]\d|2[0-3]):"
+                           r"[0-5]\d:[0-5]\d(?:[.,]\d+)?(?:Z|[+-](?:[01]\d|2[0-3]):[0-5]\d)")
 
 
 def time_error(text: str, layout: str = RFC3339) -> str | None:
@@ -410,13 +411,13 @@ def time_error(text: str, layout: str = RFC3339) -> str | None:
     rest = text
     parts: list[str] = []
     for elem, pattern in _TIME_STEPS:
-        match = pattern.match(rest)
+        match = pattern.prefix(rest)
         if match is None:
             shown = ".000000" if elem == "" else elem
             return (f'parsing time "{text}" as "{layout}": cannot parse "{rest}" as '
                     f'"{shown}"')
-        parts.append(match.group())
-        rest = rest[match.end():]
+        parts.append(match)
+        rest = rest[len(match):]
     if rest:
         return f'parsing time "{text}": extra text: "{rest}"'
     for what, index, low, high in _RANGES:

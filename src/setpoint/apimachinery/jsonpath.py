@@ -25,11 +25,12 @@ Object members are visited in sorted key order where client-go's order is unspec
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias
+
+from setpoint.apimachinery import regexp
 
 __all__ = ["JSONPath", "JSONPathError", "format_cell"]
 
@@ -115,11 +116,11 @@ _Item: TypeAlias = _Text | _Action | _Range
 
 # --- parser ------------------------------------------------------------------------------------
 
-_DICT_KEY = re.compile(r"'([^']*)'")
-_SLICE = re.compile(r"(-?[0-9]*)(:-?[0-9]*)?(:-?[0-9]*)?")
-_FILTER = re.compile(r"([^!<>=]+)([!<>=]+)(.+?)", re.DOTALL)
-_INT = re.compile(r"[+-]?[0-9]+")
-_FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_DICT_KEY = regexp.Regexp(r"'([^']*)'")
+_SLICE = regexp.Regexp(r"(-?[0-9]*)(:-?[0-9]*)?(:-?[0-9]*)?")
+_FILTER = regexp.Regexp(r"(?s)([^!<>=]+)([!<>=]+)(.+?)")
+_INT = regexp.Regexp(r"[+-]?[0-9]+")
+_FLOAT = regexp.Regexp(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _TERMINATORS = frozenset(" \t\r\n.,[]$@{}")
 
 
@@ -320,10 +321,11 @@ class _Parser:
             raise JSONPathError("unclosed array expect ]")
         self.pos += 1
         inside = self.text[start:self.pos - 2]
-        match = _FILTER.fullmatch(inside)
+        match = _FILTER.groups(inside)
         if match is None:
             return _Filter(_sub_action(inside), (), "exists")
-        return _Filter(_sub_action(match[1]), _sub_action(match[3]), match[2])
+        left, operator, right = (group or "" for group in match)
+        return _Filter(_sub_action(left), _sub_action(right), operator)
 
     def parse_quote(self, quote: str) -> _Text:
         start = self.pos
@@ -356,15 +358,15 @@ def _array_node(inside: str) -> _Node:
     parts = inside.split(",")
     if len(parts) > 1:
         return _Union(tuple(_sub_action("[" + part.strip(" ") + "]") for part in parts))
-    key = _DICT_KEY.fullmatch(inside)
+    key = _DICT_KEY.groups(inside)
     if key is not None:
-        nodes = _sub_action("." + key[1])
+        nodes = _sub_action("." + (key[0] or ""))
         return nodes[0] if len(nodes) == 1 else _Union((nodes,))
-    match = _SLICE.fullmatch(inside)
+    match = _SLICE.groups(inside)
     if match is None:
         raise JSONPathError(f"invalid array index {inside}")
     params: list[_Param] = []
-    for i, group in enumerate(match.groups()):
+    for i, group in enumerate(match):
         text = group or ""
         if i > 0 and text:
             text = text[1:]

@@ -179,6 +179,13 @@ class Regexp:
         return tuple(None if span == _NO_SPAN else _decode(data[span[0]:span[1]])
                      for span in spans[1:])
 
+    def prefix(self, text: str) -> str | None:
+        """The text of a match at the start of ``text``, or ``None``."""
+        data = _encode(text)
+        self._charge(data)
+        span = self._spans(_START, data)[0]
+        return None if span == _NO_SPAN else _decode(data[span[0]:span[1]])
+
     def find(self, text: str) -> str | None:
         """The leftmost match in ``text`` (leftmost-first, as Go), or ``None``."""
         data = _encode(text)

@@ -28,14 +28,13 @@ Non-guarantees: which field names a resource supports is the caller's business
 from __future__ import annotations
 
 import enum
-import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
-from setpoint.apimachinery import errors, fields, validation
+from setpoint.apimachinery import errors, fields, regexp, validation
 
 __all__ = [
     "FieldSelector",
@@ -65,7 +64,7 @@ _BINARY_OPERATORS = ", ".join(op.value for op in (
     Operator.IN, Operator.NOT_IN, Operator.EQUALS, Operator.DOUBLE_EQUALS, Operator.NOT_EQUALS,
     Operator.GREATER_THAN, Operator.LESS_THAN))
 
-_INT64 = re.compile(r"[+-]?[0-9]+", re.ASCII)
+_INT64 = regexp.Regexp(r"[+-]?[0-9]+")
 
 
 def _parse_int64(text: str) -> int | None:

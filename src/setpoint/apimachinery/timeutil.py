@@ -21,17 +21,18 @@ formatters are taken to be UTC already; nothing here reads the wall clock.
 
 from __future__ import annotations
 
-import re
 from datetime import UTC, datetime, timedelta
+
+from setpoint.apimachinery import regexp
 
 __all__ = ["format_micro_time", "format_time", "human_duration", "parse_time"]
 
-_RFC3339 = re.compile(
-    r"(?P<year>\d{4})-(?P<month>\d{2})-(?P<day>\d{2})"
-    r"[Tt](?P<hour>\d{2}):(?P<minute>\d{2}):(?P<second>\d{2})"
-    r"(?:\.(?P<fraction>\d+))?"
-    r"(?:(?P<utc>[Zz])|(?P<sign>[+-])(?P<off_hour>\d{2}):(?P<off_minute>\d{2}))",
-    re.ASCII,  # \d must not match other scripts' digits
+# year, month, day, hour, minute, second, fraction, utc, sign, offset hour, offset minute
+_RFC3339 = regexp.Regexp(
+    r"(\d{4})-(\d{2})-(\d{2})"
+    r"[Tt](\d{2}):(\d{2}):(\d{2})"
+    r"(?:\.(\d+))?"
+    r"(?:([Zz])|([+-])(\d{2}):(\d{2}))",
 )
 
 _NANOS_PER_SECOND = 1_000_000_000
@@ -68,26 +69,26 @@ def parse_time(text: str) -> datetime:
     """
     if not isinstance(text, str):
         raise ValueError(f"not an RFC 3339 timestamp: {text!r}")
-    match = _RFC3339.fullmatch(text)
+    match = _RFC3339.groups(text)
     if match is None:
         raise ValueError(f"not an RFC 3339 timestamp: {text!r}")
-    fraction = match["fraction"] or ""
-    micros = int((fraction + "000000")[:6])
+    year, month, day, hour, minute, second, fraction, utc, sign, off_h, off_m = match
+    micros = int(((fraction or "") + "000000")[:6])
     try:
         parsed = datetime(
-            int(match["year"]), int(match["month"]), int(match["day"]),
-            int(match["hour"]), int(match["minute"]), int(match["second"]), micros,
+            int(year or 0), int(month or 0), int(day or 0),
+            int(hour or 0), int(minute or 0), int(second or 0), micros,
             tzinfo=UTC,
         )
     except ValueError as e:
         raise ValueError(f"not an RFC 3339 timestamp: {text!r}: {e}") from e
-    if match["utc"] is None:
-        off_hour, off_minute = int(match["off_hour"]), int(match["off_minute"])
+    if utc is None:
+        off_hour, off_minute = int(off_h or 0), int(off_m or 0)
         if off_hour > 23 or off_minute > 59:
             raise ValueError(f"not an RFC 3339 timestamp: {text!r}: bad offset")
         offset = timedelta(hours=off_hour, minutes=off_minute)
         # The wall time is local to the offset; UTC is the wall time minus the offset.
-        parsed = parsed - offset if match["sign"] == "+" else parsed + offset
+        parsed = parsed - offset if sign == "+" else parsed + offset
     return parsed
 
 

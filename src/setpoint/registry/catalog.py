@@ -15,7 +15,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from setpoint.apimachinery import errors
+from setpoint.apimachinery import errors, regexp
 from setpoint.apimachinery.clock import Clock
 from setpoint.registry import cache as wc
 from setpoint.registry import core, crd, deletion
@@ -212,14 +212,15 @@ def _preferred_order(info: ResourceInfo) -> list[str]:
     return [v.name for v in info.served_versions]
 
 
+_KUBE_VERSION = regexp.Regexp(r"v([0-9]+)(?:(alpha|beta)([0-9]+))?")
+
+
 def _version_priority(version: str) -> tuple[int, int, int]:
     """Kubernetes' version ordering: GA > beta > alpha, higher numbers first."""
-    import re
-
-    m = re.fullmatch(r"v(\d+)(?:(alpha|beta)(\d+))?", version)
+    m = _KUBE_VERSION.groups(version)
     if not m:
         return (3, 0, 0)
-    major = int(m.group(1))
-    stage = {None: 0, "beta": 1, "alpha": 2}[m.group(2)]
-    minor = int(m.group(3) or 0)
+    major = int(m[0] or 0)
+    stage = {None: 0, "beta": 1, "alpha": 2}[m[1]]
+    minor = int(m[2] or 0)
     return (stage, -major, -minor)

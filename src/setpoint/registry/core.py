@@ -7,10 +7,9 @@ pruned, as decoding into a typed object drops them), defaults, validation and co
 from __future__ import annotations
 
 import base64
-import re
 from typing import Any
 
-from setpoint.apimachinery import errors, fields, gotypes, validation
+from setpoint.apimachinery import errors, fields, gotypes, regexp, validation
 from setpoint.apimachinery.fields import FieldError, FieldPath
 from setpoint.registry import builtintypes, table
 from setpoint.registry.resources import ResourceInfo, VersionInfo
@@ -18,7 +17,7 @@ from setpoint.registry.strategy import Strategy, meta_of
 
 Obj = dict[str, Any]
 
-CONFIG_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
+CONFIG_KEY = regexp.Regexp(r"^[-._a-zA-Z0-9]+$")
 PROTECTED_NAMESPACES = ("default", "kube-system", "kube-public")
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 

@@ -17,11 +17,10 @@ an older server) never has its names accepted, so it is never established nor se
 from __future__ import annotations
 
 import copy
-import re
 import urllib.parse
 from typing import Any
 
-from setpoint.apimachinery import fields, gotypes, validation
+from setpoint.apimachinery import fields, gotypes, regexp, validation
 from setpoint.apimachinery.fields import FieldError, FieldPath
 from setpoint.registry import builtintypes, core, table
 from setpoint.registry.resources import (
@@ -40,7 +39,7 @@ API_APPROVAL = "api-approved.kubernetes.io"
 APPROVAL_CONDITION = "KubernetesAPIApprovalPolicyConformant"
 _APPROVAL_HELP = "see https://github.com/kubernetes/enhancements/pull/1111"
 CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
-DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+DNS_LABEL = regexp.Regexp(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
 def crd_resource() -> ResourceInfo:

@@ -22,7 +22,6 @@ forces a re-read. Objects are never mutated: the functions return new lists and 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -30,7 +29,7 @@ from typing import Any, Final, Literal
 
 from setpoint import client as sp_client
 from setpoint.apimachinery import clock as base_clock
-from setpoint.apimachinery import errors, timeutil
+from setpoint.apimachinery import errors, regexp, timeutil
 from setpoint.client import api as client_api
 
 Obj = Mapping[str, Any]
@@ -41,7 +40,7 @@ FALSE: Final = "False"
 UNKNOWN: Final = "Unknown"
 
 #: metav1.Condition's reason pattern
-_REASON = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")
+_REASON = regexp.Regexp(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")
 MAX_MESSAGE: Final = 32768
 
 
@@ -63,7 +62,7 @@ class Condition:
                              f"{self.status!r}")
         if not self.type:
             raise ValueError("a condition needs a type")
-        if not _REASON.match(self.reason) or len(self.reason) > 1024:
+        if not _REASON.search(self.reason) or len(self.reason) > 1024:
             raise ValueError(f"a condition reason is CamelCase ({_REASON.pattern}), not "
                              f"{self.reason!r}")
         if len(self.message) > MAX_MESSAGE:

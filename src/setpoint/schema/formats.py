@@ -17,9 +17,10 @@ from __future__ import annotations
 import base64
 import binascii
 import ipaddress
-import re
 import unicodedata
 from collections.abc import Callable
+
+from setpoint.apimachinery import regexp
 
 Validator = Callable[[str], bool]
 
@@ -61,30 +62,30 @@ def _bson_object_id(s: str) -> bool:
     return len(s) == 24 and all(c in _HEX for c in s)
 
 
-_UUID = re.compile(r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}\Z")
-_UUID3 = re.compile(r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?3[0-9a-f]{3}-?[0-9a-f]{4}-?[0-9a-f]{12}\Z")
-_UUID4 = re.compile(
-    r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?4[0-9a-f]{3}-?[89ab][0-9a-f]{3}-?[0-9a-f]{12}\Z")
-_UUID5 = re.compile(
-    r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?5[0-9a-f]{3}-?[89ab][0-9a-f]{3}-?[0-9a-f]{12}\Z")
-_CREDIT_CARD = re.compile(
-    r"^(?:4[0-9]{12}(?:[0-9]{3})?|5[1-5][0-9]{14}|6(?:011|5[0-9][0-9])[0-9]{12}|3[47][0-9]{13}|"
-    r"3(?:0[0-5]|[68][0-9])[0-9]{11}|(?:2131|1800|35[0-9]{3})[0-9]{11})\Z")
-_ISBN10 = re.compile(r"^(?:[0-9]{9}X|[0-9]{10})\Z")
-_ISBN13 = re.compile(r"^(?:[0-9]{13})\Z")
-_HEXCOLOR = re.compile(r"^#?([0-9a-fA-F]{3}|[0-9a-fA-F]{6})\Z")
+# Each pattern is matched whole (fullmatch), on RE2.
+_UUID = regexp.Regexp(r"(?i)[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}")
+_UUID3 = regexp.Regexp(r"(?i)[0-9a-f]{8}-?[0-9a-f]{4}-?3[0-9a-f]{3}-?[0-9a-f]{4}-?[0-9a-f]{12}")
+_UUID4 = regexp.Regexp(
+    r"(?i)[0-9a-f]{8}-?[0-9a-f]{4}-?4[0-9a-f]{3}-?[89ab][0-9a-f]{3}-?[0-9a-f]{12}")
+_UUID5 = regexp.Regexp(
+    r"(?i)[0-9a-f]{8}-?[0-9a-f]{4}-?5[0-9a-f]{3}-?[89ab][0-9a-f]{3}-?[0-9a-f]{12}")
+_CREDIT_CARD = regexp.Regexp(
+    r"4[0-9]{12}(?:[0-9]{3})?|5[1-5][0-9]{14}|6(?:011|5[0-9][0-9])[0-9]{12}|3[47][0-9]{13}|"
+    r"3(?:0[0-5]|[68][0-9])[0-9]{11}|(?:2131|1800|35[0-9]{3})[0-9]{11}")
+_ISBN10 = regexp.Regexp(r"[0-9]{9}X|[0-9]{10}")
+_ISBN13 = regexp.Regexp(r"[0-9]{13}")
+_HEXCOLOR = regexp.Regexp(r"#?([0-9a-fA-F]{3}|[0-9a-fA-F]{6})")
 _RGB_PART = r"[\t\n\f\r ]*(0|[1-9][0-9]?|1[0-9][0-9]?|2[0-4][0-9]|25[0-5])[\t\n\f\r ]*"
-_RGBCOLOR = re.compile(r"^rgb\(" + _RGB_PART + "," + _RGB_PART + "," + _RGB_PART + r"\)\Z")
-_BASE64 = re.compile(
-    r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=|[A-Za-z0-9+/]{4})\Z")
-_SSN = re.compile(r"^[0-9]{3}[- ]?[0-9]{2}[- ]?[0-9]{4}\Z")
-_NOT_DIGIT = re.compile(r"[^0-9]+")
-_SPACES_AND_MINUS = re.compile(r"[\t\n\v\f\r \x85\xa0-]+")
+_RGBCOLOR = regexp.Regexp(r"rgb\(" + _RGB_PART + "," + _RGB_PART + "," + _RGB_PART + r"\)")
+_BASE64 = regexp.Regexp(
+    r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=|[A-Za-z0-9+/]{4})")
+_SSN = regexp.Regexp(r"[0-9]{3}[- ]?[0-9]{2}[- ]?[0-9]{4}")
+_SPACES_AND_MINUS = str.maketrans("", "", "\t\n\v\f\r \x85\xa0-")
 
 
 def _credit_card(s: str) -> bool:
-    digits = _NOT_DIGIT.sub("", s)
-    if not _CREDIT_CARD.match(digits):
+    digits = "".join(ch for ch in s if "0" <= ch <= "9")
+    if not _CREDIT_CARD.fullmatch(digits):
         return False
     total = 0
     double = False
@@ -100,8 +101,8 @@ def _credit_card(s: str) -> bool:
 
 
 def _isbn10(s: str) -> bool:
-    clean = _SPACES_AND_MINUS.sub("", s)
-    if not _ISBN10.match(clean):
+    clean = s.translate(_SPACES_AND_MINUS)
+    if not _ISBN10.fullmatch(clean):
         return False
     total = sum((i + 1) * (ord(clean[i]) - 48) for i in range(9))
     total += 100 if clean[9] == "X" else 10 * (ord(clean[9]) - 48)
@@ -109,19 +110,19 @@ def _isbn10(s: str) -> bool:
 
 
 def _isbn13(s: str) -> bool:
-    clean = _SPACES_AND_MINUS.sub("", s)
-    if not _ISBN13.match(clean):
+    clean = s.translate(_SPACES_AND_MINUS)
+    if not _ISBN13.fullmatch(clean):
         return False
     total = sum((1, 3)[i % 2] * (ord(clean[i]) - 48) for i in range(12))
     return (ord(clean[12]) - 48) - ((10 - total % 10) % 10) == 0
 
 
 def _ssn(s: str) -> bool:
-    return len(s) == 11 and _SSN.match(s) is not None
+    return len(s) == 11 and _SSN.fullmatch(s)
 
 
 def _byte(s: str) -> bool:
-    if _BASE64.match(s) is None:
+    if not _BASE64.fullmatch(s):
         return False
     try:
         base64.b64decode(s, validate=True)
@@ -131,9 +132,9 @@ def _byte(s: str) -> bool:
 
 
 # hostname: kube-openapi's pattern uses \p{S} and \p{L}; each character is mapped to a class
-# letter first so that Python's re (which has no \p) can apply the same pattern.
-_HOSTNAME_CLASSES = re.compile(
-    r"^([ADS]((-?[ADS]{0,62})?)|([ADS](([ADS-]{0,61}[ADS])?)(\.)){1,}(A){2,63})\Z")
+# letter first (digits D, letters A, symbols S, anything else X), then the pattern is applied
+_HOSTNAME_CLASSES = regexp.Regexp(
+    r"[ADS]((-?[ADS]{0,62})?)|([ADS](([ADS-]{0,61}[ADS])?)(\.)){1,}(A){2,63}")
 
 
 def _host_class(ch: str) -> str:
@@ -152,7 +153,7 @@ def _host_class(ch: str) -> str:
 
 
 def _hostname(s: str) -> bool:
-    if _HOSTNAME_CLASSES.match("".join(_host_class(c) for c in s)) is None:
+    if not _HOSTNAME_CLASSES.fullmatch("".join(_host_class(c) for c in s)):
         return False
     raw = s.encode("utf-8", "surrogatepass")
     if len(raw) > 255:
@@ -252,14 +253,14 @@ def _mac(s: str) -> bool:
 
 
 _DAYS = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
-_DATE = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})\Z")
+_DATE = regexp.Regexp(r"([0-9]{4})-([0-9]{2})-([0-9]{2})")
 
 
 def _date(s: str) -> bool:
-    m = _DATE.match(s)
+    m = _DATE.groups(s)
     if m is None:
         return False
-    year, month, day = int(m.group(1)), int(m.group(2)), int(m.group(3))
+    year, month, day = (int(g or 0) for g in m)
     if not 1 <= month <= 12 or day < 1:
         return False
     leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
@@ -267,8 +268,8 @@ def _date(s: str) -> bool:
     return day <= limit
 
 
-_DATETIME_TIME = re.compile(
-    r"^([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))\Z")
+_DATETIME_TIME = regexp.Regexp(
+    r"([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))")
 
 
 def _datetime(s: str) -> bool:
@@ -277,19 +278,20 @@ def _datetime(s: str) -> bool:
     parts = s.lower().split("t")
     if len(parts) < 2 or not _date(parts[0]):
         return False
-    m = _DATETIME_TIME.match(parts[1])
+    m = _DATETIME_TIME.groups(parts[1])
     if m is None:
         return False
-    return m.group(1) <= "23" and m.group(2) <= "59" and m.group(3) <= "59"
+    return (m[0] or "") <= "23" and (m[1] or "") <= "59" and (m[2] or "") <= "59"
 
 
 _GO_UNITS = {"ns", "us", "\u00b5s", "\u03bcs", "ms", "s", "m", "h"}
-_GO_DURATION_PART = re.compile(r"([0-9]*(?:\.[0-9]*)?)([^0-9.]+)")
+_GO_DURATION = regexp.Regexp(r"(?:[0-9]*(?:\.[0-9]*)?[^0-9.]+)+")
+_GO_DURATION_PART = regexp.Regexp(r"([0-9]*(?:\.[0-9]*)?)([^0-9.]+)")
 _SCALA_UNITS = (
     ("ns", "nano"), ("us", "\u00b5s", "micro"), ("ms", "milli"), ("s", "sec"), ("m", "min"),
     ("h", "hr", "hour"), ("d", "day"), ("w", "wk", "week"),
 )
-_SCALA_PART = re.compile("([0-9]+)[\\t\\n\\f\\r ]*([A-Za-z\u00b5]+)")
+_SCALA_PART = regexp.Regexp("([0-9]+)[\\t\\n\\f\\r ]*([A-Za-z\u00b5]+)")
 _DURATION_LIMIT = (1 << 63) - 1
 _UNIT_NANOS = {"ns": 1, "us": 1000, "\u00b5s": 1000, "\u03bcs": 1000, "ms": 10**6,
                "s": 10**9, "m": 60 * 10**9, "h": 3600 * 10**9}
@@ -303,19 +305,16 @@ def _go_parse_duration(s: str) -> bool:
         return True
     if not s:
         return False
+    if not _GO_DURATION.fullmatch(s):
+        return False
     total = 0.0
-    pos = 0
-    while pos < len(s):
-        m = _GO_DURATION_PART.match(s, pos)
-        if m is None:
-            return False
-        number, unit = m.group(1), m.group(2)
-        if number in ("", ".") or unit not in _GO_UNITS:
+    # the parts of a text the whole pattern matched follow one another
+    for _, number, unit in _GO_DURATION_PART.finditer(s):
+        if number in (None, "", ".") or unit not in _GO_UNITS:
             return False
         total += float(number) * _UNIT_NANOS[unit]
         if total > _DURATION_LIMIT + 1:
             return False
-        pos = m.end()
     return True
 
 
@@ -323,10 +322,10 @@ def _duration(s: str) -> bool:
     if _go_parse_duration(s):
         return True
     ok = False
-    for m in _SCALA_PART.finditer(s):
-        if int(m.group(1)) > _DURATION_LIMIT:
+    for _, number, word in _SCALA_PART.finditer(s):
+        if len(number or "") > 19 or int(number or 0) > _DURATION_LIMIT:
             return False
-        unit = m.group(2).strip().lower()
+        unit = (word or "").strip().lower()
         for variants in _SCALA_UNITS:
             last = len(variants) - 1
             for i, variant in enumerate(variants):
@@ -336,19 +335,19 @@ def _duration(s: str) -> bool:
 
 
 # email: Go's net/mail.ParseAddress accepts "addr-spec" or "Name <addr-spec>".
-_ATEXT = re.compile(r"[A-Za-z0-9!#$%&'*+\-/=?^_`{|}~\u0080-\U0010ffff]+\Z")
-_QUOTED_LOCAL = re.compile(r'"(?:[^"\\\r\n]|\\.)*"\Z')
+_ATEXT = regexp.Regexp(r"[A-Za-z0-9!#$%&'*+\-/=?^_`{|}~\x{80}-\x{10ffff}]+")
+_QUOTED_LOCAL = regexp.Regexp(r'"(?:[^"\\\r\n]|\\.)*"')
 
 
 def _dot_atom(s: str) -> bool:
-    return bool(s) and all(part and _ATEXT.match(part) for part in s.split("."))
+    return bool(s) and all(part and _ATEXT.fullmatch(part) for part in s.split("."))
 
 
 def _addr_spec(s: str) -> bool:
     local, at, domain = s.rpartition("@")
     if not at or not local or not domain:
         return False
-    if not (_dot_atom(local) or _QUOTED_LOCAL.match(local)):
+    if not (_dot_atom(local) or _QUOTED_LOCAL.fullmatch(local)):
         return False
     if domain.startswith("[") and domain.endswith("]"):
         return "[" not in domain[1:-1] and "]" not in domain[1:-1] and "\\" not in domain
@@ -366,14 +365,14 @@ def _email(s: str) -> bool:
         name = s[:lt].strip(" \t")
         if name and not (name.startswith('"') and name.endswith('"')):
             words = name.split()
-            if not all(_ATEXT.match(w.replace(".", "")) or w == "." for w in words):
+            if not all(_ATEXT.fullmatch(w.replace(".", "")) or w == "." for w in words):
                 return False
         return _addr_spec(s[lt + 1: -1].strip(" \t"))
     return _addr_spec(s)
 
 
 # uri: Go's url.ParseRequestURI (an absolute URI or an absolute path).
-_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+\-.]*\Z")
+_SCHEME = regexp.Regexp(r"[A-Za-z][A-Za-z0-9+\-.]*")
 _HOST_OK = frozenset(
     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.~!$&'()*+,;=:[]<>\"")
 
@@ -421,7 +420,7 @@ def _uri(s: str) -> bool:
     rest = s
     if colon == 0:
         return False
-    if colon > 0 and _SCHEME.match(s[:colon]):
+    if colon > 0 and _SCHEME.fullmatch(s[:colon]):
         scheme = s[:colon]
         rest = s[colon + 1:]
     if "?" in rest:
@@ -453,17 +452,17 @@ _VALIDATORS: dict[str, Validator] = {
     "ipv6": _ipv6,
     "cidr": _cidr,
     "mac": _mac,
-    "uuid": lambda s: _UUID.match(s) is not None,
-    "uuid3": lambda s: _UUID3.match(s) is not None,
-    "uuid4": lambda s: _UUID4.match(s) is not None,
-    "uuid5": lambda s: _UUID5.match(s) is not None,
+    "uuid": _UUID.fullmatch,
+    "uuid3": _UUID3.fullmatch,
+    "uuid4": _UUID4.fullmatch,
+    "uuid5": _UUID5.fullmatch,
     "isbn": lambda s: _isbn10(s) or _isbn13(s),
     "isbn10": _isbn10,
     "isbn13": _isbn13,
     "creditcard": _credit_card,
     "ssn": _ssn,
-    "hexcolor": lambda s: _HEXCOLOR.match(s) is not None,
-    "rgbcolor": lambda s: _RGBCOLOR.match(s) is not None,
+    "hexcolor": _HEXCOLOR.fullmatch,
+    "rgbcolor": _RGBCOLOR.fullmatch,
     "byte": _byte,
     "password": _password,
     "date": _date,

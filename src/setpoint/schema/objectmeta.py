@@ -14,11 +14,10 @@ mutated; managedFields are not validated.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
 
-from setpoint.apimachinery import fields, validation
+from setpoint.apimachinery import fields, regexp, validation
 from setpoint.apimachinery.fields import FieldError, FieldPath
 from setpoint.schema import govalues, paths
 from setpoint.schema.paths import LazyPath
@@ -29,7 +28,7 @@ CheckFn = Callable[[Any, LazyPath, list[FieldError]], None]
 _DNS1035_LABEL_FMT = "[a-z]([-a-z0-9]*[a-z0-9])?"
 _DNS1035_LABEL_MSG = ("a DNS-1035 label must consist of lower case alphanumeric characters or '-', "
                       "start with an alphabetic character, and end with an alphanumeric character")
-_DNS1035_LABEL_RE = re.compile("^" + _DNS1035_LABEL_FMT + r"\Z")
+_DNS1035_LABEL_RE = regexp.Regexp(_DNS1035_LABEL_FMT)
 
 TOTAL_ANNOTATION_SIZE_LIMIT = validation.TOTAL_ANNOTATION_SIZE_LIMIT
 is_dns1123_label = validation.is_dns1123_label
@@ -45,7 +44,7 @@ def is_dns1035_label(value: str) -> list[str]:
     errs = []
     if _blen(value) > 63:
         errs.append(validation.max_len_error(63))
-    if not _DNS1035_LABEL_RE.match(value):
+    if not _DNS1035_LABEL_RE.fullmatch(value):
         errs.append(validation.regex_error(_DNS1035_LABEL_MSG, _DNS1035_LABEL_FMT, "my-name",
                                            "abc-123"))
     return errs

@@ -8,18 +8,17 @@ string), the Status code as HTTP code, and ``Retry-After`` when the error says s
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import orjson
 from aiohttp import web
 
-from setpoint.apimachinery import errors
+from setpoint.apimachinery import errors, regexp
 
 JSON = "application/json"
 
-_DECIMAL = re.compile(r"[+-]?[0-9]+", re.ASCII)
+_DECIMAL = regexp.Regexp(r"[+-]?[0-9]+")
 INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
 _TRUE = frozenset({"1", "t", "T", "true", "TRUE", "True"})

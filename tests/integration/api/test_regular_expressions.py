@@ -131,3 +131,18 @@ async def test_patterns_go_or_re2_cannot_compile_are_refused_at_crd_time(
         assert status == 422, body
         assert "must be a valid regular expression, but isn't: error parsing regexp: " + \
             reason in body["message"]
+
+
+async def test_a_final_newline_does_not_satisfy_a_dollar(http: aiohttp.ClientSession) -> None:
+    """Go's $ is the end of the text; Python's re also matched before a final newline, so
+    a ConfigMap key or a CRD's plural name could end in one."""
+    status, body, _ = await request(http, "POST", "/api/v1/namespaces/default/configmaps", {
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "nl"},
+        "data": {"key\n": "v"}})
+    assert status == 422, body
+    assert "a valid config key must consist of" in body["message"]
+    crd = copy.deepcopy(CRD)
+    crd["spec"]["names"]["plural"] = "patterns\n"
+    status, body, _ = await request(http, "POST", CRDS, crd)
+    assert status == 422, body
+    assert "spec.names.plural" in body["message"]

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -13,6 +16,8 @@ from setpoint.apimachinery.regexp import (
     RegexpError,
     budget,
 )
+
+SRC = Path(__file__).resolve().parents[3] / "src" / "setpoint"
 
 
 @pytest.mark.parametrize(("pattern", "text", "found"), [
@@ -99,6 +104,18 @@ def test_matching_never_raises(pattern: str, text: str) -> None:
 def test_lone_surrogates_are_matched_not_raised() -> None:
     assert Regexp(".").findall("a\ud800b") == ["a", "\ud800", "b"]
     assert Regexp("^[a-z]+$").search("a\udc80") is False
+
+
+def test_no_module_matches_with_pythons_backtracking_re() -> None:
+    """Every regular expression the package runs goes through RE2."""
+    offenders = []
+    for path in SRC.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import) and any(a.name == "re" for a in node.names):
+                offenders.append(f"{path.relative_to(SRC)}:{node.lineno}")
+            if isinstance(node, ast.ImportFrom) and node.module == "re":
+                offenders.append(f"{path.relative_to(SRC)}:{node.lineno}")
+    assert offenders == []
 
 
 # --- the matching budget ---------------------------------------------------------------------

@@ -9,9 +9,9 @@ durations with :mod:`setpoint.schema.cel.timevals`.
 from __future__ import annotations
 
 import math
-import re
 from typing import Any, Final
 
+from setpoint.apimachinery import regexp
 from setpoint.schema.cel.errors import EvalError, NoSuchOverload
 from setpoint.schema.cel.objects import (
     INT64_MAX,
@@ -33,10 +33,9 @@ from setpoint.schema.cel.timevals import (
     parse_timestamp,
 )
 
-_INT_TEXT: Final = re.compile(r"[+-]?[0-9]+", re.ASCII)
-_FLOAT_TEXT: Final = re.compile(
-    r"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf|infinity|nan)",
-    re.ASCII | re.IGNORECASE)
+_INT_TEXT: Final = regexp.Regexp(r"[+-]?[0-9]+")
+_FLOAT_TEXT: Final = regexp.Regexp(
+    r"(?i)[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf|infinity|nan)")
 _BOOL_TEXT: Final = {"1": True, "t": True, "T": True, "TRUE": True, "true": True,
                      "True": True, "0": False, "f": False, "F": False, "FALSE": False,
                      "false": False, "False": False}

@@ -14,18 +14,17 @@ it such a name is an error, while ``UTC`` and numeric offsets always work.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from typing import Final
 from zoneinfo import ZoneInfo
 
+from setpoint.apimachinery import regexp
 from setpoint.schema.cel.errors import EvalError
 from setpoint.schema.cel.objects import NANOS, Duration, Timestamp
 
-_RFC3339: Final = re.compile(
-    r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(Z|[+-]\d{2}:\d{2})",
-    re.ASCII)
+_RFC3339: Final = regexp.Regexp(
+    r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(Z|[+-]\d{2}:\d{2})")
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _LAYOUT: Final = "2006-01-02T15:04:05Z07:00"
 
@@ -37,11 +36,11 @@ _INT64_MAX: Final = (1 << 63) - 1
 
 
 def parse_timestamp(text: str) -> Timestamp:
-    m = _RFC3339.fullmatch(text)
+    m = _RFC3339.groups(text)
     if m is None:
         raise EvalError(f'parsing time "{text}" as "{_LAYOUT}": cannot parse "{text}"')
-    year, month, day, hour, minute, second = (int(g) for g in m.groups()[:6])
-    frac, zone = m.group(7) or "", m.group(8)
+    year, month, day, hour, minute, second = (int(g or 0) for g in m[:6])
+    frac, zone = m[6] or "", m[7] or "Z"
     try:
         naive = datetime(year, month, day, hour, minute, second)
     except ValueError:
@@ -125,10 +124,11 @@ def parse_duration(text: str) -> Duration:
     return Duration(-total if neg else total)
 
 
-_OPENAPI_DATETIME: Final = re.compile(
+_OPENAPI_DATETIME: Final = regexp.Regexp(
     r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d+))?)?"
-    r"(Z|z|[+-]\d{2}:?\d{2})?", re.ASCII)
-_OPENAPI_DURATION_PART: Final = re.compile(r"([0-9]+)\s*([A-Za-z\u00b5]+)")
+    r"(Z|z|[+-]\d{2}:?\d{2})?")
+_OPENAPI_DURATION_PART: Final = regexp.Regexp(r"([0-9]+)\s*([A-Za-z\x{b5}]+)")
+_ZONE_OFFSET: Final = regexp.Regexp(r"([+-]?)(\d{2}):(\d{2})")
 _OPENAPI_UNITS: Final = (
     (1, ("ns", "nano")), (1_000, ("us", "\u00b5s", "micro")), (1_000_000, ("ms", "milli")),
     (NANOS, ("s", "sec")), (60 * NANOS, ("m", "min")), (3600 * NANOS, ("h", "hr", "hour")),
@@ -139,11 +139,11 @@ _OPENAPI_UNITS: Final = (
 def parse_openapi_datetime(text: str) -> Timestamp:
     """``strfmt.ParseDateTime``: RFC 3339, also with a lower-case ``t``/``z``, a space for
     ``T``, an offset without colon, no seconds, or no zone (UTC)."""
-    m = _OPENAPI_DATETIME.fullmatch(text)
+    m = _OPENAPI_DATETIME.groups(text)
     if m is None:
         raise EvalError(f'parsing time "{text}": not a date-time')
-    year, month, day, hour, minute = (m.group(i) for i in range(1, 6))
-    second, frac, zone = m.group(6) or "00", m.group(7), m.group(8) or "Z"
+    year, month, day, hour, minute = m[:5]
+    second, frac, zone = m[5] or "00", m[6], m[7] or "Z"
     if zone in ("Z", "z"):
         zone = "Z"
     elif ":" not in zone:
@@ -160,8 +160,8 @@ def parse_openapi_duration(text: str) -> Duration:
     except EvalError:
         pass
     total, matched = 0, False
-    for m in _OPENAPI_DURATION_PART.finditer(text):
-        factor, unit = int(m.group(1)), m.group(2).strip().lower()
+    for _, number, word in _OPENAPI_DURATION_PART.finditer(text):
+        factor, unit = int(number or 0), (word or "").strip().lower()
         for scale, variants in _OPENAPI_UNITS:
             last = len(variants) - 1
             if any(v == unit or (i == last and unit.startswith(v))
@@ -199,10 +199,10 @@ class LocalFields:
 def _zone(name: str) -> tzinfo:
     if name in ("UTC", "Z", ""):
         return UTC
-    m = re.fullmatch(r"([+-]?)(\d{2}):(\d{2})", name, re.ASCII)
+    m = _ZONE_OFFSET.groups(name)
     if m:
-        delta = timedelta(hours=int(m.group(2)), minutes=int(m.group(3)))
-        return timezone(-delta if m.group(1) == "-" else delta)
+        delta = timedelta(hours=int(m[1] or 0), minutes=int(m[2] or 0))
+        return timezone(-delta if m[0] == "-" else delta)
     try:
         return ZoneInfo(name)
     except (ValueError, OSError, KeyError):

@@ -35,10 +35,10 @@ from __future__ import annotations
 
 import base64
 import binascii
-import re
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
+from setpoint.apimachinery import regexp
 from setpoint.schema.cel import types as t
 from setpoint.schema.cel.errors import EvalError, NoSuchOverload
 from setpoint.schema.cel.objects import NANOS, CelList, CelMap, Duration, Timestamp
@@ -56,10 +56,9 @@ RESERVED_SYMBOLS: Final = frozenset({
     "function", "if", "import", "let", "loop", "package", "namespace", "return", "var", "void",
     "while",
 })
-_PLAIN: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*", re.ASCII)
-_ESCAPABLE: Final = re.compile(r"[A-Za-z_./-][A-Za-z0-9_./-]*", re.ASCII)
-_EXPAND: Final = re.compile(r"__|[-./]")
-_UNEXPAND: Final = re.compile(r"__[^_]+__")
+_PLAIN: Final = regexp.Regexp(r"[A-Za-z_][A-Za-z0-9_]*")
+_ESCAPABLE: Final = regexp.Regexp(r"[A-Za-z_./-][A-Za-z0-9_./-]*")
+_DATE: Final = regexp.Regexp(r"\d{4}-\d{2}-\d{2}")
 _EXPANSIONS: Final = {"__": "__underscores__", ".": "__dot__", "-": "__dash__", "/": "__slash__"}
 _CONTRACTIONS: Final = {"underscores": "__", "dot": ".", "dash": "-", "slash": "/"}
 
@@ -74,27 +73,43 @@ def escape(name: str) -> str | None:
         return name
     if not _ESCAPABLE.fullmatch(name):
         return None
-    return _EXPAND.sub(lambda m: _EXPANSIONS[m.group()], name)
+    out: list[str] = []
+    i = 0
+    while i < len(name):  # left to right, "__" before a single character
+        if name.startswith("__", i):
+            out.append(_EXPANSIONS["__"])
+            i += 2
+        else:
+            out.append(_EXPANSIONS.get(name[i], name[i]))
+            i += 1
+    return "".join(out)
 
 
 def unescape(name: str) -> str | None:
     """The property a CEL field name refers to, or ``None`` when it names none."""
     if "__" not in name:
         return name
-    ok = True
-
-    def contract(m: re.Match[str]) -> str:
-        nonlocal ok
-        inner = m.group()[2:-2]
-        if inner in _CONTRACTIONS:
-            return _CONTRACTIONS[inner]
-        if inner in RESERVED_SYMBOLS and len(m.group()) == len(name):
-            return inner
-        ok = False
-        return ""
-
-    result = _UNEXPAND.sub(contract, name)
-    return result if ok else None
+    out: list[str] = []
+    i = 0
+    while i < len(name):
+        # an escape is "__", one or more characters other than "_", then "__"
+        if name.startswith("__", i):
+            end = i + 2
+            while end < len(name) and name[end] != "_":
+                end += 1
+            if end > i + 2 and name.startswith("__", end):
+                inner = name[i + 2:end]
+                if inner in _CONTRACTIONS:
+                    out.append(_CONTRACTIONS[inner])
+                elif inner in RESERVED_SYMBOLS and end + 2 - i == len(name):
+                    out.append(inner)
+                else:
+                    return None
+                i = end + 2
+                continue
+        out.append(name[i])
+        i += 1
+    return "".join(out)
 
 
 # -- the resource root: apiVersion, kind, metadata.name/generateName -------------------------
@@ -245,7 +260,7 @@ def _string_value(value: str, fmt: str) -> Any:
         except EvalError as e:
             raise EvalError(f"Invalid date-time formatted string {value}: {e}") from None
     if fmt == "date":
-        if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", value, re.ASCII):
+        if not _DATE.fullmatch(value):
             raise EvalError(f'Invalid date formatted string {value}: parsing time "{value}" '
                             f'as "2006-01-02": cannot parse "{value}"')
         ts = parse_timestamp(value + "T00:00:00Z")

@@ -15,7 +15,6 @@ are inline. Responses and bodies refer to definitions by name.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -53,7 +52,11 @@ class Target:
 
 
 def _pascal(text: str) -> str:
-    return "".join(part[:1].upper() + part[1:] for part in re.split(r"[.\-_/]", text) if part)
+    parts = text.translate(_SEPARATORS).split("\0")
+    return "".join(part[:1].upper() + part[1:] for part in parts if part)
+
+
+_SEPARATORS = str.maketrans(".-_/", "\0\0\0\0")
 
 
 def group_tag(group: str) -> str:

@@ -14,11 +14,11 @@ from __future__ import annotations
 import base64
 import binascii
 import math
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
+from setpoint.apimachinery import regexp
 from setpoint.apimachinery import validation as v
 from setpoint.schema.cel import types as t
 from setpoint.schema.cel.errors import NoSuchOverload
@@ -35,13 +35,13 @@ from setpoint.schema.cel.objects import NONE, Opaque, Optional
 from setpoint.schema.cel.timevals import parse_timestamp
 
 _DNS1035_FMT: Final = "[a-z]([-a-z0-9]*[a-z0-9])?"
-_DNS1035_RE: Final = re.compile(_DNS1035_FMT, re.ASCII)
+_DNS1035_RE: Final = regexp.Regexp(_DNS1035_FMT)
 _DNS1035_MSG: Final = ("a DNS-1035 label must consist of lower case alphanumeric characters or "
                        "'-', start with an alphabetic character, and end with an alphanumeric "
                        "character")
-_UUID_RE: Final = re.compile(
+_UUID_RE: Final = regexp.Regexp(
     r"(?i)(^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$)|(^[0-9a-f]{32}$)")
-_DATE_RE: Final = re.compile(r"\d{4}-\d{2}-\d{2}", re.ASCII)
+_DATE_RE: Final = regexp.Regexp(r"\d{4}-\d{2}-\d{2}")
 
 
 def _mask_trailing_dash(name: str) -> str:
@@ -118,7 +118,7 @@ FORMATS: Final = {
         "DNS1035LabelPrefix", lambda s: _dns1035_label(_mask_trailing_dash(s)), 30),
     "labelValue": Format("LabelValue", v.is_valid_label_value, 40),
     "uri": Format("URI", _uri, 1103),
-    "uuid": Format("uuid", lambda s: [] if _UUID_RE.match(s) else
+    "uuid": Format("uuid", lambda s: [] if _UUID_RE.search(s) else
                    ["does not match the UUID format"], 86),
     "byte": Format("byte", _byte, 84),
     "date": Format("date", _date, 55),

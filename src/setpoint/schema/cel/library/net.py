@@ -15,11 +15,11 @@ leading zeros or out of range. A CIDR may have host bits set (``cidr('10.0.0.1/8
 from __future__ import annotations
 
 import ipaddress
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
+from setpoint.apimachinery import regexp
 from setpoint.schema.cel import types as t
 from setpoint.schema.cel.conversions import to_string
 from setpoint.schema.cel.errors import EvalError, NoSuchOverload
@@ -36,7 +36,7 @@ from setpoint.schema.cel.objects import Opaque
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 
-_BITS: Final = re.compile(r"0|[1-9][0-9]*", re.ASCII)
+_BITS: Final = regexp.Regexp(r"0|[1-9][0-9]*")
 _BROADCAST: Final = ipaddress.IPv4Address("255.255.255.255")
 
 

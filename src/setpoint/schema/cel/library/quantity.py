@@ -14,11 +14,11 @@ exponent beyond ±10000 (an error here; Go represents such values symbolically).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, ClassVar, Final
 
+from setpoint.apimachinery import regexp
 from setpoint.schema.cel import types as t
 from setpoint.schema.cel.errors import EvalError, NoSuchOverload
 from setpoint.schema.cel.functions import (
@@ -40,7 +40,8 @@ ERR_SUFFIX: Final = "unable to parse quantity's suffix"
 _DECIMAL: Final = {"": 0, "n": -9, "u": -6, "m": -3, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15,
                    "E": 18}
 _BINARY: Final = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
-_SHAPE: Final = re.compile(r"([+-]?)([0-9]*)(?:\.([0-9]*))?([eEinumkKMGTP]*[-+]?[0-9]*)", re.ASCII)
+_SHAPE: Final = regexp.Regexp(r"([+-]?)([0-9]*)(?:\.([0-9]*))?([eEinumkKMGTP]*[-+]?[0-9]*)")
+_EXPONENT: Final = regexp.Regexp(r"[+-]?[0-9]+")
 _NANO: Final = Fraction(1, 10**9)
 _MAX: Final = Fraction(INT64_MAX)
 # Guards against values whose exact form would be huge (Go keeps them symbolically).
@@ -55,15 +56,15 @@ class QuantityError(ValueError):
 def parse_quantity(text: str) -> Fraction:
     if not text:
         raise QuantityError(ERR_FORMAT)
-    m = _SHAPE.fullmatch(text)
+    m = _SHAPE.groups(text)
     if m is None:
         raise QuantityError(ERR_FORMAT)
-    sign, whole, frac, suffix = m.group(1), m.group(2), m.group(3) or "", m.group(4)
+    sign, whole, frac, suffix = (group or "" for group in m)
     if suffix in _DECIMAL:
         base, exponent = 10, _DECIMAL[suffix]
     elif suffix in _BINARY:
         base, exponent = 2, _BINARY[suffix]
-    elif len(suffix) > 1 and suffix[0] in "eE" and re.fullmatch(r"[+-]?[0-9]+", suffix[1:]):
+    elif len(suffix) > 1 and suffix[0] in "eE" and _EXPONENT.fullmatch(suffix[1:]):
         base, exponent = 10, int(suffix[1:])
     else:
         raise QuantityError(ERR_SUFFIX)

@@ -9,10 +9,10 @@ leading zeros and fills a missing minor or patch with ``0``.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
+from setpoint.apimachinery import regexp
 from setpoint.schema.cel import types as t
 from setpoint.schema.cel.errors import EvalError, NoSuchOverload
 from setpoint.schema.cel.functions import (
@@ -25,8 +25,8 @@ from setpoint.schema.cel.functions import (
 )
 from setpoint.schema.cel.objects import Opaque
 
-_IDENT: Final = re.compile(r"[0-9A-Za-z-]+", re.ASCII)
-_NUMBER: Final = re.compile(r"0|[1-9][0-9]*", re.ASCII)
+_IDENT: Final = regexp.Regexp(r"[0-9A-Za-z-]+")
+_NUMBER: Final = regexp.Regexp(r"0|[1-9][0-9]*")
 
 
 class SemverError(ValueError):
