@@ -2,7 +2,8 @@
 
 Per served version: the compiled structural schema (prune, default, validate, with
 ratcheting on update), the status and scale subresources, and the printer columns. Writes
-follow Kubernetes' order: prune unknown fields (unless the CRD preserves them), default,
+follow Kubernetes' order: prune unknown fields (unless the CRD sets ``preserveUnknownFields``;
+``x-kubernetes-preserve-unknown-fields`` keeps them only where it is set), default,
 then validate the object metadata and the schema.
 """
 
@@ -94,8 +95,9 @@ class CustomResourceStrategy(Strategy):
     def prune(self, obj: Obj, version: VersionInfo) -> list[str]:
         pruned = super().prune(obj, version)
         schema = self._schemas.get(version.name)
-        if schema is not None and not self.preserve_unknown_fields \
-                and not schema.preserves_unknown_fields:
+        # x-kubernetes-preserve-unknown-fields at the root keeps unknown fields at the root
+        # only: the pruning algorithm still prunes every specified field by its own schema
+        if schema is not None and not self.preserve_unknown_fields:
             pruned.extend(schema.prune(obj))
         return sorted(pruned)
 
@@ -132,6 +134,13 @@ class CustomResourceStrategy(Strategy):
     def supported_field_selectors(self, version: VersionInfo) -> tuple[str, ...]:
         return (*super().supported_field_selectors(version),
                 *self._selectors.get(version.name, {}))
+
+    def field_labels_in(self, obj: Obj, version: str) -> dict[str, str]:
+        """Selectable fields are the request version's, read from the object as that version
+        serves it (its paths and defaults), as Kubernetes selects custom resources."""
+        if str(obj.get("apiVersion", "")).rsplit("/", 1)[-1] == version:
+            return self.field_labels(obj)
+        return self.field_labels(self.from_storage(obj, version))
 
     def field_labels(self, obj: Obj) -> dict[str, str]:
         labels = super().field_labels(obj)

@@ -164,11 +164,12 @@ class WatchStream:
             # every event passes; the previous state (decoded on demand) is not needed
             return event.type
         matches = self._store.matches
-        now = matches(event.object, opts.label_selector, opts.field_selector)
+        version = self._version
+        now = matches(event.object, opts.label_selector, opts.field_selector, version)
         if event.type == "ADDED":
             return "ADDED" if now else None
         was = event.prev is not None and matches(
-            event.prev, opts.label_selector, opts.field_selector)
+            event.prev, opts.label_selector, opts.field_selector, version)
         if event.type == "DELETED":
             return "DELETED" if was else None
         if now and was:
@@ -231,13 +232,16 @@ class Store:
         return timeutil.format_time(self._clock.now())
 
     def matches(self, obj: Obj, labels: selectors.LabelSelector | None,
-                field_sel: selectors.FieldSelector | None) -> bool:
+                field_sel: selectors.FieldSelector | None, version: str | None = None) -> bool:
+        """Does ``obj`` (as stored) pass the selectors of a request in ``version`` (the
+        storage version's fields when ``None``)?"""
         if labels is not None and not labels.empty:
             obj_labels = (obj.get("metadata") or {}).get("labels") or {}
             if not labels.matches(obj_labels):
                 return False
         return field_sel is None or field_sel.empty or bool(
-            field_sel.matches(self.strategy.field_labels(obj)))
+            field_sel.matches(self.strategy.field_labels(obj) if version is None
+                              else self.strategy.field_labels_in(obj, version)))
 
     def _check_type(self, obj: Any, version: VersionInfo, source: str = "body",
                     where: str = "") -> Obj:
@@ -402,7 +406,8 @@ class Store:
         keys, objs = self._cache.snapshot(prefix)
         if not _no_selectors(opts):
             keep = [i async for i in _in_turns(range(len(objs)))
-                    if self.matches(objs[i], opts.label_selector, opts.field_selector)]
+                    if self.matches(objs[i], opts.label_selector, opts.field_selector,
+                                    version.name)]
             keys = [keys[i] for i in keep]
             objs = [objs[i] for i in keep]
         token = ""
@@ -443,7 +448,7 @@ class Store:
                 raise storageerrors.api_error(e) from e
             for kv in page.kvs:
                 obj = wc.decode(kv.value, kv.mod_revision)
-                if self.matches(obj, opts.label_selector, opts.field_selector):
+                if self.matches(obj, opts.label_selector, opts.field_selector, version.name):
                     items.append((kv.key, obj))
             if limit and len(items) > limit:
                 more = True

@@ -198,6 +198,11 @@ class Strategy:
             labels["metadata.namespace"] = str(meta.get("namespace", ""))
         return labels
 
+    def field_labels_in(self, obj: Obj, version: str) -> dict[str, str]:
+        """The values field selectors of a request in ``version`` match against, for ``obj``
+        as stored (kinds whose fields differ between versions convert it first)."""
+        return self.field_labels(obj)
+
     def supported_field_selectors(self, version: VersionInfo) -> tuple[str, ...]:
         base: tuple[str, ...] = ("metadata.name",)
         if self.info.namespaced:
