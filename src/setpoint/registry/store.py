@@ -44,6 +44,7 @@ from setpoint.apimachinery import (
     errors,
     fields,
     patch,
+    resourceversion,
     selectors,
     timeutil,
     validation,
@@ -307,6 +308,15 @@ class Store:
             fields.ErrorType.INVALID, str(path),
             f"the object may be nested at most {decoding.MAX_DEPTH} levels deep")])
 
+    def _body_revision(self, value: Any, name: str) -> int:
+        """``metadata.resourceVersion`` of a body or a patched object, as a revision: 422 on
+        that field unless it is one (kube-apiserver fails such writes with a 500)."""
+        try:
+            return resourceversion.parse(value)
+        except resourceversion.ResourceVersionError as e:
+            raise self._invalid(name, [fields.invalid(
+                "metadata.resourceVersion", value, str(e))]) from None
+
     def _check_namespace(self, meta: Obj, namespace: str | None) -> None:
         if self.info.namespaced:
             body_ns = meta.get("namespace")
@@ -547,15 +557,17 @@ class Store:
         meta = self._check_type(body, version)
         _check_name(meta, name)
         self._check_namespace(meta, namespace)
-        requested_rv = str(meta.get("resourceVersion") or "")
-        if not requested_rv and not self.strategy.allow_unconditional_update:
+        requested_rv = meta.get("resourceVersion") or ""
+        # "0" is no resourceVersion, as for kube-apiserver (an unconditional update, or 422)
+        requested = self._body_revision(requested_rv, name) if requested_rv else 0
+        if not requested and not self.strategy.allow_unconditional_update:
             raise self._invalid(name, [fields.invalid(
                 "metadata.resourceVersion", 0,
                 "must be specified for an update")])
         async with self._writes.hold(self.info.key(namespace, name)):
             async for _ in self._attempts():
                 kv, current = await self._current(namespace, name)
-                if requested_rv and requested_rv != str(kv.mod_revision):
+                if requested and requested != kv.mod_revision:
                     raise self._conflict(name)
                 self._check_depth(body, name, current)
                 new = deep_copy(body)
@@ -565,7 +577,7 @@ class Store:
                     return await self._write_update(kv, current, new, version, opts, subresource,
                                                     warnings)
                 except st.RevisionConflict as e:
-                    if requested_rv:
+                    if requested:
                         raise self._conflict(name) from e
             raise self._conflict(name)
 
@@ -682,7 +694,7 @@ class Store:
                 # itself set still differs then (Kubernetes: a patch is unconditional unless it
                 # names a resourceVersion).
                 precondition = meta.get("resourceVersion")
-                if precondition and str(precondition) != str(kv.mod_revision):
+                if precondition and self._body_revision(precondition, name) != kv.mod_revision:
                     raise self._conflict(name)
                 self._check_namespace(meta, namespace)
                 warnings = self.strategy.warnings(version)
@@ -789,7 +801,7 @@ class Store:
                 if errs:
                     raise errors.invalid("Scale", "autoscaling", name, errs)
                 precondition = scale.resource_version(wanted)
-                if precondition and precondition != str(kv.mod_revision):
+                if precondition and self._body_revision(precondition, name) != kv.mod_revision:
                     raise self._conflict(name)
                 updated = scale.with_replicas(obj, spec, replicas)
                 warnings = self.strategy.warnings(version)
@@ -920,13 +932,12 @@ def _check_name(meta: Obj, name: str) -> None:
 
 
 def _parse_rv(text: str) -> int:
-    """A resourceVersion as Kubernetes parses it (``strconv.ParseUint``): decimal digits
-    only (no sign, no spaces), within uint64; 400 otherwise."""
-    if not text.isascii() or not text.isdigit() or len(text.lstrip("0")) > 20 or \
-            int(text) >= 1 << 64:
-        shown = text if len(text) <= 64 else text[:64] + "..."
-        raise errors.BadRequest(f"invalid resource version: {shown!r}")
-    return int(text)
+    """The ``resourceVersion`` query parameter: 400 with Go's message unless canonical."""
+    try:
+        return resourceversion.parse(text)
+    except resourceversion.ResourceVersionError as e:
+        shown = orjson.dumps(text if len(text) <= 64 else text[:64] + "...").decode()
+        raise errors.BadRequest(f"resourceVersion: Invalid value: {shown}: {e}") from None
 
 
 def _encode_continue(revision: int, key: str) -> str:
