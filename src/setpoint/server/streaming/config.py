@@ -51,8 +51,8 @@ class StreamingConfig:
                 raise ValueError(f"{f.name} must be positive, not {value}")
         if self.max_frame_bytes > frames.MAX_LENGTH:
             raise ValueError(f"max_frame_bytes must be at most {frames.MAX_LENGTH}")
-        if self.read_chunk_bytes > min(self.max_frame_bytes, self.max_message_bytes - 1):
-            raise ValueError("read_chunk_bytes must fit in one frame and one message")
+        if self.read_chunk_bytes > frames.MAX_LENGTH:
+            raise ValueError(f"read_chunk_bytes must be at most {frames.MAX_LENGTH}")
         if self.max_ports > 127:
             raise ValueError("max_ports must be at most 127 (two channel numbers each)")
         if self.max_header_bytes < 64:

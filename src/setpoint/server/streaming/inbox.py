@@ -3,8 +3,9 @@
 ``put`` waits while ``limit`` bytes are unread, so a consumer that does not keep up stops
 the receiver (and through it the connection) instead of growing memory; one ``put`` may
 exceed the limit by its own size. ``end`` marks the end of input (readers drain what is left,
-then get ``b""``); ``discard`` drops what is buffered and everything after (nobody will read
-it), which also releases a waiting ``put``.
+then get ``b""``), ``abort`` the end of the connection (the same for readers, but
+``completed`` stays false: the sender did not say it was done); ``discard`` drops what is
+buffered and everything after (nobody will read it), which also releases a waiting ``put``.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ class Inbox:
         self._chunks: deque[bytes] = deque()
         self._size = 0
         self._ended = False
+        self._completed = False
         self._discarding = False
         self._arrived = asyncio.Event()
         self._space = asyncio.Event()
@@ -32,6 +34,11 @@ class Inbox:
     def ended(self) -> bool:
         return self._ended
 
+    @property
+    def completed(self) -> bool:
+        """The sender ended its input (rather than going away)."""
+        return self._completed
+
     async def put(self, data: bytes) -> None:
         while self._size >= self._limit and not (self._ended or self._discarding):
             self._space.clear()
@@ -43,6 +50,11 @@ class Inbox:
         self._arrived.set()
 
     def end(self) -> None:
+        if not self._ended:
+            self._completed = True
+        self.abort()
+
+    def abort(self) -> None:
         self._ended = True
         self._arrived.set()
         self._space.set()

@@ -15,9 +15,9 @@
   One connection per port, made at once; the socket closes when every port's connection has
   ended (the protocol has no half-close).
 
-Invariants: a connection's copying ends when both directions have, or when the client
-resets or closes its stream or socket; nothing outlives the request; each direction holds at
-most one chunk (reading waits for writing: backpressure both ways).
+Invariants: a connection's copying ends when the pod's end has (its FIN, then the data
+stream's), or when the client resets its stream or goes away; nothing outlives the request;
+each direction holds at most one chunk (reading waits for writing: backpressure both ways).
 """
 
 from __future__ import annotations
@@ -180,10 +180,9 @@ async def _forward(port: int, data: SpdyStream, error: SpdyStream, target: Strea
             up = tg.create_task(_client_to_pod(data, writer, config))
             down = tg.create_task(_pod_to_client(reader, data, config))
             ended = tg.create_task(data.ended.wait())
+            # the pod's end of the connection ends the forwarding (as containerd's does); the
+            # client's FIN only closes the pod connection's write side
             await asyncio.wait({down, ended}, return_when=asyncio.FIRST_COMPLETED)
-            if not ended.done():
-                # the pod's side ended: the client's may still send until it closes
-                await asyncio.wait({up, ended}, return_when=asyncio.FIRST_COMPLETED)
             for task in (up, down, ended):
                 task.cancel()
     finally:

@@ -59,7 +59,10 @@ class CommandClient(Protocol):
     """The client's end of an exec or attach, whatever carries it."""
 
     async def read_stdin(self, n: int) -> bytes:
-        """The client's input; ``b""`` at its end."""
+        """The client's input; ``b""`` at its end or the connection's."""
+
+    def stdin_completed(self) -> bool:
+        """The client ended its input (after ``b""``), rather than going away."""
 
     async def read_resize(self, n: int) -> bytes:
         """Terminal sizes as JSON; ``b""`` at their end."""
@@ -167,8 +170,9 @@ async def _copy_in(client: CommandClient, writer: ByteWriter, config: StreamingC
     while True:
         data = await client.read_stdin(config.read_chunk_bytes)
         if not data:
-            with contextlib.suppress(Exception):
-                writer.write_eof()
+            if client.stdin_completed():  # not when the client went away: an attached
+                with contextlib.suppress(Exception):  # container's input stays open
+                    writer.write_eof()
             return
         try:
             writer.write(data)
@@ -227,6 +231,9 @@ class _WebSocketClient:
 
     async def read_stdin(self, n: int) -> bytes:
         return await self._sock.read(channels.STDIN, n)
+
+    def stdin_completed(self) -> bool:
+        return self._sock.completed(channels.STDIN)
 
     async def read_resize(self, n: int) -> bytes:
         return await self._sock.read(channels.RESIZE, n)
@@ -291,6 +298,10 @@ class _SpdyClient:
 
     async def read_stdin(self, n: int) -> bytes:
         return await self._read("stdin", n)
+
+    def stdin_completed(self) -> bool:
+        stream = self._streams.get("stdin")
+        return stream is not None and stream.remote_closed
 
     async def read_resize(self, n: int) -> bytes:
         return await self._read("resize", n)

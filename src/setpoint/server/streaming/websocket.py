@@ -119,7 +119,7 @@ class ChannelSocket:
 
     def _end(self) -> None:
         for inbox in self._inboxes.values():
-            inbox.end()
+            inbox.abort()
         self.gone.set()
 
     async def read(self, channel: int, n: int = -1) -> bytes:
@@ -128,6 +128,11 @@ class ChannelSocket:
         if inbox is None:
             return b""
         return await inbox.read(n)
+
+    def completed(self, channel: int) -> bool:
+        """Whether the client closed ``channel`` (v5), rather than the connection ending."""
+        inbox = self._inboxes.get(channel)
+        return inbox is not None and inbox.completed
 
     def discard(self, channel: int) -> None:
         inbox = self._inboxes.get(channel)
