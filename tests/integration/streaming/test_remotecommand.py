@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
+from pathlib import Path
 
 import aiohttp
 import orjson
@@ -305,3 +307,36 @@ async def test_attach_streams_the_main_command(app: harness.App) -> None:
                               ("v5.channel.k8s.io",), stdin=b"attached\n")
     assert out[1] == b"attached\n"
     assert orjson.loads(out[3]) == {"metadata": {}, "status": "Success"}
+
+
+class SlowStart(harness.ProcessTarget):
+    """A target whose exec never gets going (a node that does not answer)."""
+
+    def __init__(self, workdir: Path) -> None:
+        super().__init__(workdir)
+        self.entered = asyncio.Event()
+        self.cancelled = asyncio.Event()
+
+    async def exec(self, options: streaming.ExecOptions) -> harness.ProcessSession:
+        self.entered.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            self.cancelled.set()
+            raise
+        raise AssertionError("unreachable")
+
+
+async def test_a_client_leaving_while_the_command_starts_cancels_the_start(
+        tmp_path: Path) -> None:
+    target = SlowStart(tmp_path)
+    app = await harness.start_app(target)
+    try:
+        async with aiohttp.ClientSession() as session:
+            ws = await session.ws_connect(app.url + EXEC + query("true"),
+                                          protocols=("v5.channel.k8s.io",))
+            await target.entered.wait()
+            await ws.close()
+        await target.cancelled.wait()
+    finally:
+        await app.close()

@@ -62,15 +62,16 @@ async def _copy(output: AsyncIterator[bytes], request: web.Request,
             if remaining is not None:
                 chunk = chunk[:remaining]
                 remaining -= len(chunk)
-            try:
-                async with asyncio.timeout(config.write_timeout):
-                    await response.write(chunk)
-            except TimeoutError:
-                log.info("a log client did not read for %ss: disconnected",
-                         config.write_timeout)
-                if request.transport is not None:
-                    request.transport.abort()
-                return
+            for start in range(0, len(chunk), config.read_chunk_bytes):
+                try:
+                    async with asyncio.timeout(config.write_timeout):
+                        await response.write(chunk[start:start + config.read_chunk_bytes])
+                except TimeoutError:
+                    log.info("a log client did not read for %ss: disconnected",
+                             config.write_timeout)
+                    if request.transport is not None:
+                        request.transport.abort()
+                    return
             if remaining == 0:
                 break
         await response.write_eof()

@@ -87,7 +87,7 @@ async def run(client: CommandClient, start: Start, options: Options,
     """Run one exec/attach between ``client`` and the session ``start`` returns."""
     command = options.command if isinstance(options, ExecOptions) else ()
     try:
-        session = await start()
+        session = await _start(client, start)
     except errors.ApiError as e:
         await client.finish(status.failed(e))
         return
@@ -95,14 +95,43 @@ async def run(client: CommandClient, start: Start, options: Options,
         log.warning("starting %s failed: %s", list(command) or "attach", e)
         await client.finish(status.internal(f"error executing command in container: {e}"))
         return
+    if session is None:
+        await client.finish(None)
+        return
     outcome: status.Status | None = None
     try:
         outcome = await _supervise(client, session, options, command, config)
     finally:
         if outcome is None:
+            # the client went away (or the handler is cancelled): end or detach, bounded
             with contextlib.suppress(Exception):
-                await session.close()
+                async with asyncio.timeout(config.finish_timeout):
+                    await session.close()
     await client.finish(outcome)
+
+
+async def _start(client: CommandClient, start: Start) -> Session | None:
+    """The started session, or ``None`` if the client went away first (start is cancelled)."""
+    async with asyncio.TaskGroup() as tg:
+        starting = tg.create_task(_attempt(start))
+        gone = tg.create_task(client.gone())
+        await asyncio.wait({starting, gone}, return_when=asyncio.FIRST_COMPLETED)
+        gone.cancel()
+        if not starting.done():
+            starting.cancel()
+    if starting.cancelled():
+        return None
+    result = starting.result()
+    if isinstance(result, Exception):
+        raise result
+    return result
+
+
+async def _attempt(start: Start) -> Session | Exception:
+    try:
+        return await start()
+    except Exception as e:  # raised by run(), outside the task group
+        return e
 
 
 async def _supervise(client: CommandClient, session: Session, options: Options,

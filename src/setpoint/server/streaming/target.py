@@ -9,7 +9,8 @@ subprocess's pipes or a TCP connection serve as they are.
 What the protocols rely on:
 
 * ``exec`` and ``attach`` return once the command is running (or raise an
-  :class:`~setpoint.apimachinery.errors.ApiError`, which the client receives as its Status).
+  :class:`~setpoint.apimachinery.errors.ApiError`, which the client receives as its Status);
+  they are cancelled if the client goes away meanwhile, and must then leave nothing behind.
   The session's ``stdin`` exists when asked for; ``stdout``/``stderr`` when asked for (with a
   TTY only ``stdout``: the terminal merges them). Their readers end (``b""``) when the
   command's output ends; ``wait`` returns the exit status once the command has exited.

@@ -261,3 +261,11 @@ def test_garbage_behind_valid_frames_raises_only_protocol_errors(chunks: list[by
                 pass
     except frames.ProtocolError:
         pass
+
+
+def test_settings_are_bounded() -> None:
+    entries = [(frames.SettingId.ROUND_TRIP_TIME, i) for i in range(frames.MAX_SETTINGS + 1)]
+    with pytest.raises(frames.ProtocolError, match="at most 64"):
+        decode_all(decoder(), frames.encode_settings(entries))
+    ok = decode_all(decoder(), frames.encode_settings(entries[:frames.MAX_SETTINGS]))
+    assert len(ok[0].entries) == frames.MAX_SETTINGS  # type: ignore[union-attr]

@@ -18,7 +18,8 @@ Invariants of :class:`Decoder`:
   stream is affected (answer RST_STREAM), without it when the connection is (answer GOAWAY
   and close); after a connection error the decoder refuses further input;
 * control frames of unknown type (and the unused CREDENTIAL and NOOP) are skipped, as the
-  specification requires, after their length was checked.
+  specification requires, after their length was checked; a SETTINGS frame holds at most
+  ``MAX_SETTINGS`` entries.
 
 Pure: no I/O, no clocks.
 """
@@ -38,6 +39,8 @@ MAX_STREAM_ID = (1 << 31) - 1
 MAX_WINDOW = (1 << 31) - 1
 #: a stream's window until SETTINGS says otherwise
 DEFAULT_WINDOW = 64 * 1024
+#: SPDY/3 defines 8 settings; a SETTINGS frame with more entries than this is refused
+MAX_SETTINGS = 64
 
 FLAG_FIN = 0x01
 FLAG_UNIDIRECTIONAL = 0x02
@@ -350,6 +353,8 @@ class Decoder:
             (count,) = _U32.unpack_from(payload, 0)
             if length != 4 + 8 * count:
                 raise ProtocolError("SETTINGS length does not match its entry count")
+            if count > MAX_SETTINGS:
+                raise ProtocolError(f"SETTINGS with {count} entries (at most {MAX_SETTINGS})")
             entries = tuple(
                 (word >> 24, word & 0xFFFFFF, value)
                 for word, value in (_U32x2.unpack_from(payload, 4 + 8 * i)
