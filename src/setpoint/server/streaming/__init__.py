@@ -28,7 +28,6 @@ from setpoint.server.streaming.target import (
 )
 
 __all__ = [
-    "SUBRESOURCES",
     "AttachOptions",
     "ByteReader",
     "ByteWriter",
@@ -37,6 +36,7 @@ __all__ = [
     "LogOptions",
     "Options",
     "PortForwardOptions",
+    "SUBRESOURCES",
     "Session",
     "StreamTarget",
     "StreamingConfig",
