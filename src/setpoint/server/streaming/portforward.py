@@ -194,7 +194,7 @@ async def _client_to_pod(data: SpdyStream, writer: ByteWriter, config: Streaming
         try:
             writer.write(chunk)
             await writer.drain()
-        except (ConnectionError, OSError, RuntimeError):
+        except Exception:
             data.discard_input()
             return
     with contextlib.suppress(Exception):
@@ -206,7 +206,7 @@ async def _pod_to_client(reader: ByteReader, data: SpdyStream, config: Streaming
         while True:
             try:
                 chunk = await reader.read(config.read_chunk_bytes)
-            except (ConnectionError, OSError):
+            except Exception:  # reset by the pod's end: the connection is over
                 chunk = b""
             if not chunk:
                 break
@@ -276,7 +276,7 @@ async def _channel_to_pod(sock: websocket.ChannelSocket, channel: int, writer: B
         try:
             writer.write(chunk)
             await writer.drain()
-        except (ConnectionError, OSError, RuntimeError):
+        except Exception:
             sock.discard(channel)
             return
 
@@ -286,7 +286,7 @@ async def _pod_to_channel(reader: ByteReader, sock: websocket.ChannelSocket, cha
     while True:
         try:
             chunk = await reader.read(config.read_chunk_bytes)
-        except (ConnectionError, OSError):
+        except Exception:
             return
         if not chunk or not await sock.send(channel, chunk):
             return

@@ -183,7 +183,7 @@ async def _copy_out(reader: ByteReader, client: CommandClient, channel: int,
         while True:
             try:
                 data = await reader.read(config.read_chunk_bytes)
-            except (ConnectionError, OSError) as e:
+            except Exception as e:  # a broken pipe, or a target's bug: the output ends
                 log.info("reading the command's output failed: %s", e)
                 break
             if not data:
@@ -206,7 +206,7 @@ async def _copy_in(client: CommandClient, writer: ByteWriter, config: StreamingC
         try:
             writer.write(data)
             await writer.drain()
-        except (ConnectionError, OSError, RuntimeError):
+        except Exception:
             client.discard_input()  # the command closed its stdin: nobody reads the rest
             return
 
