@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
 
 import aiohttp
 import pytest
@@ -79,3 +81,24 @@ async def test_a_follower_that_does_not_read_is_cut_off(app: harness.App) -> Non
     await app.target.log_closed.wait()  # the server gave up on this client
     writer.close()
     await writer.wait_closed()
+
+
+class BrokenLog(harness.ProcessTarget):
+    async def logs(self, options: streaming.LogOptions) -> AsyncIterator[bytes]:
+        async def lines() -> AsyncIterator[bytes]:
+            yield b"one\n"
+            raise OSError("the node went away")
+
+        return lines()
+
+
+async def test_a_log_failing_midway_ends_the_stream(tmp_path: Path) -> None:
+    app = await harness.start_app(BrokenLog(tmp_path))
+    try:
+        async with aiohttp.ClientSession() as session, session.get(app.url + LOG) as r:
+            assert r.status == 200
+            assert await r.content.readline() == b"one\n"
+            with pytest.raises(aiohttp.ClientPayloadError):
+                await r.read()
+    finally:
+        await app.close()

@@ -55,25 +55,35 @@ async def _copy(output: AsyncIterator[bytes], request: web.Request,
                 response: web.StreamResponse, options: LogOptions,
                 config: StreamingConfig) -> None:
     remaining = options.limit_bytes
-    try:
-        async for chunk in output:
-            if not chunk:
-                continue
-            if remaining is not None:
-                chunk = chunk[:remaining]
-                remaining -= len(chunk)
-            for start in range(0, len(chunk), config.read_chunk_bytes):
-                try:
-                    async with asyncio.timeout(config.write_timeout):
-                        await response.write(chunk[start:start + config.read_chunk_bytes])
-                except TimeoutError:
-                    log.info("a log client did not read for %ss: disconnected",
-                             config.write_timeout)
-                    if request.transport is not None:
-                        request.transport.abort()
-                    return
-            if remaining == 0:
-                break
+    while remaining != 0:
+        try:
+            chunk = await anext(output)
+        except StopAsyncIteration:
+            break
+        except Exception as e:
+            # the target failed once the 200 was out: the stream ends without its last chunk,
+            # so the client sees a truncated body rather than the end of the log
+            log.warning("reading a log failed: %s", e)
+            _drop(request)
+            return
+        if remaining is not None:
+            chunk = chunk[:remaining]
+            remaining -= len(chunk)
+        for start in range(0, len(chunk), config.read_chunk_bytes):
+            try:
+                async with asyncio.timeout(config.write_timeout):
+                    await response.write(chunk[start:start + config.read_chunk_bytes])
+            except TimeoutError:
+                log.info("a log client did not read for %ss: disconnected",
+                         config.write_timeout)
+                _drop(request)
+                return
+            except (ConnectionError, OSError, RuntimeError):
+                return  # the client went away
+    with contextlib.suppress(ConnectionError, OSError, RuntimeError):
         await response.write_eof()
-    except (ConnectionError, OSError, RuntimeError):
-        pass  # the client went away
+
+
+def _drop(request: web.Request) -> None:
+    if request.transport is not None:
+        request.transport.abort()
