@@ -4,7 +4,8 @@
 subprocesses (``exec``: the command; ``attach``: a fresh run of the pod's main command, on a
 pty with a TTY), local TCP ports (``port_forward``: pod port -> a port on 127.0.0.1) and a
 log the test writes to. :func:`start_app` serves, besides the subresources, what kubectl
-asks before it streams: ``/version``, legacy discovery and the pod itself (Running).
+asks before it streams: ``/version``, legacy discovery and the pod itself (Running). It
+listens through the server's own connection guard, as ``setpoint serve`` does.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import pty
 import signal
 import struct
 import termios
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,8 +27,10 @@ from aiohttp import web
 
 from setpoint.apimachinery import errors
 from setpoint.server import app as server_app
-from setpoint.server import discovery, streaming
+from setpoint.server import connections, discovery, limits, streaming
 from setpoint.server.streaming import ExitStatus, TerminalSize
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 NAMESPACE = "default"
 POD = "web"
@@ -263,9 +266,11 @@ class App:
     url: str
     target: ProcessTarget
     requests: list[tuple[str, str, Mapping[str, str]]]
+    guard: connections.ConnectionGuard
 
     async def close(self) -> None:
         await self.target.cleanup()
+        self.guard.close_all()
         await self.runner.cleanup()
 
 
@@ -293,15 +298,26 @@ async def start_app(target: ProcessTarget,
                                                      cfg)
         raise web.HTTPNotFound()
 
-    application = web.Application(middlewares=[server_app.status_errors])
+    # the server's own edge: its connection guard, and the Status mapping
+    guard = connections.ConnectionGuard(limits.Limits())
+
+    @web.middleware
+    async def edge(request: web.Request, handler: Handler) -> web.StreamResponse:
+        transport = request.transport
+        guard.request_started(transport)
+        try:
+            return await server_app.status_errors(request, handler(request))
+        finally:
+            guard.request_finished(transport)
+
+    application = web.Application(middlewares=[edge])
     application.router.add_route("*", "/{tail:.*}", handle)
     runner = web.AppRunner(application, access_log=None, handle_signals=False,
                            shutdown_timeout=2.0)
     await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
+    site = connections.GuardedSite(runner, "127.0.0.1", 0, guard)
     await site.start()
-    port = runner.addresses[0][1]
-    return App(runner, f"http://127.0.0.1:{port}", target, requests)
+    return App(runner, f"http://127.0.0.1:{site.port}", target, requests, guard)
 
 
 def kubeconfig(url: str, path: Path) -> Path:
