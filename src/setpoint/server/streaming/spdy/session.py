@@ -186,16 +186,9 @@ class SpdyStream:
                 self._send_window -= size
                 session._send_window -= size
                 return size
+            # set again by a WINDOW_UPDATE of the stream or the session, SETTINGS, or the end
             self._window_open.clear()
-            session._window_open.clear()
-            waiters = {asyncio.ensure_future(self._window_open.wait()),
-                       asyncio.ensure_future(session._window_open.wait()),
-                       asyncio.ensure_future(self.ended.wait())}
-            try:
-                await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                for waiter in waiters:
-                    waiter.cancel()
+            await self._window_open.wait()
 
     def _grow_window(self, delta: int) -> bool:
         if self._send_window + delta > frames.MAX_WINDOW:
@@ -252,8 +245,6 @@ class SpdySession:
         self._peer_gone = False
         self._initial_send_window = frames.DEFAULT_WINDOW
         self._send_window = frames.DEFAULT_WINDOW
-        self._window_open = asyncio.Event()
-        self._window_open.set()
         self._session_unacknowledged = 0
         #: set once the connection has ended, for whatever reason
         self.closed = asyncio.Event()
@@ -406,7 +397,8 @@ class SpdySession:
                 raise frames.ProtocolError("session window beyond 2^31-1")
             self._send_window += frame.delta
             if self._send_window > 0:
-                self._window_open.set()
+                for waiting in self._streams.values():
+                    waiting._window_open.set()
             return
         stream = self._streams.get(frame.stream_id)
         if stream is not None and not stream._grow_window(frame.delta):
@@ -500,7 +492,6 @@ class SpdySession:
         self._streams.clear()
         self.closed.set()
         self._arrived.set()
-        self._window_open.set()
         with contextlib.suppress(Exception):
             async with asyncio.timeout(_GOODBYE_TIMEOUT):
                 await self._conduit.close()
