@@ -12,14 +12,13 @@ business (it knows the pod).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
 from multidict import MultiMapping
 
-from setpoint.apimachinery import errors, fields, timeutil
+from setpoint.apimachinery import errors, fields, regexp, timeutil
 from setpoint.server import responses
 
 #: how many words a command may have, and how long it may be in all
@@ -70,7 +69,7 @@ class LogOptions:
 Query = MultiMapping[str] | Mapping[str, str]
 
 LOG_STREAMS = ("All", "Stderr", "Stdout")
-_INTEGER = re.compile(r"[+-]?[0-9]+")
+_INTEGER = regexp.Regexp(r"^[+-]?[0-9]+$")
 
 
 def _streams(query: Query) -> tuple[bool, bool, bool, bool]:
@@ -135,7 +134,7 @@ def parse_port(text: str) -> int:
 def _int64(query: Query, name: str) -> int | None:
     """An integer query parameter as Go's ``strconv.ParseInt(v, 10, 64)`` takes it."""
     value = query.get(name)
-    if value is not None and value != "" and (len(value) > 20 or not _INTEGER.fullmatch(value)):
+    if value is not None and value != "" and (len(value) > 20 or not _INTEGER.search(value)):
         raise errors.BadRequest(
             f'invalid value for {name}: strconv.ParseInt: parsing "{value[:32]}": '
             "invalid syntax")
