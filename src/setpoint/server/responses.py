@@ -71,14 +71,38 @@ async def stream_list(request: web.Request, head: Any, items: Iterable[Any], *,
     return response
 
 
+#: at most this many Warning headers, each at most this many characters (Kubernetes bounds
+#: warnings too: a request that prunes a million fields must not answer a million headers)
+MAX_WARNINGS = 50
+MAX_WARNING_TEXT = 2048
+
+
+def warning_header(text: str) -> str:
+    """A ``Warning: 299 - "text"`` value: quoted, with control characters escaped (text can
+    hold what a client sent, such as unknown field names, and must not inject headers)."""
+    if len(text) > MAX_WARNING_TEXT:
+        text = text[:MAX_WARNING_TEXT] + "..."
+    out = []
+    for ch in text:
+        if ch in ('"', "\\"):
+            out.append("\\" + ch)
+        elif ch < " " or ch == "\x7f" or "\ud800" <= ch <= "\udfff":
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(ch)
+    return f'299 - "{"".join(out)}"'
+
+
 def add_warnings(response: web.StreamResponse, warnings: Iterable[str]) -> None:
     seen: set[str] = set()
     for text in warnings:
         if text in seen:
             continue
+        if len(seen) == MAX_WARNINGS:
+            response.headers.add("Warning", warning_header("further warnings were dropped"))
+            return
         seen.add(text)
-        escaped = text.replace("\\", "\\\\").replace('"', '\\"')
-        response.headers.add("Warning", f'299 - "{escaped}"')
+        response.headers.add("Warning", warning_header(text))
 
 
 def error_response(error: errors.ApiError) -> web.Response:
