@@ -203,7 +203,8 @@ def build_app(state: AppState) -> web.Application:
         return await non_resource(request, state)
 
     app = web.Application(client_max_size=negotiation.MAX_BODY + 1024)
-    app.router.add_route("*", "/{tail:.*}", edge)
+    # every path, newlines included (".*" would leave "/\n" to aiohttp's plain-text 404)
+    app.router.add_route("*", r"/{tail:[\s\S]*}", edge)
     return app
 
 
