@@ -20,6 +20,7 @@ import logging
 import time
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from aiohttp import web
 
@@ -46,6 +47,8 @@ from setpoint.server.watch import WatchConfig
 from setpoint.storage import interface as st
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 @dataclass(slots=True)
@@ -78,8 +81,7 @@ class AppState:
             for s in self.catalog.all()})
 
 
-async def status_errors(request: web.Request,
-                        answer: Awaitable[web.StreamResponse]) -> web.StreamResponse:
+async def status_errors(request: web.Request, answer: Awaitable[T]) -> T | web.Response:
     """``answer``'s response, or the Status its failure maps to (the one mapping point)."""
     try:
         return await answer
@@ -168,6 +170,9 @@ def build_app(state: AppState) -> web.Application:
                         api_metrics.watch_ended(labels)
             elif kind is limits.Kind.EXEMPT:
                 response = await status_errors(request, route(request, ri))
+            elif kind is limits.Kind.MUTATING and (
+                    early := await status_errors(request, body_first(request))) is not None:
+                response = early  # the body failed to arrive (408, 413)
             elif inflight.try_acquire(kind):
                 try:
                     response = await status_errors(request, route(request, ri))
@@ -186,6 +191,10 @@ def build_app(state: AppState) -> web.Application:
         if labels is not None:
             api_metrics.observe(labels, response.status, time.perf_counter() - started)
         return response
+
+    async def body_first(request: web.Request) -> None:
+        """Wait for a write's body before it counts in flight (:func:`limits.await_body`)."""
+        await limits.await_body(request, state.edge_limits)
 
     async def route(request: web.Request,
                     ri: request_info.RequestInfo | None) -> web.StreamResponse:

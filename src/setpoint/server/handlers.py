@@ -297,7 +297,7 @@ class ResourceHandler:
     async def _delete_options(self, request: web.Request) -> DeleteOptions:
         query = request.query
         body: Obj = {}
-        if request.can_read_body:
+        if request.body_exists:
             raw = await limits.read_body(request, self._limits)
             if raw.strip():
                 # as kube-apiserver: an empty body needs no Content-Type, any other is checked

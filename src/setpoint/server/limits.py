@@ -92,9 +92,24 @@ def too_large(limit: int) -> errors.RequestEntityTooLarge:
     return errors.RequestEntityTooLarge(f"Request entity too large: limit is {limit}")
 
 
+#: a body read before its request took an in-flight slot (see :func:`await_body`)
+EARLY_BODY = web.RequestKey("early_body", bytes)
+
+
+async def await_body(request: web.Request, limits: Limits) -> None:
+    """Wait for a body that has not fully arrived yet, before the request is counted in
+    flight: a client that sends its body slowly then holds a connection (bounded by the
+    connection cap and the body timeout), never one of the in-flight slots that everyone
+    else's writes need. :func:`read_body` returns what was read here."""
+    if request.body_exists and not request.content.is_eof():
+        request[EARLY_BODY] = await read_body(request, limits)
+
+
 async def read_body(request: web.Request, limits: Limits) -> bytes:
     """The whole request body, at most ``limits.max_body_bytes`` long (413 beyond, 408 when
     it takes longer than ``limits.body_timeout``)."""
+    if EARLY_BODY in request:
+        return request[EARLY_BODY]
     limit = limits.max_body_bytes
     declared = request.content_length
     if declared is not None and declared > limit:

@@ -17,6 +17,7 @@ from setpoint.server.limits import Limits
 from setpoint.server.server import Server, ServerConfig
 from setpoint.storage import MemoryBackend, StorageConfig
 from setpoint.storage import interface as st
+from tests.integration.api import rawhttp
 from tests.integration.api.helpers import request
 
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
@@ -162,3 +163,27 @@ async def test_probes_and_metrics_are_not_limited(held: tuple[Server, HeldBacken
         assert status == 429
         backend.release()
         assert (await first)[0] == 200
+
+
+async def test_writes_whose_bodies_trickle_in_take_no_slot(
+        held: tuple[Server, HeldBackend]) -> None:
+    """With one mutating slot, three clients stalled halfway through their bodies do not
+    block another write; each stalled write is served once its body is complete."""
+    server, _ = held
+    body = orjson.dumps(configmap("slow"))
+    stalled = []
+    for i in range(3):
+        conn = await rawhttp.Connection.open(server.url)
+        whole = orjson.dumps(configmap(f"slow-{i}"))
+        await conn.send_head("POST", CONFIGMAPS, {"Content-Type": "application/json",
+                                                  "Content-Length": str(len(whole))})
+        await conn.send(whole[:10])
+        stalled.append((conn, whole))
+    async with aiohttp.ClientSession(server.url) as http:
+        status, created, _ = await request(http, "POST", CONFIGMAPS, orjson.loads(body))
+        assert status == 201, created
+    for conn, whole in stalled:
+        await conn.send(whole[10:])
+        response = await conn.read_response()
+        assert response.status == 201, response.body[:300]
+        await conn.close()
