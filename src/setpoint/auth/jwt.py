@@ -1,0 +1,124 @@
+"""Compact JWS tokens signed with ES256 (ECDSA P-256, SHA-256): ServiceAccount tokens.
+
+Only what ServiceAccount tokens need: one algorithm, one key. Verification checks the
+header's algorithm and key id, the signature, and the time claims (``exp``, ``nbf``) with a
+little leeway; audience and binding checks are the caller's (they need the API's state).
+
+Invariants: a token that verifies was signed by this key, is not expired, and its payload is
+a JSON object; anything else raises :class:`InvalidToken` (never another exception, whatever
+the input).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+from typing import Any
+
+import orjson
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric.utils import (
+    decode_dss_signature,
+    encode_dss_signature,
+)
+
+ALGORITHM = "ES256"
+LEEWAY = 60  # seconds of clock skew tolerated on exp and nbf
+MAX_TOKEN = 16 * 1024
+
+
+class InvalidToken(Exception):
+    """The token is malformed, forged, expired or not yet valid."""
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def _unb64(text: str) -> bytes:
+    try:
+        return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    except (binascii.Error, ValueError) as e:
+        raise InvalidToken("malformed token") from e
+
+
+def key_id(public: ec.EllipticCurvePublicKey) -> str:
+    """The ``kid``: the SHA-256 of the DER public key, base64url (as Kubernetes derives it)."""
+    der = public.public_bytes(serialization.Encoding.DER,
+                              serialization.PublicFormat.SubjectPublicKeyInfo)
+    return _b64(hashlib.sha256(der).digest())
+
+
+def load_private_key(pem: bytes) -> ec.EllipticCurvePrivateKey:
+    key = serialization.load_pem_private_key(pem, password=None)
+    if not isinstance(key, ec.EllipticCurvePrivateKey) or key.curve.name != "secp256r1":
+        raise ValueError("service account signing keys must be ECDSA P-256")
+    return key
+
+
+class Signer:
+    def __init__(self, private_key: ec.EllipticCurvePrivateKey) -> None:
+        self._key = private_key
+        self.public_key = private_key.public_key()
+        self.kid = key_id(self.public_key)
+
+    def sign(self, claims: dict[str, Any]) -> str:
+        header = _b64(orjson.dumps({"alg": ALGORITHM, "kid": self.kid}))
+        payload = _b64(orjson.dumps(claims))
+        signing_input = f"{header}.{payload}".encode()
+        der = self._key.sign(signing_input, ec.ECDSA(hashes.SHA256()))
+        r, s = decode_dss_signature(der)
+        return f"{header}.{payload}.{_b64(r.to_bytes(32, 'big') + s.to_bytes(32, 'big'))}"
+
+    def jwk(self) -> dict[str, str]:
+        """The public key as a JWK (for /openid/v1/jwks)."""
+        numbers = self.public_key.public_numbers()
+        return {"kty": "EC", "crv": "P-256", "alg": ALGORITHM, "use": "sig", "kid": self.kid,
+                "x": _b64(numbers.x.to_bytes(32, "big")),
+                "y": _b64(numbers.y.to_bytes(32, "big"))}
+
+
+class Verifier:
+    def __init__(self, public_key: ec.EllipticCurvePublicKey) -> None:
+        self._key = public_key
+        self.kid = key_id(public_key)
+
+    def verify(self, token: str, now: float) -> dict[str, Any]:
+        """The claims of a valid token; raises :class:`InvalidToken` otherwise."""
+        if len(token) > MAX_TOKEN or token.count(".") != 2:
+            raise InvalidToken("malformed token")
+        header_b64, payload_b64, signature_b64 = token.split(".")
+        try:
+            header = orjson.loads(_unb64(header_b64))
+        except orjson.JSONDecodeError as e:
+            raise InvalidToken("malformed token header") from e
+        if not isinstance(header, dict) or header.get("alg") != ALGORITHM:
+            raise InvalidToken("unsupported signing algorithm")
+        if header.get("kid") not in (None, self.kid):
+            raise InvalidToken("unknown signing key")
+        signature = _unb64(signature_b64)
+        if len(signature) != 64:
+            raise InvalidToken("invalid signature")
+        der = encode_dss_signature(int.from_bytes(signature[:32], "big"),
+                                   int.from_bytes(signature[32:], "big"))
+        try:
+            self._key.verify(der, f"{header_b64}.{payload_b64}".encode(),
+                             ec.ECDSA(hashes.SHA256()))
+        except InvalidSignature as e:
+            raise InvalidToken("invalid signature") from e
+        try:
+            claims = orjson.loads(_unb64(payload_b64))
+        except orjson.JSONDecodeError as e:
+            raise InvalidToken("malformed token payload") from e
+        if not isinstance(claims, dict):
+            raise InvalidToken("malformed token payload")
+        exp = claims.get("exp")
+        if not isinstance(exp, int | float) or isinstance(exp, bool) or now > exp + LEEWAY:
+            raise InvalidToken("token has expired")
+        nbf = claims.get("nbf")
+        if isinstance(nbf, int | float) and not isinstance(nbf, bool) and now + LEEWAY < nbf:
+            raise InvalidToken("token is not valid yet")
+        return claims

@@ -1,0 +1,1 @@
+"""Role-based access control: rules, who holds them, and the decision on a request."""

@@ -1,0 +1,218 @@
+"""The roles and bindings every cluster starts with (Kubernetes' bootstrap policy).
+
+Kept in step with Kubernetes where the same names exist: ``cluster-admin`` for
+``system:masters``; the user-facing ``admin``, ``edit`` and ``view``, aggregated from the
+``system:aggregate-to-*`` roles by label, so that a CRD's own roles can join them; discovery,
+basic-user and public-info-viewer for every user; and one role per built-in controller,
+bound to that controller's ServiceAccount in ``kube-system``.
+
+The objects carry ``rbac.authorization.kubernetes.io/autoupdate: "true"``: at start-up the
+server adds whatever rules or subjects are missing from them (never removes), unless an
+administrator set the annotation to ``"false"``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Final
+
+from setpoint.auth import user as users
+from setpoint.auth.rbac.rules import PolicyRule
+
+Obj = dict[str, Any]
+
+API_VERSION: Final = "rbac.authorization.k8s.io/v1"
+AUTOUPDATE: Final = "rbac.authorization.kubernetes.io/autoupdate"
+BOOTSTRAPPING_LABEL: Final = "kubernetes.io/bootstrapping"
+AGGREGATE_TO_ADMIN: Final = "rbac.authorization.k8s.io/aggregate-to-admin"
+AGGREGATE_TO_EDIT: Final = "rbac.authorization.k8s.io/aggregate-to-edit"
+AGGREGATE_TO_VIEW: Final = "rbac.authorization.k8s.io/aggregate-to-view"
+
+READ: Final = ("get", "list", "watch")
+WRITE: Final = ("create", "delete", "deletecollection", "patch", "update")
+READ_WRITE: Final = (*WRITE, *READ)
+
+#: the ServiceAccounts (in kube-system) the built-in controllers act as, by controller name
+CONTROLLER_ACCOUNTS: Final = {
+    "garbagecollector": "generic-garbage-collector",
+    "namespace": "namespace-controller",
+    "crd": "crd-cleanup-controller",
+    "clusterrole-aggregation": "clusterrole-aggregation-controller",
+    "serviceaccount": "service-account-controller",
+    "root-ca-cert-publisher": "root-ca-cert-publisher",
+}
+
+
+def rule(verbs: Sequence[str], groups: Sequence[str] = (), resources: Sequence[str] = (), *,
+         names: Sequence[str] = (), urls: Sequence[str] = ()) -> PolicyRule:
+    return PolicyRule(tuple(verbs), tuple(groups), tuple(resources), tuple(names), tuple(urls))
+
+
+def _meta(name: str, labels: dict[str, str] | None = None) -> Obj:
+    return {"name": name, "labels": {BOOTSTRAPPING_LABEL: "rbac-defaults", **(labels or {})},
+            "annotations": {AUTOUPDATE: "true"}}
+
+
+def cluster_role(name: str, rules: Sequence[PolicyRule], *,
+                 labels: dict[str, str] | None = None,
+                 aggregate_from: str | None = None) -> Obj:
+    role: Obj = {"apiVersion": API_VERSION, "kind": "ClusterRole",
+                 "metadata": _meta(name, labels), "rules": [r.to_api() for r in rules]}
+    if aggregate_from is not None:
+        role["aggregationRule"] = {"clusterRoleSelectors": [
+            {"matchLabels": {aggregate_from: "true"}}]}
+    return role
+
+
+def cluster_role_binding(name: str, role: str, subjects: Sequence[Obj]) -> Obj:
+    return {"apiVersion": API_VERSION, "kind": "ClusterRoleBinding", "metadata": _meta(name),
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                        "name": role},
+            "subjects": list(subjects)}
+
+
+def group(name: str) -> Obj:
+    return {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": name}
+
+
+def service_account(namespace: str, name: str) -> Obj:
+    return {"kind": "ServiceAccount", "name": name, "namespace": namespace}
+
+
+_PUBLIC_INFO = ("/healthz", "/livez", "/readyz", "/version", "/version/")
+_DISCOVERY = ("/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez", "/openapi",
+              "/openapi/*", "/readyz", "/version", "/version/")
+
+_VIEW_CORE = ("configmaps", "endpoints", "events", "limitranges", "namespaces",
+              "namespaces/status", "persistentvolumeclaims", "persistentvolumeclaims/status",
+              "pods", "pods/log", "pods/status", "replicationcontrollers",
+              "replicationcontrollers/scale", "replicationcontrollers/status",
+              "resourcequotas", "resourcequotas/status", "serviceaccounts", "services",
+              "services/status", "bindings")
+_APPS = ("controllerrevisions", "daemonsets", "daemonsets/status", "deployments",
+         "deployments/scale", "deployments/status", "replicasets", "replicasets/scale",
+         "replicasets/status", "statefulsets", "statefulsets/scale", "statefulsets/status")
+_BATCH = ("cronjobs", "cronjobs/status", "jobs", "jobs/status")
+_POLICY = ("poddisruptionbudgets", "poddisruptionbudgets/status")
+_EDIT_CORE = ("configmaps", "events", "persistentvolumeclaims", "replicationcontrollers",
+              "replicationcontrollers/scale", "secrets", "serviceaccounts", "services",
+              "services/proxy")
+_POD_ACCESS = ("pods/attach", "pods/exec", "pods/portforward", "pods/proxy")
+
+
+def _aggregate_roles() -> list[Obj]:
+    view = [
+        rule(READ, [""], _VIEW_CORE),
+        rule(READ, ["apps"], _APPS),
+        rule(READ, ["batch"], _BATCH),
+        rule(READ, ["policy"], _POLICY),
+        rule(READ, ["discovery.k8s.io"], ["endpointslices"]),
+        rule(READ, ["coordination.k8s.io"], ["leases"]),
+        rule(READ, ["events.k8s.io"], ["events"]),
+    ]
+    edit = [
+        rule(READ, [""], (*_POD_ACCESS, "secrets", "services/proxy")),
+        rule(["impersonate"], [""], ["serviceaccounts"]),
+        rule(WRITE, [""], ("pods", *_POD_ACCESS)),
+        rule(["create"], [""], ["pods/eviction"]),
+        rule(WRITE, [""], _EDIT_CORE),
+        rule(["create"], [""], ["serviceaccounts/token"]),
+        rule(WRITE, ["apps"], _APPS),
+        rule(WRITE, ["batch"], _BATCH),
+        rule(WRITE, ["policy"], ["poddisruptionbudgets"]),
+        rule(WRITE, ["discovery.k8s.io"], ["endpointslices"]),
+        rule(WRITE, ["coordination.k8s.io"], ["leases"]),
+        rule(WRITE, ["events.k8s.io"], ["events"]),
+    ]
+    admin = [
+        rule(["create"], ["authorization.k8s.io"], ["localsubjectaccessreviews"]),
+        rule(READ_WRITE, ["rbac.authorization.k8s.io"], ["rolebindings", "roles"]),
+    ]
+    return [
+        cluster_role("system:aggregate-to-view", view, labels={AGGREGATE_TO_VIEW: "true"}),
+        cluster_role("system:aggregate-to-edit", edit, labels={AGGREGATE_TO_EDIT: "true"}),
+        cluster_role("system:aggregate-to-admin", admin, labels={AGGREGATE_TO_ADMIN: "true"}),
+        cluster_role("view", [], labels={AGGREGATE_TO_EDIT: "true"},
+                     aggregate_from=AGGREGATE_TO_VIEW),
+        cluster_role("edit", [], labels={AGGREGATE_TO_ADMIN: "true"},
+                     aggregate_from=AGGREGATE_TO_EDIT),
+        cluster_role("admin", [], aggregate_from=AGGREGATE_TO_ADMIN),
+    ]
+
+
+def _controller_roles() -> list[Obj]:
+    events = [rule(["create", "patch", "update"], ["", "events.k8s.io"], ["events"])]
+    leases = [rule(READ_WRITE, ["coordination.k8s.io"], ["leases"])]
+    roles = {
+        "generic-garbage-collector": [
+            rule(("get", "list", "watch", "patch", "update", "delete"), ["*"], ["*"])],
+        "namespace-controller": [
+            rule(("get", "list", "watch", "delete"), [""], ["namespaces"]),
+            rule(["update"], [""], ["namespaces/finalize", "namespaces/status"]),
+            rule(("get", "list", "delete", "deletecollection"), ["*"], ["*"])],
+        "crd-cleanup-controller": [
+            rule(("get", "list", "watch", "update", "patch"), ["apiextensions.k8s.io"],
+                 ["customresourcedefinitions", "customresourcedefinitions/status"]),
+            rule(("list", "delete", "deletecollection"), ["*"], ["*"])],
+        "clusterrole-aggregation-controller": [
+            rule(("escalate", "get", "list", "patch", "update", "watch"),
+                 ["rbac.authorization.k8s.io"], ["clusterroles"])],
+        "service-account-controller": [
+            rule(["create"], [""], ["serviceaccounts"]),
+            rule(READ, [""], ["namespaces", "serviceaccounts"])],
+        "root-ca-cert-publisher": [
+            rule(["create", "update"], [""], ["configmaps"]),
+            rule(READ, [""], ["namespaces", "configmaps"])],
+    }
+    return [cluster_role(f"system:controller:{name}", [*rules, *events, *leases])
+            for name, rules in roles.items()]
+
+
+def cluster_roles() -> list[Obj]:
+    everything = [rule(["*"], ["*"], ["*"]), rule(["*"], urls=["*"])]
+    return [
+        cluster_role("cluster-admin", everything),
+        cluster_role("system:discovery", [rule(["get"], urls=_DISCOVERY)]),
+        cluster_role("system:public-info-viewer", [rule(["get"], urls=_PUBLIC_INFO)]),
+        cluster_role("system:basic-user", [
+            rule(["create"], ["authentication.k8s.io"], ["selfsubjectreviews"]),
+            rule(["create"], ["authorization.k8s.io"],
+                 ["selfsubjectaccessreviews", "selfsubjectrulesreviews"])]),
+        cluster_role("system:auth-delegator", [
+            rule(["create"], ["authentication.k8s.io"], ["tokenreviews"]),
+            rule(["create"], ["authorization.k8s.io"], ["subjectaccessreviews"])]),
+        cluster_role("system:service-account-issuer-discovery", [
+            rule(["get"], urls=["/.well-known/openid-configuration",
+                                "/.well-known/openid-configuration/", "/openid/v1/jwks",
+                                "/openid/v1/jwks/"])]),
+        *_aggregate_roles(),
+        *_controller_roles(),
+    ]
+
+
+def cluster_role_bindings() -> list[Obj]:
+    bindings = [
+        cluster_role_binding("cluster-admin", "cluster-admin", [group(users.SYSTEM_MASTERS)]),
+        cluster_role_binding("system:discovery", "system:discovery",
+                             [group(users.ALL_AUTHENTICATED)]),
+        cluster_role_binding("system:basic-user", "system:basic-user",
+                             [group(users.ALL_AUTHENTICATED)]),
+        cluster_role_binding("system:public-info-viewer", "system:public-info-viewer",
+                             [group(users.ALL_AUTHENTICATED),
+                              group(users.ALL_UNAUTHENTICATED)]),
+        cluster_role_binding("system:service-account-issuer-discovery",
+                             "system:service-account-issuer-discovery",
+                             [group(users.SERVICE_ACCOUNTS_GROUP)]),
+    ]
+    for account in CONTROLLER_ACCOUNTS.values():
+        name = f"system:controller:{account}"
+        bindings.append(cluster_role_binding(name, name,
+                                             [service_account("kube-system", account)]))
+    return bindings
+
+
+def controller_user(controller: str) -> tuple[str, tuple[str, ...]]:
+    """(user name, groups) the built-in ``controller`` acts as."""
+    account = CONTROLLER_ACCOUNTS[controller]
+    return (users.service_account_username("kube-system", account),
+            users.service_account_groups("kube-system"))
