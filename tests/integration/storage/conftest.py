@@ -12,7 +12,7 @@ from setpoint.storage import Backend
 from tests.integration.storage import etcd_server
 from tests.integration.storage.storage_testkit import Opener
 
-BACKENDS = ["memory", "sqlite", "etcd"]
+BACKENDS = ["memory", "sqlite", "etcd", "encrypted-sqlite"]
 
 
 @pytest.fixture(params=BACKENDS)

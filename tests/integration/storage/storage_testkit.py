@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 from setpoint.storage import Backend, Event, StorageConfig, create_backend
+from setpoint.storage.encryption import EncryptingBackend
+from setpoint.storage.encryption.config import parse_config
+
+#: every value encrypted, so the contract suite proves the wrapper changes nothing else
+ENCRYPT_EVERYTHING = parse_config({
+    "apiVersion": "apiserver.config.k8s.io/v1", "kind": "EncryptionConfiguration",
+    "resources": [{"resources": ["*.*"], "providers": [
+        {"secretbox": {"keys": [{"name": "k", "secret": base64.b64encode(b"k" * 32).decode()}]}}
+    ]}]})
 
 TIMEOUT = 10.0
 
@@ -26,11 +36,15 @@ class Opener:
         if self.kind == "etcd":
             assert self.endpoint is not None
             return StorageConfig(kind="etcd", endpoints=(self.endpoint,), **options)
+        if self.kind == "encrypted-sqlite":
+            return StorageConfig(kind="sqlite", path=self.path, **options)
         path = self.path if self.kind == "sqlite" else None
         return StorageConfig(kind=self.kind, path=path, **options)  # type: ignore[arg-type]
 
     async def __call__(self, **options: Any) -> Backend:
         backend = create_backend(self.config(**options))
+        if self.kind == "encrypted-sqlite":
+            backend = EncryptingBackend(backend, ENCRYPT_EVERYTHING)
         await backend.start()
         self._opened.append(backend)
         return backend
