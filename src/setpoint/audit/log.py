@@ -68,28 +68,31 @@ class AuditLog:
         except queue.Full:
             self.dropped += 1
 
+    def flush(self) -> None:
+        """Block until every event accepted so far is written (a thread may call it; the
+        event loop should not)."""
+        self._queue.join()
+
     def close(self) -> None:
         self._queue.put(_STOP)
         self._thread.join()
 
     def _run(self) -> None:
         while True:
-            item = self._queue.get()
-            if item is _STOP:
-                self._file.close()
-                return
-            batch = [item]
-            while len(batch) < 512:
+            batch = [self._queue.get()]
+            while len(batch) < 512 and batch[-1] is not _STOP:
                 try:
-                    more = self._queue.get_nowait()
+                    batch.append(self._queue.get_nowait())
                 except queue.Empty:
                     break
-                if more is _STOP:
-                    self._write(batch)
-                    self._file.close()
-                    return
-                batch.append(more)
-            self._write(batch)
+            stop = batch[-1] is _STOP
+            lines = batch[:-1] if stop else batch
+            self._write(lines)
+            for _ in batch:
+                self._queue.task_done()
+            if stop:
+                self._file.close()
+                return
 
     def _write(self, lines: list[bytes]) -> None:
         for line in lines:

@@ -1,0 +1,179 @@
+"""The security filters of every request: authentication, audit, impersonation, authorization.
+
+In kube-apiserver's order: the request's credentials name a user (401 when they are refused
+or missing, see :mod:`setpoint.auth.authenticator`); an audit record is opened for it; an
+``Impersonate-*`` request is checked (the requester needs ``impersonate`` on each thing it
+asks to be) and then runs as the impersonated user; finally the request's attributes (verb,
+resource, namespace, name, or path) are authorized (403 with Kubernetes' message otherwise).
+
+What the handler sees: ``request[USER]`` (a :class:`~setpoint.auth.user.UserInfo`, the
+impersonated one when impersonating), ``request[REQUESTER]`` (who authenticated),
+``request[ATTRIBUTES]`` and ``request[AUDIT]`` (the audit record, or None).
+
+Invariants: no handler runs for a request that was not both authenticated and authorized; a
+401 says only ``Unauthorized`` (why a credential was refused is logged at debug level, never
+told to the client); every request that reaches authentication is audited when a policy asks
+for it, denied ones included.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from setpoint.apimachinery import errors
+from setpoint.audit.events import AuditRecord
+from setpoint.audit.log import AuditLog
+from setpoint.audit.policy import Policy
+from setpoint.auth import impersonation
+from setpoint.auth.attributes import Attributes, resource_verb
+from setpoint.auth.authenticator import Authenticator, Credentials, Unauthenticated
+from setpoint.auth.rbac.authorizer import Authorizer
+from setpoint.auth.user import UserInfo
+from setpoint.server import request_info, responses
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+Now = Callable[[], str]
+
+USER = web.RequestKey("user", UserInfo)
+REQUESTER = web.RequestKey("requester", UserInfo)
+ATTRIBUTES = web.RequestKey("attributes", Attributes)
+#: the audit record of the request; absent when the policy records nothing
+AUDIT = web.RequestKey("audit", AuditRecord)
+
+
+@dataclass(slots=True)
+class Security:
+    authenticator: Authenticator
+    authorizer: Authorizer
+    audit_policy: Policy | None = None
+    audit_log: AuditLog | None = None
+
+
+def attributes_of(request: web.Request, user: UserInfo) -> Attributes:
+    """What ``request`` asks to do, in authorization's terms."""
+    ri = request_info.parse(request.path)
+    if ri is None:
+        return Attributes(user=user, verb=request.method.lower(), resource_request=False,
+                          path=request.path)
+    watch = request.query.get("watch", "").lower() not in ("", "false", "0")
+    verb = resource_verb(request.method, has_name=bool(ri.name), watch=watch)
+    namespace = ri.namespace or ""
+    if ri.resource == "namespaces" and ri.name and ri.namespace is None:
+        namespace = ri.name  # a namespace is in itself, as Kubernetes' RequestInfo says
+    return Attributes(user=user, verb=verb, resource_request=True, namespace=namespace,
+                      api_group=ri.group, api_version=ri.version, resource=ri.resource,
+                      subresource=ri.subresource, name=ri.name, path=request.path)
+
+
+def peer_certificate(request: web.Request) -> bytes | None:
+    transport = request.transport
+    if transport is None:
+        return None
+    ssl_object = transport.get_extra_info("ssl_object")
+    if ssl_object is None:
+        return None
+    der = ssl_object.getpeercert(binary_form=True)
+    return bytes(der) if der else None
+
+
+def forbidden(attrs: Attributes, reason: str = "") -> errors.Forbidden:
+    details: dict[str, Any] = {}
+    if attrs.resource_request:
+        details = {"name": attrs.name, "kind": attrs.resource}
+        if attrs.api_group:
+            details["group"] = attrs.api_group
+    return errors.Forbidden(attrs.forbidden_message(reason), details=details)
+
+
+def _source_ip(request: web.Request) -> list[str]:
+    return [request.remote] if request.remote else []
+
+
+def middleware(security: Security, now: Now) -> Any:
+    """The aiohttp middleware applying :class:`Security` to every request."""
+
+    @web.middleware
+    async def secure(request: web.Request, handler: Handler) -> web.StreamResponse:
+        try:
+            user = security.authenticator.authenticate(
+                Credentials(peer_certificate(request), request.headers.get("Authorization")),
+                request.path)
+        except Unauthenticated as e:
+            log.debug("unauthenticated %s %s: %s", request.method, request.path, e)
+            return responses.error_response(errors.Unauthorized("Unauthorized"))
+        record: AuditRecord | None = None
+        requester: UserInfo | None = None
+        try:
+            wanted = impersonation.parse(request.headers.items())
+        except impersonation.ImpersonationError as e:
+            return responses.error_response(errors.BadRequest(str(e)))
+        attrs = attributes_of(request, user)
+        if security.audit_policy is not None and security.audit_log is not None:
+            decision = security.audit_policy.decide(attrs)
+            if decision.level.value:
+                record = AuditRecord(attrs, decision, request.path_qs, _source_ip(request),
+                                     request.headers.get("User-Agent", ""), now(),
+                                     omit_managed_fields=security.audit_policy
+                                     .omit_managed_fields)
+                if record.wants("RequestReceived"):
+                    security.audit_log.write(record.event("RequestReceived", now()))
+        try:
+            if wanted is not None:
+                for check in impersonation.requests(user, wanted):
+                    verdict = security.authorizer.authorize(check)
+                    if not verdict.allowed:
+                        raise forbidden(check, verdict.reason)
+                requester = user
+                user = impersonation.impersonated(wanted)
+                attrs = attributes_of(request, user)
+                if record is not None:
+                    record.attrs = attrs
+                    record.authenticated_user = requester
+            verdict = security.authorizer.authorize(attrs)
+            if record is not None:
+                record.annotations["authorization.k8s.io/decision"] = \
+                    "allow" if verdict.allowed else "forbid"
+                record.annotations["authorization.k8s.io/reason"] = verdict.reason
+            if not verdict.allowed:
+                raise forbidden(attrs, verdict.reason)
+            request[USER] = user
+            request[REQUESTER] = requester or user
+            request[ATTRIBUTES] = attrs
+            if record is not None:
+                request[AUDIT] = record
+            response = await handler(request)
+        except errors.ApiError as e:
+            response = responses.error_response(e)
+        if record is not None and security.audit_log is not None:
+            _finish(record, response, security.audit_log, now)
+        return response
+
+    return secure
+
+
+def _finish(record: AuditRecord, response: web.StreamResponse, sink: AuditLog,
+            now: Now) -> None:
+    status: dict[str, Any] | None = None
+    obj: Any = None
+    body = getattr(response, "body", None)
+    if isinstance(body, bytes | bytearray) and response.content_type == "application/json" \
+            and (response.status >= 400 or record.level.value >= 3):
+        try:
+            parsed = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            parsed = None
+        if isinstance(parsed, dict) and parsed.get("kind") == "Status":
+            status = parsed
+        else:
+            obj = parsed
+    record.set_response(response.status, status, obj)
+    if record.wants("ResponseComplete"):
+        sink.write(record.event("ResponseComplete", now()))
