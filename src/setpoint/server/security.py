@@ -57,9 +57,9 @@ class Security:
     audit_log: AuditLog | None = None
 
 
-def attributes_of(request: web.Request, user: UserInfo) -> Attributes:
-    """What ``request`` asks to do, in authorization's terms."""
-    ri = request_info.parse(request.path)
+def attributes_of(request: web.Request, ri: request_info.RequestInfo | None,
+                  user: UserInfo) -> Attributes:
+    """What ``request`` (whose path parsed as ``ri``) asks to do, in authorization's terms."""
     if ri is None:
         return Attributes(user=user, verb=request.method.lower(), resource_request=False,
                           path=request.path)
@@ -97,11 +97,18 @@ def _source_ip(request: web.Request) -> list[str]:
     return [request.remote] if request.remote else []
 
 
-def middleware(security: Security, now: Now) -> Any:
-    """The aiohttp middleware applying :class:`Security` to every request."""
+class Gate:
+    """Applies :class:`Security` to one request before its handler runs (see module doc)."""
 
-    @web.middleware
-    async def secure(request: web.Request, handler: Handler) -> web.StreamResponse:
+    def __init__(self, security: Security, now: Now) -> None:
+        self._security = security
+        self._now = now
+
+    async def serve(self, request: web.Request, ri: request_info.RequestInfo | None,
+                    handler: Callable[[], Awaitable[web.StreamResponse]]
+                    ) -> web.StreamResponse:
+        security = self._security
+        now = self._now
         try:
             user = security.authenticator.authenticate(
                 Credentials(peer_certificate(request), request.headers.get("Authorization")),
@@ -109,13 +116,12 @@ def middleware(security: Security, now: Now) -> Any:
         except Unauthenticated as e:
             log.debug("unauthenticated %s %s: %s", request.method, request.path, e)
             return responses.error_response(errors.Unauthorized("Unauthorized"))
-        record: AuditRecord | None = None
-        requester: UserInfo | None = None
         try:
             wanted = impersonation.parse(request.headers.items())
         except impersonation.ImpersonationError as e:
             return responses.error_response(errors.BadRequest(str(e)))
-        attrs = attributes_of(request, user)
+        attrs = attributes_of(request, ri, user)
+        record: AuditRecord | None = None
         if security.audit_policy is not None and security.audit_log is not None:
             decision = security.audit_policy.decide(attrs)
             if decision.level.value:
@@ -125,15 +131,15 @@ def middleware(security: Security, now: Now) -> Any:
                                      .omit_managed_fields)
                 if record.wants("RequestReceived"):
                     security.audit_log.write(record.event("RequestReceived", now()))
+        requester = user
         try:
             if wanted is not None:
                 for check in impersonation.requests(user, wanted):
                     verdict = security.authorizer.authorize(check)
                     if not verdict.allowed:
                         raise forbidden(check, verdict.reason)
-                requester = user
                 user = impersonation.impersonated(wanted)
-                attrs = attributes_of(request, user)
+                attrs = attributes_of(request, ri, user)
                 if record is not None:
                     record.attrs = attrs
                     record.authenticated_user = requester
@@ -145,18 +151,16 @@ def middleware(security: Security, now: Now) -> Any:
             if not verdict.allowed:
                 raise forbidden(attrs, verdict.reason)
             request[USER] = user
-            request[REQUESTER] = requester or user
+            request[REQUESTER] = requester
             request[ATTRIBUTES] = attrs
             if record is not None:
                 request[AUDIT] = record
-            response = await handler(request)
+            response = await handler()
         except errors.ApiError as e:
             response = responses.error_response(e)
         if record is not None and security.audit_log is not None:
             _finish(record, response, security.audit_log, now)
         return response
-
-    return secure
 
 
 def _finish(record: AuditRecord, response: web.StreamResponse, sink: AuditLog,

@@ -17,7 +17,7 @@ from setpoint.audit.policy import default_policy
 from setpoint.auth.authenticator import Authenticator
 from setpoint.auth.rbac.authorizer import AuthorizerChain, PrivilegedGroupAuthorizer, RBACAuthorizer
 from setpoint.auth.tokenfile import StaticTokens
-from setpoint.server import security
+from setpoint.server import request_info, security
 from tests.unit.auth.test_authorizer import bootstrapped, role_binding
 
 TOKENS = ("admin-token,root,0,system:masters\nbob-token,bob,1\n"
@@ -46,8 +46,14 @@ async def server(tmp_path: Path) -> AsyncIterator[tuple[TestServer, AuditLog]]:
         return web.json_response({"user": request[security.USER].name,
                                   "requester": request[security.REQUESTER].name})
 
-    app = web.Application(middlewares=[security.middleware(sec, lambda: "t")])
-    app.router.add_route("*", "/{tail:.*}", handler)
+    gate = security.Gate(sec, lambda: "t")
+
+    async def edge(request: web.Request) -> web.StreamResponse:
+        return await gate.serve(request, request_info.parse(request.path),
+                                lambda: handler(request))
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", edge)
     test_server = TestServer(app)
     await test_server.start_server()
     yield test_server, audit
