@@ -12,7 +12,7 @@ from typing import Any
 from setpoint.apimachinery import errors, fields, gotypes, regexp, validation
 from setpoint.apimachinery.fields import FieldError, FieldPath
 from setpoint.registry import builtintypes, table
-from setpoint.registry.resources import ResourceInfo, VersionInfo
+from setpoint.registry.resources import ResourceInfo, SubresourceInfo, VersionInfo
 from setpoint.registry.strategy import Strategy, meta_of
 
 Obj = dict[str, Any]
@@ -431,7 +431,7 @@ def builtin_resources() -> list[tuple[ResourceInfo, type[Strategy]]]:
     return [
         (ResourceInfo(group="", resource="namespaces", kind="Namespace", singular="namespace",
                       namespaced=False, versions=_v1(status=True), short_names=("ns",),
-                      extra_subresources=("finalize",)),
+                      extra_subresources=(SubresourceInfo("finalize"),)),
          NamespaceStrategy),
         (ResourceInfo(group="", resource="configmaps", kind="ConfigMap", singular="configmap",
                       namespaced=True, versions=_v1(), short_names=("cm",)),

@@ -25,6 +25,19 @@ class ScaleSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class SubresourceInfo:
+    """A subresource besides status and scale (``namespaces/finalize``,
+    ``serviceaccounts/token``): its verbs, and the kind it takes and answers when that is not
+    the resource's own (TokenRequest in ``authentication.k8s.io/v1``)."""
+
+    name: str
+    verbs: tuple[str, ...] = ("update",)
+    kind: str | None = None
+    group: str | None = None
+    version: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class PrinterColumn:
     name: str
     type: str
@@ -67,7 +80,7 @@ class ResourceInfo:
     #: store objects under another group's keys (events.k8s.io Events live with core Events)
     storage_group: str | None = None
     #: subresources served besides status and scale (``namespaces/finalize``)
-    extra_subresources: tuple[str, ...] = ()
+    extra_subresources: tuple[SubresourceInfo, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.list_kind:

@@ -16,7 +16,7 @@ from setpoint.apimachinery import errors, fields, timeutil
 from setpoint.apimachinery.fields import FieldError, FieldPath
 from setpoint.auth import jwt, serviceaccounts
 from setpoint.registry import table
-from setpoint.registry.resources import ResourceInfo, VersionInfo
+from setpoint.registry.resources import ResourceInfo, SubresourceInfo, VersionInfo
 from setpoint.registry.strategy import Strategy
 
 Obj = dict[str, Any]
@@ -54,7 +54,9 @@ def service_account_resource() -> tuple[ResourceInfo, type[Strategy]]:
     return (ResourceInfo(group="", resource="serviceaccounts", kind="ServiceAccount",
                          singular="serviceaccount", namespaced=True,
                          versions=(VersionInfo("v1", storage=True),), short_names=("sa",),
-                         extra_subresources=("token",)),
+                         extra_subresources=(SubresourceInfo(
+                             "token", ("create",), "TokenRequest", "authentication.k8s.io",
+                             "v1"),)),
             ServiceAccountStrategy)
 
 

@@ -59,9 +59,13 @@ def _resource_entries(info: ResourceInfo, version: VersionInfo) -> list[Obj]:
                         "namespaced": info.namespaced, "group": "autoscaling",
                         "version": "v1", "kind": "Scale", "verbs": STATUS_VERBS})
     for sub in info.extra_subresources:
-        entries.append({"name": f"{info.resource}/{sub}", "singularName": "",
-                        "namespaced": info.namespaced, "kind": info.kind,
-                        "verbs": ["update"]})
+        sub_entry: Obj = {"name": f"{info.resource}/{sub.name}", "singularName": "",
+                          "namespaced": info.namespaced, "kind": sub.kind or info.kind,
+                          "verbs": list(sub.verbs)}
+        if sub.group is not None:
+            sub_entry["group"] = sub.group
+            sub_entry["version"] = sub.version or "v1"
+        entries.append(sub_entry)
     return entries
 
 
@@ -101,9 +105,10 @@ def _aggregated_resource(s: Served, version: VersionInfo, doc_version: str) -> O
         subs.append({"subresource": "scale", "responseKind": {
             "group": "autoscaling", "version": "v1", "kind": "Scale"}, "verbs": STATUS_VERBS})
     for sub in info.extra_subresources:
-        subs.append({"subresource": sub, "responseKind": {
-            "group": info.group, "version": version.name, "kind": info.kind},
-            "verbs": ["update"]})
+        subs.append({"subresource": sub.name, "responseKind": {
+            "group": info.group if sub.group is None else sub.group,
+            "version": sub.version or version.name, "kind": sub.kind or info.kind},
+            "verbs": list(sub.verbs)})
     if subs:
         entry["subresources"] = subs
     return entry

@@ -353,7 +353,7 @@ def subresources(info: ResourceInfo, version: VersionInfo) -> frozenset[str]:
     allowed = {"status"} if version.status else set()
     if version.scale is not None:
         allowed.add("scale")
-    allowed.update(info.extra_subresources)
+    allowed.update(sub.name for sub in info.extra_subresources)
     return frozenset(allowed)
 
 

@@ -190,13 +190,27 @@ def path_items(target: Target, params: builtins.Definitions) -> Obj:
                         _ok(sub_ref, ("201", "Created")), body=_body(schemas.ref(builtins.PATCH)),
                         consumes=patch_types, kind=sub_kind),
         }
-    for sub in target.info.extra_subresources:
-        items[f"{item}/{sub}"] = {
-            "parameters": [name_param, *scope_params],
-            "put": op("put", f"replace{gv}{kind_name}{_pascal(sub)}",
-                      f"replace {sub} of the specified {info.kind}",
-                      _ok(kind_ref, ("201", "Created")), body=_body(kind_ref)),
-        }
+    for extra in target.info.extra_subresources:
+        sub = extra.name
+        sub_ref = kind_ref if extra.kind is None else {"type": "object"}
+        sub_gvk = None if extra.kind is None else {
+            "group": extra.group or "", "kind": extra.kind, "version": extra.version or "v1"}
+        entry: Obj = {"parameters": [name_param, *scope_params]}
+        if "update" in extra.verbs:
+            entry["put"] = op("put", f"replace{gv}{kind_name}{_pascal(sub)}",
+                              f"replace {sub} of the specified {info.kind}",
+                              _ok(sub_ref, ("201", "Created")), body=_body(sub_ref),
+                              kind=sub_gvk)
+        if "create" in extra.verbs:
+            entry["post"] = op("post", f"create{gv}{kind_name}{_pascal(sub)}",
+                               f"create {sub} of {_article(info.kind)}",
+                               _ok(sub_ref, ("201", "Created"), ("202", "Accepted")),
+                               body=_body(sub_ref), kind=sub_gvk)
+        if "get" in extra.verbs:
+            entry["get"] = op("get", f"read{gv}{kind_name}{_pascal(sub)}",
+                              f"read {sub} of the specified {info.kind}", _ok(sub_ref),
+                              kind=sub_gvk)
+        items[f"{item}/{sub}"] = entry
     return items
 
 
