@@ -35,6 +35,18 @@ KINDS = (
     "io.k8s.api.coordination.v1.Lease",
     "io.k8s.api.events.v1.Event",
     "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition",
+    "io.k8s.api.core.v1.ServiceAccount",
+    "io.k8s.api.rbac.v1.ClusterRole",
+    "io.k8s.api.rbac.v1.ClusterRoleBinding",
+    "io.k8s.api.rbac.v1.Role",
+    "io.k8s.api.rbac.v1.RoleBinding",
+    "io.k8s.api.authentication.v1.SelfSubjectReview",
+    "io.k8s.api.authentication.v1.TokenRequest",
+    "io.k8s.api.authentication.v1.TokenReview",
+    "io.k8s.api.authorization.v1.LocalSubjectAccessReview",
+    "io.k8s.api.authorization.v1.SelfSubjectAccessReview",
+    "io.k8s.api.authorization.v1.SelfSubjectRulesReview",
+    "io.k8s.api.authorization.v1.SubjectAccessReview",
 )
 
 #: definitions the operations refer to (responses, request bodies) and the custom resources'

@@ -18,7 +18,7 @@ from typing import Any
 from setpoint.apimachinery import errors, regexp
 from setpoint.apimachinery.clock import Clock
 from setpoint.registry import cache as wc
-from setpoint.registry import core, crd, deletion
+from setpoint.registry import actions, core, crd, deletion, rbac, serviceaccounts
 from setpoint.registry.customresource import CustomResourceStrategy
 from setpoint.registry.options import DeleteOptions
 from setpoint.registry.resources import ResourceInfo
@@ -58,9 +58,13 @@ class Catalog:
         #: a garbage collector runs: DELETE honours Foreground and Orphan with finalizers
         self.garbage_collection = garbage_collection
         self._resources: dict[tuple[str, str], Served] = {}
+        self._virtual: dict[tuple[str, str], actions.VirtualResource] = {}
+        self._subresource_actions: dict[tuple[str, str, str], actions.Action] = {}
         self._crd_resources: dict[str, tuple[str, str]] = {}
         self.generation = 0
-        for info, strategy_cls in core.builtin_resources():
+        builtins = [*core.builtin_resources(), *rbac.rbac_resources(),
+                    serviceaccounts.service_account_resource()]
+        for info, strategy_cls in builtins:
             self._add(Served(self._store(strategy_cls(info))))
         self._add(Served(self._store(crd.CRDStrategy(crd.crd_resource()))))
         cache.add_listener(self._on_event)
@@ -75,7 +79,33 @@ class Catalog:
         self._resources[(served.info.group, served.info.resource)] = served
         self.generation += 1
 
+    def add_virtual(self, resource: actions.VirtualResource) -> None:
+        """Serve a create-only resource answered by an action (the review APIs)."""
+        self._virtual[(resource.info.group, resource.info.resource)] = resource
+        self.generation += 1
+
+    def add_subresource_action(self, group: str, resource: str, subresource: str,
+                               action: actions.Action) -> None:
+        """Answer ``POST .../<resource>/<name>/<subresource>`` with ``action``."""
+        self._subresource_actions[(group, resource, subresource)] = action
+
     # --- lookups -------------------------------------------------------------------------
+
+    def virtual(self, group: str, version: str, resource: str
+                ) -> actions.VirtualResource | None:
+        found = self._virtual.get((group, resource))
+        if found is None or found.info.version(version) is None:
+            return None
+        return found
+
+    def virtual_in(self, group: str, version: str) -> list[actions.VirtualResource]:
+        found = [v for v in self._virtual.values()
+                 if v.info.group == group and v.info.version(version) is not None]
+        return sorted(found, key=lambda v: v.info.resource)
+
+    def subresource_action(self, group: str, resource: str, subresource: str
+                           ) -> actions.Action | None:
+        return self._subresource_actions.get((group, resource, subresource))
 
     def lookup(self, group: str, version: str, resource: str) -> Served | None:
         served = self._resources.get((group, resource))
@@ -92,8 +122,9 @@ class Catalog:
     def groups(self) -> list[tuple[str, list[str]]]:
         """``(group, versions in preference order)``, core first, then by group name."""
         versions: dict[str, list[str]] = {}
-        for served in self._resources.values():
-            info = served.info
+        infos = [s.info for s in self._resources.values()]
+        infos.extend(v.info for v in self._virtual.values())
+        for info in infos:
             order = versions.setdefault(info.group, [])
             for v in _preferred_order(info):
                 if v not in order:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from setpoint.registry.catalog import Catalog, Served
+from setpoint.registry.catalog import Catalog
 from setpoint.registry.resources import ResourceInfo, VersionInfo
 
 Obj = dict[str, Any]
@@ -69,22 +69,28 @@ def _resource_entries(info: ResourceInfo, version: VersionInfo) -> list[Obj]:
     return entries
 
 
+def _infos_in(catalog: Catalog, group: str, version: str) -> list[ResourceInfo]:
+    """Every resource served in a group version, stored and virtual, by name."""
+    infos = [s.info for s in catalog.resources_in(group, version)]
+    infos.extend(v.info for v in catalog.virtual_in(group, version))
+    return sorted(infos, key=lambda info: info.resource)
+
+
 def api_resource_list(catalog: Catalog, group: str, version: str) -> Obj | None:
-    served = catalog.resources_in(group, version)
-    if not served:
+    infos = _infos_in(catalog, group, version)
+    if not infos:
         return None
     resources: list[Obj] = []
-    for s in served:
-        v = s.info.version(version)
+    for info in infos:
+        v = info.version(version)
         if v is not None:
-            resources.extend(_resource_entries(s.info, v))
+            resources.extend(_resource_entries(info, v))
     return {"kind": "APIResourceList", "apiVersion": "v1",
             "groupVersion": f"{group}/{version}" if group else version,
             "resources": resources}
 
 
-def _aggregated_resource(s: Served, version: VersionInfo, doc_version: str) -> Obj:
-    info = s.info
+def _aggregated_resource(info: ResourceInfo, version: VersionInfo, doc_version: str) -> Obj:
     entry: Obj = {
         "resource": info.resource,
         "responseKind": {"group": info.group, "version": version.name, "kind": info.kind},
@@ -123,10 +129,10 @@ def aggregated(catalog: Catalog, *, core: bool, doc_version: str) -> Obj:
         vdocs = []
         for v in versions:
             resources = []
-            for s in catalog.resources_in(group, v):
-                vi = s.info.version(v)
+            for info in _infos_in(catalog, group, v):
+                vi = info.version(v)
                 if vi is not None:
-                    resources.append(_aggregated_resource(s, vi, doc_version))
+                    resources.append(_aggregated_resource(info, vi, doc_version))
             vdocs.append({"version": v, "resources": resources, "freshness": "Current"})
         item: Obj = {"metadata": {"creationTimestamp": None}, "versions": vdocs}
         if group:

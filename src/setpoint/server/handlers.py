@@ -6,7 +6,7 @@ calls the store, and shapes the answer (object, List, Table, PartialObjectMetada
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from typing import Any
 
 from aiohttp import web
@@ -14,7 +14,7 @@ from multidict import MultiMapping
 
 from setpoint.apimachinery import errors, fields, gotypes, patch, selectors
 from setpoint.apimachinery.clock import Clock
-from setpoint.registry import builtintypes, listbudget, table
+from setpoint.registry import actions, builtintypes, listbudget, table
 from setpoint.registry.catalog import Catalog, Served
 from setpoint.registry.fieldmanager import manager_from_user_agent
 from setpoint.registry.options import DeleteOptions, ListOptions, WatchOptions, WriteOptions
@@ -26,7 +26,7 @@ from setpoint.registry.store import (
     PATCH_STRATEGIC,
     Store,
 )
-from setpoint.server import limits, negotiation, responses
+from setpoint.server import limits, negotiation, responses, security
 from setpoint.server.request_info import RequestInfo
 from setpoint.server.watch import WatchConfig, serve_watch
 
@@ -58,6 +58,9 @@ class ResourceHandler:
     async def handle(self, request: web.Request, ri: RequestInfo) -> web.StreamResponse:
         served = self._catalog.lookup(ri.group, ri.version, ri.resource)
         if served is None:
+            virtual = self._catalog.virtual(ri.group, ri.version, ri.resource)
+            if virtual is not None:
+                return await self._virtual_create(request, virtual, ri)
             raise self._no_route(ri)
         info = served.info
         version = info.version(ri.version)
@@ -72,6 +75,11 @@ class ResourceHandler:
         if ri.name and info.namespaced and ri.namespace is None:
             raise self._no_route(ri)
         method = request.method
+        if method == "POST" and ri.name and ri.subresource:
+            action = self._catalog.subresource_action(info.group, info.resource,
+                                                      ri.subresource)
+            if action is not None:
+                return await self._act(request, action, ri, self._body(request, served))
         if method == "GET":
             if ri.name:
                 return await self._get(request, served, version, ri)
@@ -234,6 +242,33 @@ class ResourceHandler:
         raw = await limits.read_body(request, self._limits)
         return negotiation.decode_body(raw, content_type)
 
+    async def _virtual_create(self, request: web.Request, virtual: actions.VirtualResource,
+                              ri: RequestInfo) -> web.StreamResponse:
+        info = virtual.info
+        if request.method != "POST" or ri.name or ri.subresource:
+            raise errors.MethodNotAllowed(
+                "the server does not allow this method on the requested resource")
+        if info.namespaced != (ri.namespace is not None):
+            raise self._no_route(ri)
+        content_type = negotiation.body_content_type(request.headers.get("Content-Type"),
+                                                     negotiation.BODY_TYPES)
+        body = negotiation.decode_body(await limits.read_body(request, self._limits),
+                                       content_type)
+        return await self._act(request, virtual.create, ri, _ready(body))
+
+    async def _act(self, request: web.Request, action: actions.Action, ri: RequestInfo,
+                   body: Awaitable[Any]) -> web.StreamResponse:
+        """Answer a request with ``action`` (201 Created, as Kubernetes answers them)."""
+        opts = self._write_options(request.query)
+        decoded = await body
+        record = request.get(security.AUDIT)
+        if record is not None:
+            record.set_request_object(decoded)
+        result = await action(actions.ActionRequest(
+            namespace=ri.namespace, name=ri.name, body=decoded,
+            user=request.get(security.USER) or security.INSECURE_USER, dry_run=opts.dry_run))
+        return responses.json_response(result, status=201)
+
     def _created(self, result_obj: Obj, created: bool, warnings: list[str],
                  status_when_created: int = 201) -> web.Response:
         return responses.json_response(result_obj, status=status_when_created if created
@@ -346,6 +381,10 @@ class ResourceHandler:
                 "metadata": {"resourceVersion": str(page.resource_version)},
                 "items": page.items}
         return responses.json_response(body)
+
+
+async def _ready(value: Any) -> Any:
+    return value
 
 
 def subresources(info: ResourceInfo, version: VersionInfo) -> frozenset[str]:

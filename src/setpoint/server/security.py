@@ -31,6 +31,7 @@ from setpoint.audit.events import AuditRecord
 from setpoint.audit.log import AuditLog
 from setpoint.audit.policy import Policy
 from setpoint.auth import impersonation
+from setpoint.auth import user as users
 from setpoint.auth.attributes import Attributes, resource_verb
 from setpoint.auth.authenticator import Authenticator, Credentials, Unauthenticated
 from setpoint.auth.rbac.authorizer import Authorizer
@@ -41,6 +42,11 @@ log = logging.getLogger(__name__)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 Now = Callable[[], str]
+
+#: who a request runs as when the server serves plain HTTP without authentication
+#: (``--insecure-plain-http``): an administrator, as the old insecure port was
+INSECURE_USER = UserInfo("system:admin", groups=(users.SYSTEM_MASTERS,
+                                                 users.ALL_AUTHENTICATED))
 
 USER = web.RequestKey("user", UserInfo)
 REQUESTER = web.RequestKey("requester", UserInfo)

@@ -1,0 +1,41 @@
+"""Resources and subresources that answer a request instead of storing an object.
+
+The review APIs (``selfsubjectaccessreviews``, ``tokenreviews``, ...) take a body and answer
+it; ``serviceaccounts/token`` takes a TokenRequest and answers it with a token. An
+:class:`Action` is such an answer: it gets the request's namespace, name, body and requester,
+and returns the response body (the server answers 201 Created, as Kubernetes does).
+
+Invariants: an action never writes storage unless its own code does so through a store; an
+action raises :class:`~setpoint.apimachinery.errors.ApiError` for every refusal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from setpoint.auth.user import UserInfo
+from setpoint.registry.resources import ResourceInfo
+
+Obj = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ActionRequest:
+    namespace: str | None
+    name: str
+    body: Any
+    user: UserInfo
+    dry_run: bool = False
+
+
+Action = Callable[[ActionRequest], Awaitable[Obj]]
+
+
+@dataclass(frozen=True, slots=True)
+class VirtualResource:
+    """A resource whose only verb is ``create``, answered by ``create``."""
+
+    info: ResourceInfo
+    create: Action
