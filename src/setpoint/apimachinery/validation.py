@@ -23,7 +23,7 @@ Invariants: every function here is pure and deterministic (the random source of
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -326,18 +326,30 @@ def _validate_generation(meta: Mapping[str, Any], path: FieldPath,
     return value
 
 
+def is_path_segment_name(value: str) -> list[str]:
+    """Kubernetes' ``ValidatePathSegmentName``: what RBAC objects' names must be (anything
+    that is one URL path segment: ``system:discovery`` is a valid role name)."""
+    if value in (".", ".."):
+        return [f"may not be '{value}'"]
+    return [f"may not contain '{ch}'" for ch in ("/", "%") if ch in value]
+
+
 def validate_object_meta(meta: Mapping[str, Any], *, namespaced: bool,
                          name_is_label: bool = False,
-                         path: FieldPath = _METADATA) -> list[FieldError]:
+                         path: FieldPath = _METADATA,
+                         name_check: Callable[[str], list[str]] | None = None
+                         ) -> list[FieldError]:
     """Kubernetes' ``ValidateObjectMetaAccessor``.
 
-    Names are DNS-1123 subdomains, or labels with ``name_is_label`` (namespaces). A namespaced
-    object needs a namespace; a cluster-scoped one must not have one.
+    Names are DNS-1123 subdomains, or labels with ``name_is_label`` (namespaces), or whatever
+    ``name_check`` accepts (RBAC objects: :func:`is_path_segment_name`). A namespaced object
+    needs a namespace; a cluster-scoped one must not have one.
     """
     if not isinstance(meta, Mapping):
         return [fields.type_invalid(path, meta, "must be an object")]
     errs: list[FieldError] = []
-    name_check = is_dns1123_label if name_is_label else is_dns1123_subdomain
+    if name_check is None:
+        name_check = is_dns1123_label if name_is_label else is_dns1123_subdomain
     generate = _string(meta, "generateName", path, errs)
     if generate:
         errs.extend(fields.invalid(path.child("generateName"), generate, msg)

@@ -17,8 +17,8 @@ from typing import Any
 
 from setpoint.apimachinery import errors, regexp
 from setpoint.apimachinery.clock import Clock
-from setpoint.registry import cache as wc
 from setpoint.registry import actions, core, crd, deletion, rbac, serviceaccounts
+from setpoint.registry import cache as wc
 from setpoint.registry.customresource import CustomResourceStrategy
 from setpoint.registry.options import DeleteOptions
 from setpoint.registry.resources import ResourceInfo

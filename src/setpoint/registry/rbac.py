@@ -77,7 +77,14 @@ def _validate_rules(obj: Obj, *, namespaced: bool) -> list[FieldError]:
     return errs
 
 
-class RoleStrategy(Strategy):
+class _RBACStrategy(Strategy):
+    """RBAC objects are named by any single URL path segment (``system:discovery``)."""
+
+    def check_name(self, name: str) -> list[str]:
+        return validation.is_path_segment_name(name)
+
+
+class RoleStrategy(_RBACStrategy):
     known_fields = frozenset({"rules"})
 
     def validate(self, obj: Obj, version: VersionInfo) -> list[FieldError]:
@@ -88,7 +95,7 @@ class RoleStrategy(Strategy):
                 table.path_column("Created At", "string", ".metadata.creationTimestamp")]
 
 
-class ClusterRoleStrategy(Strategy):
+class ClusterRoleStrategy(_RBACStrategy):
     known_fields = frozenset({"rules", "aggregationRule"})
 
     def validate(self, obj: Obj, version: VersionInfo) -> list[FieldError]:
@@ -119,7 +126,7 @@ class ClusterRoleStrategy(Strategy):
                 table.path_column("Created At", "string", ".metadata.creationTimestamp")]
 
 
-class _BindingStrategy(Strategy):
+class _BindingStrategy(_RBACStrategy):
     known_fields = frozenset({"roleRef", "subjects"})
     role_kinds: tuple[str, ...] = ("ClusterRole",)
 

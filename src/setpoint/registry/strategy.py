@@ -163,7 +163,12 @@ class Strategy:
 
     def validate(self, obj: Obj, version: VersionInfo) -> list[FieldError]:
         return validation.validate_object_meta(obj.get("metadata") or {},
-                                               namespaced=self.info.namespaced)
+                                               namespaced=self.info.namespaced,
+                                               name_check=self.check_name)
+
+    def check_name(self, name: str) -> list[str]:
+        """What is wrong with ``name`` for this kind (DNS-1123 subdomains, by default)."""
+        return validation.is_dns1123_subdomain(name)
 
     def validate_update(self, new: Obj, old: Obj, version: VersionInfo) -> list[FieldError]:
         errs = self.validate(new, version)

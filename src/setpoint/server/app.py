@@ -38,6 +38,7 @@ from setpoint.server import (
     negotiation,
     request_info,
     responses,
+    security,
 )
 from setpoint.server.handlers import ResourceHandler, subresources
 from setpoint.server.openapi import builtins as openapi_data
@@ -64,6 +65,9 @@ class AppState:
     guard: connections.ConnectionGuard | None = None
     api_metrics: metrics.ApiMetrics | None = None
     inflight: limits.InflightLimiter | None = None
+    #: authentication, audit, impersonation and authorization of every request (none: the
+    #: request is served as it is, for apps built without a server, in tests)
+    gate: security.Gate | None = None
     git_version: str = "v1.32.0-setpoint"
     ready: bool = False
     lists: listbudget.ListBudget = field(default_factory=listbudget.ListBudget)
@@ -128,6 +132,7 @@ def build_app(state: AppState) -> web.Application:
     assert inflight is not None
     assert api_metrics is not None
     retry_after = state.edge_limits.retry_after
+    gate = state.gate
 
     def labels_of(request: web.Request, ri: request_info.RequestInfo | None, watch: bool
                   ) -> metrics.Labels | None:
@@ -197,6 +202,12 @@ def build_app(state: AppState) -> web.Application:
         await limits.await_body(request, state.edge_limits)
 
     async def route(request: web.Request,
+                    ri: request_info.RequestInfo | None) -> web.StreamResponse:
+        if gate is not None:
+            return await gate.serve(request, ri, lambda: serve(request, ri))
+        return await serve(request, ri)
+
+    async def serve(request: web.Request,
                     ri: request_info.RequestInfo | None) -> web.StreamResponse:
         if ri is not None:
             return await resources.handle(request, ri)

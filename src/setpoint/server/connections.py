@@ -34,8 +34,9 @@ import asyncio
 import collections
 import enum
 import logging
+import ssl
 from collections.abc import Callable
-from typing import Final, cast
+from typing import Any, Final, cast
 
 import orjson
 from aiohttp import web
@@ -261,12 +262,15 @@ class GuardedSite(web.BaseSite):
     """A TCP site whose connections pass through a :class:`ConnectionGuard`."""
 
     def __init__(self, runner: web.BaseRunner, host: str, port: int, guard: ConnectionGuard,
-                 *, backlog: int = 1024) -> None:
+                 *, backlog: int = 1024, ssl_context: ssl.SSLContext | None = None,
+                 handshake_timeout: float = 10.0) -> None:
         super().__init__(runner, backlog=backlog)
         self._host = host
         self._port = port
         self._guard = guard
         self._bound_port: int | None = None
+        self._ssl = ssl_context
+        self._handshake_timeout = handshake_timeout
 
     @property
     def port(self) -> int:
@@ -276,16 +280,21 @@ class GuardedSite(web.BaseSite):
     @property
     def name(self) -> str:
         host = f"[{self._host}]" if ":" in self._host else self._host
-        return f"http://{host}:{self.port}"
+        scheme = "https" if self._ssl is not None else "http"
+        return f"{scheme}://{host}:{self.port}"
 
     async def start(self) -> None:
         await super().start()
         server = self._runner.server
         assert server is not None
         loop = asyncio.get_running_loop()
+        # a TLS handshake that stalls is bounded too: the guard's header timeout starts only
+        # once the handshake is done and the protocol sees the connection
+        tls: dict[str, Any] = {} if self._ssl is None else {
+            "ssl": self._ssl, "ssl_handshake_timeout": self._handshake_timeout}
         self._server = await loop.create_server(
             self._guard.protocol_factory(server), self._host, self._port,
-            backlog=self._backlog, reuse_address=True)
+            backlog=self._backlog, reuse_address=True, **tls)
         sockets = self._server.sockets
         self._bound_port = sockets[0].getsockname()[1] if sockets else self._port
 

@@ -18,22 +18,24 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-import yaml
 from aiohttp import web
 
 from setpoint.apimachinery import errors
 from setpoint.apimachinery.clock import Clock, SystemClock
+from setpoint.registry import bootstrap, compactor, core, listbudget
 from setpoint.registry import cache as wc
-from setpoint.registry import compactor, core, listbudget
 from setpoint.registry.catalog import Catalog
 from setpoint.registry.crdlifecycle import CRDLifecycle
 from setpoint.registry.options import WriteOptions
-from setpoint.server import connections, health
+from setpoint.server import connections, health, kubeconfigs
 from setpoint.server.app import AppState, build_app
 from setpoint.server.limits import Limits
+from setpoint.server.securing import Secured, SecurityConfig
 from setpoint.server.watch import WatchConfig
 from setpoint.storage import StorageConfig, create_backend
 from setpoint.storage import interface as st
+from setpoint.storage.encryption import EncryptingBackend
+from setpoint.storage.encryption import load_config as load_encryption
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +67,11 @@ class ServerConfig:
     compaction_interval: float | None = compactor.DEFAULT_INTERVAL
     #: body size and time, in-flight requests, connections (see :mod:`setpoint.server.limits`)
     limits: Limits = field(default_factory=Limits)
+    #: TLS, authentication, RBAC and audit (see :mod:`setpoint.server.securing`); None serves
+    #: plain HTTP where every request runs as an administrator (tests, local experiments)
+    security: SecurityConfig | None = None
+    #: an EncryptionConfiguration file: the resources it names are encrypted in storage
+    encryption_config: Path | None = None
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
@@ -100,16 +107,21 @@ class Server:
         self.health = health.HealthChecks()
         self._stopping = False
         self._guard: connections.ConnectionGuard | None = None
+        self.secured: Secured | None = None
         self._watch = WatchConfig(bookmark_interval=config.bookmark_interval,
                                   min_request_timeout=config.min_request_timeout,
                                   max_request_timeout=config.min_request_timeout * 2)
+
+    @property
+    def scheme(self) -> str:
+        return "https" if self.config.security is not None else "http"
 
     @property
     def url(self) -> str:
         host = self.config.host
         if ":" in host:
             host = f"[{host}]"
-        return f"http://{host}:{self.port}"
+        return f"{self.scheme}://{host}:{self.port}"
 
     @property
     def backend(self) -> st.Backend:
@@ -130,7 +142,11 @@ class Server:
 
     async def start(self) -> None:
         if self._backend is None:
-            self._backend = create_backend(self.config.storage)
+            backend = create_backend(self.config.storage)
+            if self.config.encryption_config is not None:
+                backend = EncryptingBackend(backend, load_encryption(
+                    self.config.encryption_config))
+            self._backend = backend
         backend = self._backend
         await backend.start()
         if self._owns_backend:
@@ -151,7 +167,13 @@ class Server:
                           garbage_collection=self.config.garbage_collection)
         catalog.load_existing()
         self.catalog = catalog
+        secured = Secured(self.config.security, listen_host=self.config.host, cache=cache,
+                          clock=self._clock)
+        self.secured = secured
+        self._stack.callback(secured.close)
+        secured.register_actions(catalog)
         await self._ensure_namespaces(catalog)
+        await bootstrap.ensure(catalog)
         self._spawn(CRDLifecycle(catalog, cache, self._clock).run(), "crd-lifecycle")
         lists = listbudget.ListBudget(listbudget.ListBudgetConfig(
             max_bytes=self.config.list_budget_bytes,
@@ -160,7 +182,7 @@ class Server:
         self._add_health_checks(backend, cache)
         edge = self.config.limits
         state = AppState(catalog=catalog, cache=cache, clock=self._clock, watch=self._watch,
-                         lists=lists, edge_limits=edge, checks=self.health)
+                         lists=lists, edge_limits=edge, checks=self.health, gate=secured.gate)
         assert state.api_metrics is not None
         guard = connections.ConnectionGuard(
             edge, max_connections=connections.connection_budget(edge.max_connections),
@@ -176,13 +198,26 @@ class Server:
         await runner.setup()
         self._runner = runner
         self._stack.push_async_callback(self._stop_http)
-        site = connections.GuardedSite(runner, self.config.host, self.config.port, guard)
+        site = connections.GuardedSite(
+            runner, self.config.host, self.config.port, guard,
+            ssl_context=secured.tls.context if secured.tls is not None else None)
         await site.start()
         self.port = site.port
         state.ready = True
-        if self.config.kubeconfig_path is not None:
-            write_kubeconfig(self.config.kubeconfig_path, self.url)
+        self.write_kubeconfigs()
+        if secured.secure:
+            self._spawn(secured.renew_periodically(self.write_kubeconfigs), "certificates")
         log.info("serving on %s", self.url)
+
+    def write_kubeconfigs(self) -> None:
+        """(Re)write the admin kubeconfig, with a current client certificate."""
+        if self.config.kubeconfig_path is not None and self.secured is not None:
+            kubeconfigs.write(self.config.kubeconfig_path, self.secured.kubeconfig(self.url))
+
+    def controller_kubeconfig(self, controller: str, url: str | None = None) -> dict[str, Any]:
+        """A kubeconfig for built-in controller ``controller`` (its own identity)."""
+        assert self.secured is not None, "the server has not started"
+        return self.secured.controller_kubeconfig(url or self.url, controller)
 
     def _spawn(self, coro: Any, name: str) -> None:
         assert self._tasks is not None
@@ -242,20 +277,3 @@ class Server:
                                           "metadata": {"name": name}}, "v1", WriteOptions())
             except errors.AlreadyExists:
                 pass
-
-
-def write_kubeconfig(path: Path, server_url: str) -> None:
-    """An admin kubeconfig for this server (plain HTTP: clients send no credentials)."""
-    config = {
-        "apiVersion": "v1", "kind": "Config", "preferences": {},
-        "clusters": [{"name": "setpoint", "cluster": {"server": server_url}}],
-        "users": [{"name": "setpoint-admin", "user": {}}],
-        "contexts": [{"name": "setpoint", "context": {"cluster": "setpoint",
-                                                      "user": "setpoint-admin",
-                                                      "namespace": "default"}}],
-        "current-context": "setpoint",
-    }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(yaml.safe_dump(config, sort_keys=False))
-    tmp.replace(path)

@@ -4,6 +4,7 @@ kinds, what they refer to (and nothing else), the operations' query parameters, 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import subprocess
 import sys
@@ -15,6 +16,11 @@ import pytest
 from setpoint.server.openapi import builtins
 
 SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "extract_openapi.py"
+_spec = importlib.util.spec_from_file_location("extract_openapi", SCRIPT)
+assert _spec is not None
+assert _spec.loader is not None
+EXTRACT = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(EXTRACT)
 CM = "io.k8s.api.core.v1.ConfigMap"
 
 
@@ -24,18 +30,8 @@ def definition(**props: Any) -> dict[str, Any]:
 
 def swagger() -> dict[str, Any]:
     ref = lambda name: {"$ref": f"#/definitions/{name}"}  # noqa: E731
-    defs: dict[str, Any] = {name: definition() for name in (
-        "io.k8s.api.core.v1.Event", "io.k8s.api.core.v1.EventList", "io.k8s.api.core.v1.Namespace",
-        "io.k8s.api.core.v1.NamespaceList", "io.k8s.api.core.v1.Secret",
-        "io.k8s.api.core.v1.SecretList", "io.k8s.api.coordination.v1.Lease",
-        "io.k8s.api.coordination.v1.LeaseList", "io.k8s.api.events.v1.Event",
-        "io.k8s.api.events.v1.EventList",
-        "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition",
-        "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionList",
-        "io.k8s.api.autoscaling.v1.Scale", "io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions",
-        "io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta",
-        "io.k8s.apimachinery.pkg.apis.meta.v1.Patch",
-        "io.k8s.apimachinery.pkg.apis.meta.v1.Status", "io.k8s.api.core.v1.Pod")}
+    listed = [*EXTRACT.KINDS, *(f"{k}List" for k in EXTRACT.KINDS), *EXTRACT.SHARED]
+    defs: dict[str, Any] = {name: definition() for name in (*listed, "io.k8s.api.core.v1.Pod")}
     defs[CM] = definition(metadata=ref("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"))
     defs[CM]["x-kubernetes-group-version-kind"] = [{"group": "", "kind": "ConfigMap",
                                                     "version": "v1"}]
