@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from setpoint.apimachinery import selectors
+from setpoint.auth.user import UserInfo
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -34,6 +35,8 @@ class WriteOptions:
     #: Strict, Warn or Ignore
     field_validation: str = "Warn"
     force: bool = False
+    #: who asks for the write (None: the server itself, trusted)
+    user: UserInfo | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

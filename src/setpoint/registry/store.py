@@ -67,6 +67,9 @@ Obj = dict[str, Any]
 
 #: namespace admission: raises NotFound / Forbidden for a namespace that cannot take writes
 NamespaceGate = Callable[[str, str, str], Awaitable[None]]
+#: validating admission of a write: ``(new object, old object or None, options)``, called
+#: after the strategy validated it and before it is stored; raises an ApiError to refuse
+Admission = Callable[[Obj, Obj | None, WriteOptions], Awaitable[None]]
 
 #: attempts of a write without precondition that keeps losing its compare-and-swap; each lost
 #: attempt means another writer's write landed, so N concurrent writers need at most N
@@ -202,6 +205,8 @@ class Store:
         self._namespace_gate = namespace_gate
         self._deletion_finalizers = deletion_finalizers
         self._field_managers: dict[str, fieldmanager.FieldManager] = {}
+        #: validating admission hooks, in order (see :data:`Admission`)
+        self.admission: list[Admission] = []
 
     # --- helpers -------------------------------------------------------------------------
 
@@ -527,6 +532,8 @@ class Store:
         errs = self.strategy.validate(obj, version)
         if errs:
             raise self._invalid(name, errs)
+        for admit in self.admission:
+            await admit(obj, None, opts)
         if opts.dry_run:
             return WriteResult(obj, created=True, warnings=warnings)
         stored = self.strategy.to_storage(obj, version.name)
@@ -618,6 +625,8 @@ class Store:
             errs = self.strategy.validate_update(new, old, version)
         if errs:
             raise self._invalid(name, errs)
+        for admit in self.admission:
+            await admit(new, old, opts)
         if new == old:
             if not opts.dry_run and self._deletion_done(current):
                 # an earlier write removed the last finalizer but its delete did not happen

@@ -208,10 +208,12 @@ class ResourceHandler:
 
     # --- writes --------------------------------------------------------------------------
 
-    def _write_options(self, query: Mapping[str, str], request: web.Request | None = None
+    def _write_options(self, request: web.Request, *, default_manager: bool = True
                        ) -> WriteOptions:
-        """Write options from the query; ``request`` names the field manager of a write
-        that named none (its User-Agent), as Kubernetes does for everything but applies."""
+        """Write options from the query, and who is writing. A write that names no field
+        manager is recorded under its User-Agent's (``default_manager``), as Kubernetes does
+        for everything but applies."""
+        query = request.query
         dry = query.getall("dryRun", []) if isinstance(query, MultiMapping) else (
             [query["dryRun"]] if "dryRun" in query else [])
         for value in dry:
@@ -219,7 +221,7 @@ class ResourceHandler:
                 raise errors.BadRequest(f"Invalid dry run value: {value!r}, supported "
                                         "values are: \"All\"")
         manager = query.get("fieldManager", "")
-        if not manager and request is not None:
+        if not manager and default_manager:
             manager = manager_from_user_agent(request.headers.get("User-Agent"))
         if len(manager) > 128:
             raise errors.invalid("PatchOptions", "meta.k8s.io", "", [fields.too_long(
@@ -231,7 +233,8 @@ class ResourceHandler:
                 '"Ignore", "Strict", "Warn"')
         return WriteOptions(dry_run=bool(dry), field_manager=manager,
                             field_validation=validation,
-                            force=responses.parse_bool(query, "force"))
+                            force=responses.parse_bool(query, "force"),
+                            user=request.get(security.USER))
 
     async def _body(self, request: web.Request, served: Served) -> Any:
         """The decoded body of a create or update: its Content-Type checked first (415), then
@@ -259,7 +262,7 @@ class ResourceHandler:
     async def _act(self, request: web.Request, action: actions.Action, ri: RequestInfo,
                    body: Awaitable[Any]) -> web.StreamResponse:
         """Answer a request with ``action`` (201 Created, as Kubernetes answers them)."""
-        opts = self._write_options(request.query)
+        opts = self._write_options(request, default_manager=False)
         decoded = await body
         record = request.get(security.AUDIT)
         if record is not None:
@@ -284,14 +287,14 @@ class ResourceHandler:
             raise errors.MethodNotAllowed(
                 "create not allowed while custom resource definition is terminating",
                 details={"group": served.info.group, "kind": served.info.resource})
-        opts = self._write_options(request.query, request)
+        opts = self._write_options(request)
         body = await self._body(request, served)
         result = await served.store.create(ri.namespace, body, version.name, opts)
         return self._created(result.object, True, result.warnings)
 
     async def _update(self, request: web.Request, served: Served, version: VersionInfo,
                       ri: RequestInfo) -> web.StreamResponse:
-        opts = self._write_options(request.query, request)
+        opts = self._write_options(request)
         body = await self._body(request, served)
         store = served.store
         if ri.subresource == "scale":
@@ -305,8 +308,7 @@ class ResourceHandler:
     async def _patch(self, request: web.Request, served: Served, version: VersionInfo,
                      ri: RequestInfo) -> web.StreamResponse:
         content_type = negotiation.content_type_of(request.headers.get("Content-Type"))
-        opts = self._write_options(request.query,
-                                   None if content_type == PATCH_APPLY else request)
+        opts = self._write_options(request, default_manager=content_type != PATCH_APPLY)
         if content_type not in PATCH_TYPES:
             raise errors.unsupported_patch_type(
                 (PATCH_JSON, PATCH_MERGE, PATCH_APPLY) if served.custom else PATCH_TYPES)

@@ -49,17 +49,21 @@ from setpoint.auth.tokenfile import StaticTokens
 from setpoint.auth.user import UserInfo
 from setpoint.pki import certs
 from setpoint.pki.authority import Authority
-from setpoint.registry import actions, reviews
+from setpoint.registry import actions, escalation, reviews
 from setpoint.registry import cache as wc
 from setpoint.registry import serviceaccounts as sa_registry
 from setpoint.registry.catalog import Catalog
+from setpoint.registry.options import WriteOptions
 from setpoint.registry.rbacsource import CacheSource
 from setpoint.registry.resources import ResourceInfo, VersionInfo
+from setpoint.registry.store import Admission
 from setpoint.server import kubeconfigs
 from setpoint.server.security import INSECURE_USER, Gate, Security
 from setpoint.server.tls import ServingTLS
 
 log = logging.getLogger(__name__)
+
+RBAC = "rbac.authorization.k8s.io"
 
 #: names the serving certificate is always valid for (the in-cluster names included, for
 #: workloads that reach the API as ``kubernetes.default.svc``)
@@ -255,3 +259,40 @@ class Secured:
                 api_audiences=self.audiences, now=time.time(), lookup=source.uid_of)
 
         catalog.add_subresource_action("", "serviceaccounts", "token", token)
+        self._install_escalation_checks(catalog)
+
+    def _install_escalation_checks(self, catalog: Catalog) -> None:
+        """Writes of roles and bindings grant nothing the writer does not hold
+        (:mod:`setpoint.registry.escalation`); the server's own writes are not checked."""
+        authorizer = self.authorizer
+        resolver = self.rbac.resolver
+        source = self._source
+
+        def lookup(kind: str, namespace: str, name: str) -> Any:
+            return source.role(namespace, name) if kind == "Role" \
+                else source.cluster_role(name)
+
+        def namespace_of(obj: Any) -> str:
+            return str((obj.get("metadata") or {}).get("namespace") or "")
+
+        def role_check(resource: str) -> Admission:
+            async def admit(new: Any, old: Any, opts: WriteOptions) -> None:
+                if opts.user is not None:
+                    escalation.check_role(opts.user, new, resource=resource,
+                                          namespace=namespace_of(new), authorizer=authorizer,
+                                          resolver=resolver)
+            return admit
+
+        def binding_check(resource: str) -> Admission:
+            async def admit(new: Any, old: Any, opts: WriteOptions) -> None:
+                if opts.user is not None:
+                    escalation.check_binding(opts.user, new, resource=resource,
+                                             namespace=namespace_of(new),
+                                             authorizer=authorizer, resolver=resolver,
+                                             lookup=lookup)
+            return admit
+
+        for resource in ("roles", "clusterroles"):
+            catalog.store(RBAC, resource).admission.append(role_check(resource))
+        for resource in ("rolebindings", "clusterrolebindings"):
+            catalog.store(RBAC, resource).admission.append(binding_check(resource))
