@@ -10,7 +10,11 @@ They are ordinary operators: they talk to the API server through a
 - ``namespace`` (:func:`namespace_controller`): a deleted namespace is emptied (every kind,
   custom resources included, finalizers waited for), then finalized;
 - ``crd`` (:func:`crd_controller`): a deleted CRD's custom resources are deleted, then its
-  cleanup finalizer is removed.
+  cleanup finalizer is removed;
+- ``clusterrole-aggregation``: aggregated ClusterRoles (``admin``, ``edit``, ``view``) hold
+  the rules of the roles they select;
+- ``serviceaccount``: every namespace has a ``default`` ServiceAccount;
+- ``root-ca-cert-publisher``: every namespace has the ``kube-root-ca.crt`` ConfigMap.
 
 :func:`builtin` builds the ones named, fresh each time (they keep per-run state);
 :func:`manager` a :class:`~setpoint.runtime.Manager` that runs them, the same whether it runs
@@ -19,7 +23,7 @@ inside ``setpoint serve``'s process or in ``setpoint controller-manager``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Final
 
 from setpoint import client as sp_client
@@ -27,9 +31,12 @@ from setpoint import runtime
 from setpoint.controllers.crd import crd_controller
 from setpoint.controllers.garbagecollector import GarbageCollector
 from setpoint.controllers.namespace import namespace_controller
+from setpoint.controllers.rbacaggregation import aggregation_controller
+from setpoint.controllers.serviceaccounts import root_ca_controller, service_account_controller
 
 #: every built-in controller, by the name ``setpoint serve --controllers`` takes
-NAMES: Final = ("garbagecollector", "namespace", "crd")
+NAMES: Final = ("garbagecollector", "namespace", "crd", "clusterrole-aggregation",
+                "serviceaccount", "root-ca-cert-publisher")
 #: the Lease the built-in controllers of several servers compete for (in kube-system)
 LEASE_NAME: Final = "setpoint-controller-manager"
 LEASE_NAMESPACE: Final = "kube-system"
@@ -37,9 +44,13 @@ LEASE_NAMESPACE: Final = "kube-system"
 USER_AGENT: Final = "setpoint-controller-manager"
 
 
-def builtin(names: Iterable[str] = NAMES
+def builtin(names: Iterable[str] = NAMES, *, ca_pem: str | None = None
             ) -> tuple[list[runtime.Controller], list[runtime.Runnable]]:
-    """The controllers and runnables for ``names`` (a subset of :data:`NAMES`)."""
+    """The controllers and runnables for ``names`` (a subset of :data:`NAMES`).
+
+    ``root-ca-cert-publisher`` publishes ``ca_pem`` (the cluster CA the clients trust); with
+    none (a server without TLS) it is left out.
+    """
     wanted = list(dict.fromkeys(names))
     unknown = [n for n in wanted if n not in NAMES]
     if unknown:
@@ -53,19 +64,29 @@ def builtin(names: Iterable[str] = NAMES
         controllers.append(namespace_controller())
     if "crd" in wanted:
         controllers.append(crd_controller())
+    if "clusterrole-aggregation" in wanted:
+        controllers.append(aggregation_controller())
+    if "serviceaccount" in wanted:
+        controllers.append(service_account_controller())
+    if "root-ca-cert-publisher" in wanted and ca_pem:
+        controllers.append(root_ca_controller(ca_pem))
     return controllers, runnables
 
 
 def manager(client: sp_client.Client, names: Iterable[str] = NAMES, *,
-            leader_election: bool = False, graceful_shutdown_timeout: float = 5.0
+            leader_election: bool = False, graceful_shutdown_timeout: float = 5.0,
+            clients: Mapping[str, sp_client.Client] | None = None, ca_pem: str | None = None
             ) -> runtime.Manager:
-    """A manager running the built-in controllers ``names`` through ``client``; with
-    ``leader_election``, only while holding the Lease ``kube-system/`` :data:`LEASE_NAME`."""
-    controllers, runnables = builtin(names)
+    """A manager running the built-in controllers ``names``: their caches read through
+    ``client``, each one writes through ``clients[name]`` when given (its own identity, see
+    :data:`setpoint.auth.rbac.bootstrap.CONTROLLER_ACCOUNTS`); with ``leader_election``, only
+    while holding the Lease ``kube-system/`` :data:`LEASE_NAME`."""
+    controllers, runnables = builtin(names, ca_pem=ca_pem)
     election = runtime.LeaderElectionConfig(
         lease_name=LEASE_NAME, lease_namespace=LEASE_NAMESPACE) if leader_election else None
     return runtime.Manager(client, controllers, runnables=runnables, leader_election=election,
-                           graceful_shutdown_timeout=graceful_shutdown_timeout)
+                           graceful_shutdown_timeout=graceful_shutdown_timeout,
+                           clients=clients)
 
 
 __all__ = ["LEASE_NAME", "LEASE_NAMESPACE", "NAMES", "USER_AGENT", "GarbageCollector",

@@ -36,7 +36,7 @@ import contextlib
 import logging
 import random
 import signal
-from collections.abc import Awaitable, Iterable, Sequence
+from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from aiohttp import web
@@ -131,8 +131,13 @@ class Manager:
                  cache_sync_timeout: float = DEFAULT_CACHE_SYNC_TIMEOUT,
                  graceful_shutdown_timeout: float = DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT,
                  watcher_config: listwatch.WatcherConfig | None = None,
-                 runnables: Iterable[rtrunnable.Runnable] = ()) -> None:
+                 runnables: Iterable[rtrunnable.Runnable] = (),
+                 clients: Mapping[str, sp_client.Client] | None = None) -> None:
         self.client = client
+        #: per controller or runnable name, the client its writes and Events go through
+        #: (its own identity, as kube-controller-manager gives each controller its own
+        #: ServiceAccount); the shared caches read through ``client``
+        self.clients: dict[str, sp_client.Client] = dict(clients or {})
         self.controllers: tuple[builder.Controller, ...] = tuple(controllers)
         self.runnables: tuple[rtrunnable.Runnable, ...] = tuple(runnables)
         if not self.controllers and not self.runnables:
@@ -307,9 +312,10 @@ class Manager:
                            key=lambda pair: not pair[0].metadata_only)
             caches = {w.ref: inf.cache for w, inf in pairs}
             log = logging.getLogger(f"setpoint.runtime.controller.{r.name}")
+            writer = self.clients.get(r.name, self.client)
             ctx = rtcontext.Context(
-                name=r.name, client=self.client, resource=r.ref, cache=infs[0].cache,
-                recorder=events.EventRecorder(self.client, r.name, instance=instance,
+                name=r.name, client=writer, resource=r.ref, cache=infs[0].cache,
+                recorder=events.EventRecorder(writer, r.name, instance=instance,
                                               clock=self._clock),
                 logger=log, caches=caches, aliases=r.aliases())
             self._bound.append(_Bound(r, infs, ctx))
@@ -323,10 +329,11 @@ class Manager:
     def _runnable_context(self, runnable: rtrunnable.Runnable,
                           stopping: asyncio.Event) -> rtrunnable.RunnableContext:
         name = runnable.name
+        writer = self.clients.get(name, self.client)
         return rtrunnable.RunnableContext(
-            name=name, client=self.client, informers=self.informers, clock=self._clock,
+            name=name, client=writer, informers=self.informers, clock=self._clock,
             metrics=self.metrics,
-            recorder=events.EventRecorder(self.client, name, instance=self._instance,
+            recorder=events.EventRecorder(writer, name, instance=self._instance,
                                           clock=self._clock),
             logger=logging.getLogger(f"setpoint.runtime.runnable.{name}"), stopping=stopping)
 

@@ -168,9 +168,18 @@ def _controller_roles() -> list[Obj]:
             for name, rules in roles.items()]
 
 
+#: the identity ``setpoint controller-manager`` reads its shared caches and holds its Lease
+#: with (each controller writes as its own ServiceAccount)
+CONTROLLER_MANAGER_USER: Final = "system:kube-controller-manager"
+
+
 def cluster_roles() -> list[Obj]:
     everything = [rule(["*"], ["*"], ["*"]), rule(["*"], urls=["*"])]
     return [
+        cluster_role(CONTROLLER_MANAGER_USER, [
+            rule(READ, ["*"], ["*"]),
+            rule(("create", "get", "update"), ["coordination.k8s.io"], ["leases"]),
+            rule(["create", "patch", "update"], ["", "events.k8s.io"], ["events"])]),
         cluster_role("cluster-admin", everything),
         cluster_role("system:discovery", [rule(["get"], urls=_DISCOVERY)]),
         cluster_role("system:public-info-viewer", [rule(["get"], urls=_PUBLIC_INFO)]),
@@ -200,6 +209,9 @@ def cluster_role_bindings() -> list[Obj]:
         cluster_role_binding("system:public-info-viewer", "system:public-info-viewer",
                              [group(users.ALL_AUTHENTICATED),
                               group(users.ALL_UNAUTHENTICATED)]),
+        cluster_role_binding(CONTROLLER_MANAGER_USER, CONTROLLER_MANAGER_USER, [
+            {"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
+             "name": CONTROLLER_MANAGER_USER}]),
         cluster_role_binding("system:service-account-issuer-discovery",
                              "system:service-account-issuer-discovery",
                              [group(users.SERVICE_ACCOUNTS_GROUP)]),
