@@ -154,8 +154,8 @@ def build_app(state: AppState) -> web.Application:
             content_type=request.headers.get("Content-Type"))
 
     async def edge(request: web.Request) -> web.StreamResponse:
-        """Every request: connection state, in-flight limits, metrics, then :func:`route`
-        (failures mapped to a Status by :func:`status_errors`)."""
+        """Every request: connection state and metrics around :func:`admit`, which the
+        gate (authentication, audit, authorization) runs first when the server has one."""
         started = time.perf_counter()
         path = request.path
         ri = request_info.parse(path)
@@ -165,27 +165,11 @@ def build_app(state: AppState) -> web.Application:
         if guard is not None:
             guard.request_started(transport)
         try:
-            if kind is limits.Kind.LONG_RUNNING:
-                if labels is not None:
-                    api_metrics.watch_started(labels)
-                try:
-                    response = await status_errors(request, route(request, ri))
-                finally:
-                    if labels is not None:
-                        api_metrics.watch_ended(labels)
-            elif kind is limits.Kind.EXEMPT:
-                response = await status_errors(request, route(request, ri))
-            elif kind is limits.Kind.MUTATING and (
-                    early := await status_errors(request, body_first(request))) is not None:
-                response = early  # the body failed to arrive (408, 413)
-            elif inflight.try_acquire(kind):
-                try:
-                    response = await status_errors(request, route(request, ri))
-                finally:
-                    inflight.release(kind)
+            if gate is not None:
+                response = await status_errors(request, gate.serve(
+                    request, ri, lambda: admit(request, ri, kind, labels)))
             else:
-                api_metrics.dropped_request(kind)
-                response = responses.error_response(limits.too_many_requests(retry_after))
+                response = await admit(request, ri, kind, labels)
         except web.HTTPException as e:
             if labels is not None:
                 api_metrics.observe(labels, e.status, time.perf_counter() - started)
@@ -197,15 +181,36 @@ def build_app(state: AppState) -> web.Application:
             api_metrics.observe(labels, response.status, time.perf_counter() - started)
         return response
 
+    async def admit(request: web.Request, ri: request_info.RequestInfo | None,
+                    kind: limits.Kind, labels: metrics.Labels | None) -> web.StreamResponse:
+        """In-flight limits (429 beyond them; watches and probes are not counted, and a
+        write counts only once its body has arrived), then :func:`serve` (failures mapped
+        to a Status by :func:`status_errors`)."""
+        if kind is limits.Kind.LONG_RUNNING:
+            if labels is not None:
+                api_metrics.watch_started(labels)
+            try:
+                return await status_errors(request, serve(request, ri))
+            finally:
+                if labels is not None:
+                    api_metrics.watch_ended(labels)
+        if kind is limits.Kind.EXEMPT:
+            return await status_errors(request, serve(request, ri))
+        if kind is limits.Kind.MUTATING:
+            early = await status_errors(request, body_first(request))
+            if early is not None:
+                return early  # the body failed to arrive (408, 413)
+        if not inflight.try_acquire(kind):
+            api_metrics.dropped_request(kind)
+            return responses.error_response(limits.too_many_requests(retry_after))
+        try:
+            return await status_errors(request, serve(request, ri))
+        finally:
+            inflight.release(kind)
+
     async def body_first(request: web.Request) -> None:
         """Wait for a write's body before it counts in flight (:func:`limits.await_body`)."""
         await limits.await_body(request, state.edge_limits)
-
-    async def route(request: web.Request,
-                    ri: request_info.RequestInfo | None) -> web.StreamResponse:
-        if gate is not None:
-            return await gate.serve(request, ri, lambda: serve(request, ri))
-        return await serve(request, ri)
 
     async def serve(request: web.Request,
                     ri: request_info.RequestInfo | None) -> web.StreamResponse:

@@ -243,7 +243,7 @@ class ResourceHandler:
             request.headers.get("Content-Type"),
             negotiation.CUSTOM_BODY_TYPES if served.custom else negotiation.BODY_TYPES)
         raw = await limits.read_body(request, self._limits)
-        return negotiation.decode_body(raw, content_type)
+        return _audited(request, negotiation.decode_body(raw, content_type))
 
     async def _virtual_create(self, request: web.Request, virtual: actions.VirtualResource,
                               ri: RequestInfo) -> web.StreamResponse:
@@ -263,10 +263,7 @@ class ResourceHandler:
                    body: Awaitable[Any]) -> web.StreamResponse:
         """Answer a request with ``action`` (201 Created, as Kubernetes answers them)."""
         opts = self._write_options(request, default_manager=False)
-        decoded = await body
-        record = request.get(security.AUDIT)
-        if record is not None:
-            record.set_request_object(decoded)
+        decoded = _audited(request, await body)
         result = await action(actions.ActionRequest(
             namespace=ri.namespace, name=ri.name, body=decoded,
             user=request.get(security.USER) or security.INSECURE_USER, dry_run=opts.dry_run))
@@ -312,8 +309,8 @@ class ResourceHandler:
         if content_type not in PATCH_TYPES:
             raise errors.unsupported_patch_type(
                 (PATCH_JSON, PATCH_MERGE, PATCH_APPLY) if served.custom else PATCH_TYPES)
-        body = negotiation.decode_body(await limits.read_body(request, self._limits),
-                                       content_type)
+        body = _audited(request, negotiation.decode_body(
+            await limits.read_body(request, self._limits), content_type))
         store = served.store
         strategic = not served.custom and store.info.kind != "CustomResourceDefinition"
         if ri.subresource == "scale":
@@ -383,6 +380,14 @@ class ResourceHandler:
                 "metadata": {"resourceVersion": str(page.resource_version)},
                 "items": page.items}
         return responses.json_response(body)
+
+
+def _audited(request: web.Request, body: Any) -> Any:
+    """``body``, recorded as the request object of the request's audit event (if any)."""
+    record = request.get(security.AUDIT)
+    if record is not None:
+        record.set_request_object(body)
+    return body
 
 
 async def _ready(value: Any) -> Any:
