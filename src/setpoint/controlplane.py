@@ -57,12 +57,15 @@ import logging
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import TracebackType
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 from setpoint import client as sp_client
 from setpoint import controllers as builtin_controllers
 from setpoint import process, runtime
+from setpoint.server import kubeconfigs
+from setpoint.server.securing import MANAGER
 from setpoint.server.server import Server, ServerConfig
 
 log = logging.getLogger(__name__)
@@ -79,6 +82,8 @@ CONTROLLER_MANAGER_COMMAND: Final = (sys.executable, "-m", "setpoint", "controll
 #: seconds a stopping controller manager process gets beyond its graceful shutdown timeout
 #: before SIGKILL (it ends itself ``STOP_MARGIN`` seconds after it, see the command)
 PROCESS_STOP_MARGIN: Final = 10.0
+#: connections the controller manager's shared client may open to the server
+MAX_CONNECTIONS: Final = 256
 
 
 def parse_controllers(text: str | None) -> frozenset[str]:
@@ -139,13 +144,13 @@ class ControlPlaneConfig:
             raise ValueError("restart backoffs must be positive, the first not above the max")
 
 
-def loopback_url(host: str, port: int) -> str:
+def loopback_url(host: str, port: int, scheme: str = "http") -> str:
     """The URL the controllers use: the server's, or loopback when it listens everywhere."""
     if host in ("", "0.0.0.0"):
         host = "127.0.0.1"
     elif host == "::":
         host = "::1"
-    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+    return f"{scheme}://[{host}]:{port}" if ":" in host else f"{scheme}://{host}:{port}"
 
 
 class ControlPlane:
@@ -186,15 +191,18 @@ class ControlPlane:
         if self.config.controllers_mode == "process":
             await self._start_process(names)
             return
-        client = sp_client.Client(sp_client.ClientConfig(
-            server=loopback_url(self.server.config.host, self.server.port),
-            max_connections=256,
-            user_agent=builtin_controllers.USER_AGENT))
+        client = sp_client.Client(self._client_config(MANAGER, MAX_CONNECTIONS))
         self._stack.push_async_callback(client.close)
         self.client = client
+        clients: dict[str, sp_client.Client] = {}
+        if self._secure:
+            for name in names:
+                clients[name] = sp_client.Client(self._client_config(name, 64))
+                self._stack.push_async_callback(clients[name].close)
         manager = builtin_controllers.manager(
             client, names, leader_election=self.config.leader_election,
-            graceful_shutdown_timeout=self.config.graceful_shutdown_timeout)
+            graceful_shutdown_timeout=self.config.graceful_shutdown_timeout,
+            clients=clients, ca_pem=self._ca_pem())
         self.manager = manager
         group = await self._stack.enter_async_context(asyncio.TaskGroup())
         self._run = group.create_task(manager.run(), name="built-in controllers")
@@ -208,13 +216,49 @@ class ControlPlane:
                         self.config.controllers_ready_timeout)
         log.info("built-in controllers running: %s", ", ".join(names))
 
+    @property
+    def _secure(self) -> bool:
+        return self.server.config.security is not None
+
+    @property
+    def _loopback(self) -> str:
+        return loopback_url(self.server.config.host, self.server.port, self.server.scheme)
+
+    def _client_config(self, name: str, max_connections: int) -> sp_client.ClientConfig:
+        """How controller ``name`` (or :data:`MANAGER`) reaches the server: its own
+        certificate when the server is secured."""
+        options: dict[str, Any] = {"max_connections": max_connections,
+                                   "user_agent": builtin_controllers.USER_AGENT}
+        if not self._secure:
+            return sp_client.ClientConfig(server=self._loopback, **options)
+        return sp_client.config_from_document(
+            self.server.controller_kubeconfig(name, self._loopback), **options)
+
+    def _ca_pem(self) -> str | None:
+        secured = self.server.secured
+        if secured is None or secured.authority is None:
+            return None
+        return secured.authority.ca.cert_pem.decode()
+
+    def write_credentials(self, names: Sequence[str]) -> Path:
+        """Write the controller manager's and each controller's kubeconfig (0600, in a
+        0700 ``controllers`` directory beside the admin kubeconfig), for the process."""
+        kubeconfig = self.server.config.kubeconfig_path
+        assert kubeconfig is not None
+        directory = kubeconfig.parent / "controllers"
+        for name in (MANAGER, *names):
+            kubeconfigs.write(directory / f"{name}.kubeconfig",
+                              self.server.controller_kubeconfig(name, self._loopback))
+        return directory
+
     def controller_manager_argv(self, names: Sequence[str]) -> tuple[str, ...]:
         """The command line of the controller manager process."""
         kubeconfig = self.server.config.kubeconfig_path
         assert kubeconfig is not None
-        argv = [*self.config.controller_manager_command,
-                "--kubeconfig", str(kubeconfig),
-                "--server", loopback_url(self.server.config.host, self.server.port),
+        credentials = ["--credentials-dir", str(self.write_credentials(names))] \
+            if self._secure else ["--kubeconfig", str(kubeconfig)]
+        argv = [*self.config.controller_manager_command, *credentials,
+                "--server", self._loopback,
                 "--controllers", ",".join(names),
                 "--graceful-shutdown-timeout", f"{self.config.graceful_shutdown_timeout:g}",
                 "--log-level", self.config.log_level]

@@ -1,4 +1,5 @@
-"""Decoding the protobuf bodies ``kubectl create namespace|configmap|secret`` sends.
+"""Decoding the protobuf bodies kubectl sends: ``create namespace|configmap|secret``,
+``create token``, ``auth whoami`` and ``auth can-i``.
 
 kubectl POSTs these three with ``Content-Type: application/vnd.kubernetes.protobuf`` and does
 not retry as JSON after a 415, so the server must read them. A body is:
@@ -165,6 +166,38 @@ _MESSAGES: Mapping[str, Mapping[int, _F]] = {
     "Secret": {1: _F("metadata", "ObjectMeta", keep_empty=True), 2: _F("data", "map_bytes"),
                3: _F("type", "string"), 4: _F("stringData", "map_string"),
                5: _F("immutable", "bool", keep_empty=True)},
+    # authentication.k8s.io/v1 and authorization.k8s.io/v1: what kubectl auth whoami,
+    # can-i and create token send
+    "SelfSubjectReview": {1: _F("metadata", "ObjectMeta", keep_empty=True)},
+    "TokenRequest": {1: _F("metadata", "ObjectMeta", keep_empty=True),
+                     2: _F("spec", "TokenRequestSpec", keep_empty=True)},
+    "TokenRequestSpec": {1: _F("audiences", "string", repeated=True, keep_empty=True),
+                         4: _F("expirationSeconds", "int64", keep_empty=True),
+                         3: _F("boundObjectRef", "BoundObjectReference", keep_empty=True)},
+    "BoundObjectReference": {1: _F("kind", "string"), 2: _F("apiVersion", "string"),
+                             3: _F("name", "string"), 4: _F("uid", "string")},
+    "TokenReview": {1: _F("metadata", "ObjectMeta", keep_empty=True),
+                    2: _F("spec", "TokenReviewSpec", keep_empty=True)},
+    "TokenReviewSpec": {1: _F("token", "string"),
+                        2: _F("audiences", "string", repeated=True)},
+    "SubjectAccessReview": {1: _F("metadata", "ObjectMeta", keep_empty=True),
+                            2: _F("spec", "SubjectAccessReviewSpec", keep_empty=True)},
+    "SubjectAccessReviewSpec": {
+        1: _F("resourceAttributes", "ResourceAttributes"),
+        2: _F("nonResourceAttributes", "NonResourceAttributes"), 3: _F("user", "string"),
+        4: _F("groups", "string", repeated=True), 6: _F("uid", "string")},
+    "SelfSubjectAccessReview": {1: _F("metadata", "ObjectMeta", keep_empty=True),
+                                2: _F("spec", "SelfSubjectAccessReviewSpec", keep_empty=True)},
+    "SelfSubjectAccessReviewSpec": {1: _F("resourceAttributes", "ResourceAttributes"),
+                                    2: _F("nonResourceAttributes", "NonResourceAttributes")},
+    "ResourceAttributes": {1: _F("namespace", "string"), 2: _F("verb", "string"),
+                           3: _F("group", "string"), 4: _F("version", "string"),
+                           5: _F("resource", "string"), 6: _F("subresource", "string"),
+                           7: _F("name", "string")},
+    "NonResourceAttributes": {1: _F("path", "string"), 2: _F("verb", "string")},
+    "SelfSubjectRulesReview": {1: _F("metadata", "ObjectMeta", keep_empty=True),
+                               2: _F("spec", "SelfSubjectRulesReviewSpec", keep_empty=True)},
+    "SelfSubjectRulesReviewSpec": {1: _F("namespace", "string")},
 }
 
 # (apiVersion, kind) -> message; the kinds kubectl's generators send as protobuf.
@@ -172,6 +205,13 @@ _KINDS: Mapping[tuple[str, str], str] = {
     ("v1", "Namespace"): "Namespace",
     ("v1", "ConfigMap"): "ConfigMap",
     ("v1", "Secret"): "Secret",
+    ("authentication.k8s.io/v1", "SelfSubjectReview"): "SelfSubjectReview",
+    ("authentication.k8s.io/v1", "TokenRequest"): "TokenRequest",
+    ("authentication.k8s.io/v1", "TokenReview"): "TokenReview",
+    ("authorization.k8s.io/v1", "SubjectAccessReview"): "SubjectAccessReview",
+    ("authorization.k8s.io/v1", "LocalSubjectAccessReview"): "SubjectAccessReview",
+    ("authorization.k8s.io/v1", "SelfSubjectAccessReview"): "SelfSubjectAccessReview",
+    ("authorization.k8s.io/v1", "SelfSubjectRulesReview"): "SelfSubjectRulesReview",
 }
 
 _WIRE_TYPES = {"string": _BYTES, "bytes": _BYTES, "raw": _BYTES, "map_string": _BYTES,

@@ -28,9 +28,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import sys
-from collections.abc import Coroutine, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -56,6 +57,10 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     parser.add_argument("--kubeconfig", type=Path, default=None,
                         help="default: KUBECONFIG, the in-cluster account, ~/.kube/config")
     parser.add_argument("--context", default=None, help="the kubeconfig context to use")
+    parser.add_argument("--credentials-dir", type=Path, default=None, metavar="DIR",
+                        help="a directory of kubeconfigs, as setpoint serve writes them: "
+                        "manager.kubeconfig (reads, the Lease) and <controller>.kubeconfig "
+                        "for each controller's own identity; instead of --kubeconfig")
     parser.add_argument("--server", default=None, metavar="URL",
                         help="reach the server at URL instead of the kubeconfig's address")
     parser.add_argument("--controllers", default=None, metavar="NAMES",
@@ -72,24 +77,37 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     return parser
 
 
-def client_config(args: argparse.Namespace) -> sp_client.ClientConfig:
-    overrides: dict[str, Any] = {"max_connections": MAX_CONNECTIONS,
+def client_config(args: argparse.Namespace, name: str | None = None,
+                  max_connections: int = MAX_CONNECTIONS) -> sp_client.ClientConfig:
+    """The configuration of the manager's shared client, or (``name``) of one controller's
+    own client from ``--credentials-dir``."""
+    overrides: dict[str, Any] = {"max_connections": max_connections,
                                  "user_agent": builtin_controllers.USER_AGENT}
     if args.server:
         overrides["server"] = args.server
+    if args.credentials_dir is not None:
+        return sp_client.load_kubeconfig(
+            args.credentials_dir / f"{name or 'manager'}.kubeconfig", **overrides)
     if args.kubeconfig is not None or args.context is not None:
         return sp_client.load_kubeconfig(args.kubeconfig, args.context, **overrides)
     return sp_client.auto_config(**overrides)
 
 
 async def run(config: sp_client.ClientConfig, names: Sequence[str], *, leader_election: bool,
-              graceful_shutdown_timeout: float, lifeline: process.Lifeline | None) -> None:
-    """Run the controllers until stopped (see the module docstring)."""
+              graceful_shutdown_timeout: float, lifeline: process.Lifeline | None,
+              own: Mapping[str, sp_client.ClientConfig] | None = None) -> None:
+    """Run the controllers until stopped (see the module docstring); ``own`` gives
+    controllers their own identities."""
     loop = asyncio.get_running_loop()
-    async with sp_client.Client(config) as client:
+    async with contextlib.AsyncExitStack() as stack:
+        client = await stack.enter_async_context(sp_client.Client(config))
+        clients = {name: await stack.enter_async_context(sp_client.Client(c))
+                   for name, c in (own or {}).items()}
+        ca = config.ca_data.decode() if config.ca_data else None
         manager = builtin_controllers.manager(
             client, names, leader_election=leader_election,
-            graceful_shutdown_timeout=graceful_shutdown_timeout)
+            graceful_shutdown_timeout=graceful_shutdown_timeout, clients=clients,
+            ca_pem=ca)
         guard = process.ShutdownGuard(loop, manager.stop,
                                       timeout=graceful_shutdown_timeout + STOP_MARGIN,
                                       name="setpoint controller-manager")
@@ -130,13 +148,16 @@ def main(args: argparse.Namespace) -> int:
         if args.graceful_shutdown_timeout <= 0:
             raise ValueError("--graceful-shutdown-timeout must be positive")
         config = client_config(args)
+        own: dict[str, sp_client.ClientConfig] = {
+            name: client_config(args, name, 64) for name in names} \
+            if args.credentials_dir is not None else {}
     except (ValueError, sp_client.ConfigError, OSError) as e:
         print(f"setpoint controller-manager: error: {e}", file=sys.stderr, flush=True)
         return 2
     try:
         _event_loop_run(run(config, names, leader_election=args.leader_elect,
                             graceful_shutdown_timeout=args.graceful_shutdown_timeout,
-                            lifeline=lifeline))
+                            lifeline=lifeline, own=own))
     finally:
         if lifeline is not None:
             lifeline.close()

@@ -21,21 +21,27 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import sys
 from collections.abc import Coroutine, Sequence
 from pathlib import Path
 from typing import Any
 
 from setpoint import controlplane, process
+from setpoint.audit.log import AuditLogConfig
 from setpoint.cli import controller_manager as controller_manager_command
 from setpoint.cli import datadir
 from setpoint.cli import run as run_command
+from setpoint.pki import files
 from setpoint.registry import cache as watch_cache
 from setpoint.registry import listbudget
 from setpoint.server.limits import Limits
+from setpoint.server.securing import SecurityConfig
 from setpoint.server.server import ServerConfig
 from setpoint.storage import StorageConfig, create_backend
 from setpoint.storage import Unavailable as StorageUnavailable
+from setpoint.storage.encryption import generate_config as generate_encryption
+from setpoint.storage.encryption import load_config as load_encryption
 
 log = logging.getLogger("setpoint")
 
@@ -110,6 +116,47 @@ def _parser() -> argparse.ArgumentParser:
                        default=limits.idle_timeout,
                        help="a kept-alive connection idle this long is closed (default: "
                        f"{limits.idle_timeout:g})")
+    secure = serve.add_argument_group(
+        "security", "TLS with a certificate from DATA_DIR/pki, client certificates, tokens, "
+        "RBAC, Secrets encrypted at rest: all on unless --insecure-plain-http")
+    secure.add_argument("--insecure-plain-http", action="store_true",
+                        help="serve plain HTTP with no authentication: every request runs as "
+                        "an administrator. For local experiments only; refused on a "
+                        "non-loopback --host unless --insecure-plain-http-on-network")
+    secure.add_argument("--insecure-plain-http-on-network", action="store_true",
+                        help="allow --insecure-plain-http on an address others can reach")
+    secure.add_argument("--tls-san", action="append", default=[], metavar="NAME",
+                        help="another DNS name or IP address for the serving certificate "
+                        "(repeatable; localhost, 127.0.0.1, ::1, the host name and --host "
+                        "are always included)")
+    secure.add_argument("--advertise-address", default=None, metavar="ADDRESS",
+                        help="the address clients reach this server at (added to the "
+                        "certificate)")
+    secure.add_argument("--token-auth-file", type=Path, default=None, metavar="PATH",
+                        help="static bearer tokens, CSV: token,user,uid,\"group1,group2\"")
+    secure.add_argument("--service-account-issuer", default=None, metavar="URL",
+                        help="the iss of ServiceAccount tokens (default: "
+                        "https://kubernetes.default.svc.cluster.local)")
+    secure.add_argument("--api-audiences", default=None, metavar="AUDIENCES",
+                        help="audiences tokens must name, comma-separated (default: the "
+                        "issuer)")
+    secure.add_argument("--encryption-provider-config", type=Path, default=None,
+                        metavar="PATH",
+                        help="an EncryptionConfiguration (default: DATA_DIR/encryption.yaml, "
+                        "generated on first start with a new key for Secrets)")
+    secure.add_argument("--no-encryption", action="store_true",
+                        help="store Secrets unencrypted")
+    secure.add_argument("--audit-log-path", type=Path, default=None, metavar="PATH",
+                        help="write audit events (audit.k8s.io/v1, JSON lines) to PATH")
+    secure.add_argument("--audit-policy-file", type=Path, default=None, metavar="PATH",
+                        help="an audit.k8s.io/v1 Policy (default: metadata of every request, "
+                        "bodies of RBAC writes, nothing of health checks)")
+    secure.add_argument("--audit-log-maxsize", type=int, default=100, metavar="MB",
+                        help="rotate the audit log at this size (default: 100)")
+    secure.add_argument("--audit-log-maxbackup", type=int, default=10, metavar="N",
+                        help="rotated audit logs to keep (default: 10)")
+    secure.add_argument("--audit-log-maxage", type=int, default=30, metavar="DAYS",
+                        help="days to keep rotated audit logs (default: 30)")
     serve.add_argument("--log-level", default="INFO")
     serve.add_argument("--controllers", default=None, metavar="NAMES",
                        help="built-in controllers to run, comma-separated (default: all of "
@@ -176,13 +223,73 @@ def serve_config(args: argparse.Namespace) -> ServerConfig:
                     max_mutating_requests_inflight=args.max_mutating_requests_inflight,
                     max_connections=args.max_connections, header_timeout=args.header_timeout,
                     body_timeout=args.body_timeout, idle_timeout=args.idle_timeout)
-    data_dir.mkdir(parents=True, exist_ok=True)
+    files.private_dir(data_dir)
+    for name in ("state.db", "state.db-wal", "state.db-shm", "kubeconfig"):
+        files.tighten(data_dir / name)  # written by an older version, or by hand
     return ServerConfig(host=args.host, port=args.port, storage=storage,
                         kubeconfig_path=data_dir / "kubeconfig",
                         compaction_interval=args.compaction_interval or None,
                         watch_cache_capacity=args.watch_cache_events,
                         watch_cache_bytes=args.watch_cache_bytes,
-                        list_budget_bytes=args.list_budget_bytes, limits=limits)
+                        list_budget_bytes=args.list_budget_bytes, limits=limits,
+                        security=security_config(args, data_dir),
+                        encryption_config=encryption_config(args, data_dir))
+
+
+LOOPBACK = ("127.0.0.1", "::1", "localhost")
+
+
+def security_config(args: argparse.Namespace, data_dir: Path) -> SecurityConfig | None:
+    """TLS, authentication, RBAC and audit as the flags say; None for plain HTTP."""
+    if args.insecure_plain_http:
+        if args.host not in LOOPBACK and not args.insecure_plain_http_on_network:
+            raise ValueError(f"--insecure-plain-http on {args.host}, an address others can "
+                             "reach, would let anyone act as an administrator; add "
+                             "--insecure-plain-http-on-network if you really mean it")
+        for flag in ("token_auth_file", "audit_log_path", "service_account_issuer"):
+            if getattr(args, flag) is not None:
+                raise ValueError(f"--{flag.replace('_', '-')} needs TLS (drop "
+                                 "--insecure-plain-http)")
+        return None
+    if args.token_auth_file is not None and not args.token_auth_file.is_file():
+        raise ValueError(f"--token-auth-file {args.token_auth_file}: no such file")
+    hosts = list(args.tls_san)
+    if args.advertise_address:
+        hosts.append(args.advertise_address)
+    audit = None
+    if args.audit_log_path is not None:
+        audit = AuditLogConfig(path=args.audit_log_path.resolve(),
+                               max_size=args.audit_log_maxsize * 1024 * 1024,
+                               max_backups=args.audit_log_maxbackup,
+                               max_age_days=args.audit_log_maxage)
+    elif args.audit_policy_file is not None:
+        raise ValueError("--audit-policy-file needs --audit-log-path")
+    options: dict[str, Any] = {}
+    if args.service_account_issuer:
+        options["service_account_issuer"] = args.service_account_issuer
+    if args.api_audiences:
+        options["api_audiences"] = tuple(a.strip() for a in args.api_audiences.split(",")
+                                         if a.strip())
+    return SecurityConfig(pki_dir=data_dir / "pki", hosts=tuple(hosts),
+                          token_auth_file=args.token_auth_file, audit_log=audit,
+                          audit_policy_file=args.audit_policy_file, **options)
+
+
+def encryption_config(args: argparse.Namespace, data_dir: Path) -> Path | None:
+    """The EncryptionConfiguration in use (generated on first start), or None."""
+    if args.no_encryption:
+        if args.encryption_provider_config is not None:
+            raise ValueError("--no-encryption and --encryption-provider-config conflict")
+        return None
+    if args.encryption_provider_config is not None:
+        path: Path = args.encryption_provider_config.resolve()
+        load_encryption(path)  # refused here, before anything starts, when unusable
+        return path
+    path = data_dir / "encryption.yaml"
+    if not path.exists():
+        files.write_private(path, generate_encryption().encode())
+    files.tighten(path)
+    return path
 
 
 def raise_file_limit() -> None:
@@ -248,11 +355,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=args.log_level.upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.command == "serve":
+        # everything serve writes (database, keys, kubeconfigs, logs) is its user's alone
+        os.umask(0o077)
         try:
             config = plane_config(args)
-        except ValueError as e:
+        except (ValueError, OSError) as e:
             print(f"setpoint serve: error: {e}", file=sys.stderr, flush=True)
             return 2
+        if config.server.security is None:
+            log.warning("*** --insecure-plain-http: serving plain HTTP WITHOUT AUTHENTICATION "
+                        "on %s; every request, from anyone who can reach it, runs as an "
+                        "administrator ***", config.server.host)
         lock = datadir.DataDirLock(args.data_dir.resolve())
         try:
             lock.acquire()

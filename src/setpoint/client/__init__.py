@@ -17,6 +17,7 @@ from setpoint.client.api import (
 from setpoint.client.config import (
     ClientConfig,
     auto_config,
+    config_from_document,
     load_incluster,
     load_kubeconfig,
 )
@@ -36,6 +37,7 @@ __all__ = [
     "Watch",
     "WatchEvent",
     "auto_config",
+    "config_from_document",
     "delete_options",
     "load_incluster",
     "load_kubeconfig",

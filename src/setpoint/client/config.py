@@ -210,6 +210,13 @@ def load_kubeconfig(path: str | os.PathLike[str] | None = None, context: str | N
     return config_from_selection(kubeconfig.select(merged, context), **overrides)
 
 
+def config_from_document(document: Mapping[str, Any], context: str | None = None,
+                         **overrides: Any) -> ClientConfig:
+    """The configuration of a kubeconfig held in memory (a dict as the YAML file reads)."""
+    merged = kubeconfig.merge_documents([(Path("<kubeconfig>"), document)])
+    return config_from_selection(kubeconfig.select(merged, context), **overrides)
+
+
 # --- in-cluster -----------------------------------------------------------------------------
 
 

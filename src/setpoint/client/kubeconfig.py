@@ -118,15 +118,25 @@ def _named_entries(document: Mapping[str, Any], section: str, key: str,
 
 def merge(paths: Sequence[Path], *, require_all: bool) -> Kubeconfig:
     """Read and merge ``paths``; missing files are skipped unless ``require_all``."""
+    documents: list[tuple[Path, Mapping[str, Any]]] = []
+    for path in paths:
+        if not require_all and not path.exists():
+            continue
+        documents.append((path, _load_document(path)))
+    if not documents:
+        shown = ", ".join(str(p) for p in paths) or "(none)"
+        raise ConfigError(f"no kubeconfig file found (looked at {shown})")
+    return merge_documents(documents)
+
+
+def merge_documents(documents: Sequence[tuple[Path, Mapping[str, Any]]]) -> Kubeconfig:
+    """Merge kubeconfig documents already read (``(where it came from, document)``)."""
     clusters: dict[str, Entry] = {}
     users: dict[str, Entry] = {}
     contexts: dict[str, Entry] = {}
     current = ""
     sources: list[Path] = []
-    for path in paths:
-        if not require_all and not path.exists():
-            continue
-        document = _load_document(path)
+    for path, document in documents:
         sources.append(path)
         for target, section, key in ((clusters, "clusters", "cluster"),
                                      (users, "users", "user"),
@@ -136,9 +146,6 @@ def merge(paths: Sequence[Path], *, require_all: bool) -> Kubeconfig:
         if not current:
             value = document.get("current-context")
             current = value if isinstance(value, str) else ""
-    if not sources:
-        shown = ", ".join(str(p) for p in paths) or "(none)"
-        raise ConfigError(f"no kubeconfig file found (looked at {shown})")
     return Kubeconfig(clusters, users, contexts, current, tuple(sources))
 
 

@@ -65,7 +65,11 @@ def key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
 
 def _name(common_name: str, organizations: Sequence[str] = ()) -> x509.Name:
     attrs = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, o) for o in organizations]
-    attrs.append(x509.NameAttribute(NameOID.COMMON_NAME, common_name))
+    # RFC 5280 bounds a CN at 64 characters, but Kubernetes user names are longer
+    # (system:serviceaccount:kube-system:clusterrole-aggregation-controller), and neither Go
+    # nor OpenSSL enforce the bound when verifying: so it is not enforced here either
+    attrs.append(x509.NameAttribute(NameOID.COMMON_NAME, common_name,
+                                    _validate=len(common_name) <= 64))
     return x509.Name(attrs)
 
 

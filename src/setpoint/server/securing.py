@@ -64,6 +64,8 @@ from setpoint.server.tls import ServingTLS
 log = logging.getLogger(__name__)
 
 RBAC = "rbac.authorization.k8s.io"
+#: the name :meth:`Secured.controller_kubeconfig` takes for the controller manager itself
+MANAGER = "manager"
 
 #: names the serving certificate is always valid for (the in-cluster names included, for
 #: workloads that reach the API as ``kubernetes.default.svc``)
@@ -184,7 +186,12 @@ class Secured:
         return kubeconfigs.kubeconfig(url, ca_pem=self.authority.ca.cert_pem, client=client)
 
     def controller_kubeconfig(self, url: str, controller: str) -> dict[str, Any]:
-        """The kubeconfig of a built-in controller: its own ServiceAccount's identity."""
+        """The kubeconfig of a built-in controller: its own ServiceAccount's identity, or
+        (for ``controller`` :data:`MANAGER`) the controller manager's, which reads the shared
+        caches and holds the Lease."""
+        if controller == MANAGER:
+            return self.kubeconfig(url, name="controller-manager",
+                                   user=policy.CONTROLLER_MANAGER_USER, groups=())
         user, groups = policy.controller_user(controller)
         return self.kubeconfig(url, name=f"controller-{controller}", user=user,
                                groups=groups)
