@@ -78,13 +78,14 @@ EOF
 
 # wait_http URL WHAT PID: wait until URL answers 200 with a body that is not "false"
 wait_http() {
-  "$python" - "$1" "$2" <<'EOF' || { echo "cluster.sh: $2 did not come up; see its log" >&2; exit 1; }
-import sys, time, urllib.request
-url, what = sys.argv[1], sys.argv[2]
+  "$python" - "$1" "$2" "${3:-}" <<'EOF' || { echo "cluster.sh: $2 did not come up; see its log" >&2; exit 1; }
+import ssl, sys, time, urllib.request
+url, what, cafile = sys.argv[1], sys.argv[2], sys.argv[3]
+context = ssl.create_default_context(cafile=cafile) if cafile else None
 deadline = time.monotonic() + 30
 while time.monotonic() < deadline:
     try:
-        with urllib.request.urlopen(url, timeout=1) as reply:
+        with urllib.request.urlopen(url, timeout=1, context=context) as reply:
             body = reply.read()
             if reply.status == 200 and b'"false"' not in body:
                 sys.exit(0)
@@ -135,8 +136,10 @@ for ((i = 0; i < servers; i++)); do
   rm -f "$data/kubeconfig"
   port=0
   [ "$api_port" = 0 ] || port=$((api_port + i))
+  # one PKI for every server: one CA for every kubeconfig, one key for ServiceAccount tokens,
+  # one encryption key for Secrets (the servers share their data through etcd)
   "${detach[@]}" "$python" -m setpoint serve --storage etcd --etcd-endpoints "$endpoints" \
-    --port "$port" --data-dir "$data" </dev/null >>"$data/serve.log" 2>&1 &
+    --port "$port" --data-dir "$data" --pki-dir "$dir/pki" </dev/null >>"$data/serve.log" 2>&1 &
   server_pids+=($!)
 done
 urls=()
@@ -149,7 +152,7 @@ for ((i = 0; i < servers; i++)); do
   done
   url=$(sed -n 's/^ *server: *//p' "$kubeconfig")
   [ -n "$url" ] || { echo "cluster.sh: server$i wrote no kubeconfig" >&2; exit 1; }
-  wait_http "$url/readyz" "server$i"
+  wait_http "$url/readyz" "server$i" "$dir/pki/ca.crt"
   urls+=("$url")
 done
 printf '%s\n' "${etcd_pids[@]}" "${server_pids[@]}" >"$dir/pids"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -11,10 +12,13 @@ import urllib.request
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import pytest
 
+from setpoint.client import config as client_config
+from setpoint.client import transport
 from setpoint.server.server import Server, ServerConfig
 from setpoint.storage import StorageConfig
 
@@ -44,6 +48,24 @@ class ServeProcess:
     url: str
     log: Path
 
+    def ssl_context(self) -> ssl.SSLContext | None:
+        """TLS as the admin kubeconfig says (the cluster CA and the admin's client
+        certificate); None for a plain HTTP server."""
+        return kubeconfig_ssl_context(self.kubeconfig)
+
+    def urlopen(self, path: str, *, data: bytes | None = None, method: str | None = None,
+                headers: dict[str, str] | None = None, timeout: float = 10
+                ) -> Any:
+        """``urllib.request.urlopen`` of ``url + path`` as the admin."""
+        request = urllib.request.Request(self.url + path, data=data, method=method,
+                                         headers=headers or {})
+        return urllib.request.urlopen(request, timeout=timeout, context=self.ssl_context())
+
+    def session(self, **kwargs: Any) -> aiohttp.ClientSession:
+        """An aiohttp session on this server as the admin (call inside an event loop)."""
+        connector = aiohttp.TCPConnector(ssl=self.ssl_context() or False)
+        return aiohttp.ClientSession(base_url=self.url, connector=connector, **kwargs)
+
     def stop(self, sig: int | None = None) -> int:
         if self.process.poll() is None:
             if sig is None:
@@ -56,6 +78,12 @@ class ServeProcess:
                 self.process.kill()
                 return self.process.wait()
         return self.process.returncode
+
+
+def kubeconfig_ssl_context(path: Path) -> ssl.SSLContext | None:
+    """The TLS context of the client a kubeconfig describes (None: plain HTTP)."""
+    config = client_config.load_kubeconfig(path)
+    return transport.ssl_context(config) if config.is_https else None
 
 
 def start_serve(data_dir: Path, *, storage: str = "sqlite", timeout: float = 20.0,
@@ -91,7 +119,8 @@ def start_serve(data_dir: Path, *, storage: str = "sqlite", timeout: float = 20.
                     url = line.split("server:", 1)[1].strip()
             if url:
                 try:
-                    with urllib.request.urlopen(url + "/readyz", timeout=1) as r:
+                    with urllib.request.urlopen(url + "/readyz", timeout=1,
+                                                context=kubeconfig_ssl_context(kubeconfig)) as r:
                         if r.status == 200:
                             return ServeProcess(process, data_dir, kubeconfig, url, log)
                 except OSError:

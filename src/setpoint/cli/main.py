@@ -33,6 +33,7 @@ from setpoint.cli import controller_manager as controller_manager_command
 from setpoint.cli import datadir
 from setpoint.cli import run as run_command
 from setpoint.pki import files
+from setpoint.pki.authority import Authority
 from setpoint.registry import cache as watch_cache
 from setpoint.registry import listbudget
 from setpoint.server.limits import Limits
@@ -125,6 +126,10 @@ def _parser() -> argparse.ArgumentParser:
                         "non-loopback --host unless --insecure-plain-http-on-network")
     secure.add_argument("--insecure-plain-http-on-network", action="store_true",
                         help="allow --insecure-plain-http on an address others can reach")
+    secure.add_argument("--pki-dir", type=Path, default=None, metavar="DIR",
+                        help="where the CA, certificates, the token signing key and the "
+                        "generated encryption key live (default: DATA_DIR/pki); servers "
+                        "sharing one etcd must share it")
     secure.add_argument("--tls-san", action="append", default=[], metavar="NAME",
                         help="another DNS name or IP address for the serving certificate "
                         "(repeatable; localhost, 127.0.0.1, ::1, the host name and --host "
@@ -142,7 +147,7 @@ def _parser() -> argparse.ArgumentParser:
                         "issuer)")
     secure.add_argument("--encryption-provider-config", type=Path, default=None,
                         metavar="PATH",
-                        help="an EncryptionConfiguration (default: DATA_DIR/encryption.yaml, "
+                        help="an EncryptionConfiguration (default: PKI_DIR/encryption.yaml, "
                         "generated on first start with a new key for Secrets)")
     secure.add_argument("--no-encryption", action="store_true",
                         help="store Secrets unencrypted")
@@ -270,7 +275,7 @@ def security_config(args: argparse.Namespace, data_dir: Path) -> SecurityConfig 
     if args.api_audiences:
         options["api_audiences"] = tuple(a.strip() for a in args.api_audiences.split(",")
                                          if a.strip())
-    return SecurityConfig(pki_dir=data_dir / "pki", hosts=tuple(hosts),
+    return SecurityConfig(pki_dir=pki_dir(args, data_dir), hosts=tuple(hosts),
                           token_auth_file=args.token_auth_file, audit_log=audit,
                           audit_policy_file=args.audit_policy_file, **options)
 
@@ -285,11 +290,14 @@ def encryption_config(args: argparse.Namespace, data_dir: Path) -> Path | None:
         path: Path = args.encryption_provider_config.resolve()
         load_encryption(path)  # refused here, before anything starts, when unusable
         return path
-    path = data_dir / "encryption.yaml"
-    if not path.exists():
-        files.write_private(path, generate_encryption().encode())
+    authority = Authority(pki_dir(args, data_dir))
+    path = authority.generated("encryption.yaml", lambda: generate_encryption().encode())
     files.tighten(path)
     return path
+
+
+def pki_dir(args: argparse.Namespace, data_dir: Path) -> Path:
+    return args.pki_dir.resolve() if args.pki_dir is not None else data_dir / "pki"
 
 
 def raise_file_limit() -> None:

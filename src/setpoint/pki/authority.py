@@ -13,14 +13,21 @@ a new one when there is none, when it was not signed by this CA, when it is due 
 Renewal is therefore just calling them again: the server does so periodically and reloads
 its TLS context.
 
+Several servers may share one directory (servers on one etcd must: one CA for every
+kubeconfig, one key for every ServiceAccount token): everything that creates or replaces a
+file holds an exclusive lock on ``.lock`` in it, so concurrent starts agree on one CA.
+
 Non-guarantee: the CA itself is never rotated automatically (a new CA would invalidate every
 kubeconfig); it lives ten years.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
-from collections.abc import Callable, Sequence
+import fcntl
+import os
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from setpoint.pki import certs, files
@@ -43,7 +50,18 @@ class Authority:
         self._now = now
         self._leaf_validity = leaf_validity
         files.private_dir(directory)
-        self.ca = self._load_or_create_ca()
+        with self._locked():
+            self.ca = self._load_or_create_ca()
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """Exclusive among every process using this directory (blocking, briefly)."""
+        fd = os.open(self.directory / ".lock", os.O_RDWR | os.O_CREAT, files.FILE_MODE)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
 
     @property
     def ca_path(self) -> Path:
@@ -78,6 +96,10 @@ class Authority:
 
     def serving(self, hosts: Sequence[str]) -> KeyPair:
         """The serving certificate, valid for every name in ``hosts``."""
+        with self._locked():
+            return self._serving(hosts)
+
+    def _serving(self, hosts: Sequence[str]) -> KeyPair:
         current = self._read("apiserver")
         if current is not None and certs.signed_by(current, self.ca) and not self.due(current) \
                 and set(hosts) <= certs.san_hosts(current.certificate):
@@ -92,6 +114,10 @@ class Authority:
 
     def client(self, name: str, user: str, groups: Sequence[str] = ()) -> KeyPair:
         """A client certificate for ``user`` in ``groups``, kept as ``<name>.crt``."""
+        with self._locked():
+            return self._client(name, user, groups)
+
+    def _client(self, name: str, user: str, groups: Sequence[str]) -> KeyPair:
         current = self._read(name)
         if current is not None and certs.signed_by(current, self.ca) and not self.due(current) \
                 and certs.subject_of(current.certificate) == (user, tuple(groups)):
@@ -104,9 +130,18 @@ class Authority:
     def signing_key(self) -> bytes:
         """The PEM private key that signs ServiceAccount tokens (made on first use)."""
         path = self.directory / "sa.key"
-        try:
-            return path.read_bytes()
-        except FileNotFoundError:
-            pem = certs.key_pem(certs.new_key())
-            files.write_private(path, pem)
-            return pem
+        with self._locked():
+            try:
+                return path.read_bytes()
+            except FileNotFoundError:
+                pem = certs.key_pem(certs.new_key())
+                files.write_private(path, pem)
+                return pem
+
+    def generated(self, name: str, make: Callable[[], bytes]) -> Path:
+        """``<dir>/<name>``, written with ``make()`` (0600) by the first process to ask."""
+        path = self.directory / name
+        with self._locked():
+            if not path.exists():
+                files.write_private(path, make())
+        return path

@@ -38,7 +38,14 @@ objects are garbage-collected, deleted namespaces are emptied. ``control_plane(c
 starts none, as envtest does (then Foreground and Orphan deletes delete at once, namespaces
 and CRDs being deleted stay Terminating).
 
-Non-guarantees: there is no authentication (the kubeconfig is an admin's, over plain HTTP).
+By default there is no authentication (the kubeconfig is an admin's, over plain HTTP), which
+is fastest. ``control_plane(secure=True)`` serves as ``setpoint serve`` does, with TLS,
+client certificates and RBAC, so that an operator's own permissions can be tested::
+
+    async with control_plane(secure=True) as cp:
+        await cp.apply("deploy/rbac.yaml")               # the operator's Role and binding
+        await cp.run_operator(operator, service_account="shop/operator")
+        # the operator now gets 403 for anything its role does not grant
 """
 
 from __future__ import annotations
@@ -63,6 +70,7 @@ from setpoint import runtime
 from setpoint.apimachinery import errors
 from setpoint.cli import run as run_cli
 from setpoint.client import api as client_api
+from setpoint.server.securing import SecurityConfig
 from setpoint.server.server import Server, ServerConfig
 from setpoint.storage import StorageConfig
 
@@ -336,8 +344,39 @@ class ControlPlane:
 
     # --- operators ------------------------------------------------------------------------
 
+    async def service_account_kubeconfig(self, service_account: str, *,
+                                         expiration_seconds: int = 3600) -> Path:
+        """A kubeconfig acting as ServiceAccount ``namespace/name`` (created if missing),
+        with a token the server signed. Needs ``control_plane(secure=True)``: without
+        authentication every client is an administrator."""
+        if self.server.config.security is None:
+            raise RuntimeError("service account identities need control_plane(secure=True)")
+        namespace, sep, name = service_account.partition("/")
+        if not sep or not namespace or not name:
+            raise ValueError(f"service_account is 'namespace/name', not {service_account!r}")
+        try:
+            await self.client.create({"apiVersion": "v1", "kind": "ServiceAccount",
+                                      "metadata": {"name": name, "namespace": namespace}})
+        except errors.AlreadyExists:
+            pass
+        answer = await self.client.request(
+            "POST", f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token",
+            body={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                  "spec": {"expirationSeconds": expiration_seconds}})
+        admin = yaml.safe_load(self.kubeconfig.read_text())
+        config = {**admin, "users": [{"name": service_account,
+                                      "user": {"token": answer["status"]["token"]}}],
+                  "contexts": [{"name": "setpoint", "context": {
+                      "cluster": "setpoint", "user": service_account,
+                      "namespace": namespace}}]}
+        path = self.kubeconfig.with_name(f"{namespace}-{name}.kubeconfig")
+        path.write_text(yaml.safe_dump(config))
+        path.chmod(0o600)
+        return path
+
     async def run_operator(self, target: OperatorTarget, *, wait_ready: bool = True,
                            timeout: float = DEFAULT_TIMEOUT,
+                           service_account: str | None = None,
                            **manager_options: Any) -> runtime.Manager:
         """Run an operator's controllers in a :class:`~setpoint.runtime.Manager`, in this
         event loop, until :meth:`stop_operator` or the end of the block; returns the manager.
@@ -346,13 +385,17 @@ class ControlPlane:
         :class:`~setpoint.runtime.Controller` or several, a module, or a file path or module
         name to import (see :func:`load_operator`). With ``wait_ready``, returns once every
         cache has synced (at most ``timeout`` seconds, also the manager's cache sync
-        timeout, by default). ``manager_options`` go to the ``Manager`` (e.g.
+        timeout, by default). ``service_account`` (``"namespace/name"``, with
+        ``control_plane(secure=True)``) runs it as that account, so that RBAC applies to it;
+        otherwise it acts as the admin. ``manager_options`` go to the ``Manager`` (e.g.
         ``leader_election``, ``health_port=0``, ``clock``).
         """
         controllers = operator_controllers(target)
         manager_options.setdefault("cache_sync_timeout", timeout)
         manager_options.setdefault("graceful_shutdown_timeout", TEST_SHUTDOWN_TIMEOUT)
-        client = sp_client.Client(sp_client.load_kubeconfig(self.kubeconfig))
+        kubeconfig = self.kubeconfig if service_account is None else \
+            await self.service_account_kubeconfig(service_account)
+        client = sp_client.Client(sp_client.load_kubeconfig(kubeconfig))
         try:
             manager = runtime.Manager(client, controllers, **manager_options)
         except BaseException:
@@ -452,13 +495,14 @@ def _resource(obj: Mapping[str, Any]) -> tuple[str, str]:
 @contextlib.asynccontextmanager
 async def control_plane(tmp_path: str | os.PathLike[str] | None = None,
                         storage: Storage = "memory",
-                        controllers: Iterable[str] | None = None
-                        ) -> AsyncIterator[ControlPlane]:
+                        controllers: Iterable[str] | None = None,
+                        secure: bool = False) -> AsyncIterator[ControlPlane]:
     """Start a control plane for the block; see the module docstring.
 
-    ``tmp_path`` holds the kubeconfig (and ``state.db`` for ``storage="sqlite"``); without
-    it a temporary directory is made and removed afterwards. ``controllers`` names the
-    built-in controllers to run (None: all of them).
+    ``tmp_path`` holds the kubeconfig (and ``state.db`` for ``storage="sqlite"``, and the CA
+    and keys with ``secure``); without it a temporary directory is made and removed
+    afterwards. ``controllers`` names the built-in controllers to run (None: all of them).
+    ``secure`` serves TLS with authentication and RBAC, as ``setpoint serve`` does.
     """
     if storage not in ("memory", "sqlite"):
         raise ValueError(f"storage is 'memory' or 'sqlite', not {storage!r}")
@@ -475,7 +519,9 @@ async def control_plane(tmp_path: str | os.PathLike[str] | None = None,
                           if storage == "sqlite" else StorageConfig(kind="memory"))
         plane = await stack.enter_async_context(sp_controlplane.ControlPlane(
             sp_controlplane.ControlPlaneConfig(
-                server=ServerConfig(port=0, storage=storage_config, kubeconfig_path=kubeconfig),
+                server=ServerConfig(port=0, storage=storage_config, kubeconfig_path=kubeconfig,
+                                    security=SecurityConfig(pki_dir=directory / "pki")
+                                    if secure else None),
                 controllers=frozenset(sp_controlplane.CONTROLLERS) if controllers is None
                 else sp_controlplane.parse_controllers(",".join(controllers)))))
         server = plane.server
