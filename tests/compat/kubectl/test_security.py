@@ -95,12 +95,14 @@ def test_auth_whoami_and_can_i_answer_as_kubernetes(kubectl: Kubectl, team: Kube
     assert "system:serviceaccount:team:reader" in whoami
     assert "system:serviceaccounts:team" in whoami
     admin = kubectl.run("auth", "whoami").stdout
-    assert "system:admin" in admin and "system:masters" in admin
+    assert "system:admin" in admin
+    assert "system:masters" in admin
     assert team.run("auth", "can-i", "list", "configmaps", "-n", "team").stdout.strip() == "yes"
     result = team.run("auth", "can-i", "list", "configmaps", "-n", "other", check=False)
     assert (result.returncode, result.stdout.strip()) == (1, "no")
     listing = team.run("auth", "can-i", "--list", "-n", "team").stdout
-    assert "configmaps" in listing and "secrets" not in listing.split("Non-Resource")[0]
+    assert "configmaps" in listing
+    assert "secrets" not in listing.split("Non-Resource")[0]
     as_reader = kubectl.run("auth", "can-i", "get", "configmaps", "-n", "team",
                             "--as=system:serviceaccount:team:reader").stdout.strip()
     assert as_reader == "yes"
