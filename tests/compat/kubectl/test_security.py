@@ -50,7 +50,7 @@ def team(kubectl: Kubectl, tmp_path_factory: pytest.TempPathFactory) -> Kubectl:
 
 def test_no_credentials_is_401_on_every_resource_path(kubectl: Kubectl, serve: ServeProcess,
                                                       tmp_path: Path) -> None:
-    nobody = kubeconfig_with(kubectl, tmp_path / "nobody.yaml", {})
+    nobody = kubeconfig_with(kubectl, tmp_path / "nobody.yaml", {"token": "not-a-token"})
     for args in (("get", "configmaps"), ("get", "namespaces"), ("get", "crd"),
                  ("auth", "whoami"), ("create", "configmap", "x")):
         result = nobody.run(*args, check=False)
@@ -62,8 +62,9 @@ def test_no_credentials_is_401_on_every_resource_path(kubectl: Kubectl, serve: S
                  "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", "/metrics"):
         with pytest.raises(urllib.error.HTTPError) as caught:
             urllib.request.urlopen(serve.url + path, context=context, timeout=10)
-        assert caught.value.code == 401, path
-        assert json.loads(caught.value.read())["reason"] == "Unauthorized"
+        with caught.value as answer:
+            assert answer.code == 401, path
+            assert json.loads(answer.read())["reason"] == "Unauthorized"
     for path in ("/healthz", "/livez", "/readyz", "/version"):
         with urllib.request.urlopen(serve.url + path, context=context, timeout=10) as r:
             assert r.status == 200
@@ -195,7 +196,8 @@ def test_a_cross_site_request_from_a_browser_is_refused(serve: ServeProcess,
             headers={"Content-Type": content_type, "Origin": "https://evil.example"})
         with pytest.raises(urllib.error.HTTPError) as caught:
             urllib.request.urlopen(request, context=context, timeout=10)
-        assert caught.value.code == 401
+        with caught.value as answer:
+            assert answer.code == 401
     assert kubectl.run("get", "configmap", "evil", check=False).returncode != 0
 
 
