@@ -12,9 +12,11 @@ machine whose clock is slightly behind.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import ipaddress
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -63,13 +65,23 @@ def key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
                              serialization.NoEncryption())
 
 
+@contextlib.contextmanager
+def _long_names_allowed() -> Iterator[None]:
+    """Silence ``cryptography``'s warning about a CN above 64 characters (see :func:`_name`)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Attribute's length must be",
+                                category=UserWarning)
+        yield
+
+
 def _name(common_name: str, organizations: Sequence[str] = ()) -> x509.Name:
     attrs = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, o) for o in organizations]
     # RFC 5280 bounds a CN at 64 characters, but Kubernetes user names are longer
     # (system:serviceaccount:kube-system:clusterrole-aggregation-controller), and neither Go
     # nor OpenSSL enforce the bound when verifying: so it is not enforced here either
-    attrs.append(x509.NameAttribute(NameOID.COMMON_NAME, common_name,
-                                    _validate=len(common_name) <= 64))
+    with _long_names_allowed():
+        attrs.append(x509.NameAttribute(NameOID.COMMON_NAME, common_name,
+                                        _validate=len(common_name) <= 64))
     return x509.Name(attrs)
 
 
@@ -136,7 +148,8 @@ def issue(ca: KeyPair, *, common_name: str, usage: Usage, now: dt.datetime,
 
 def subject_of(cert: x509.Certificate) -> tuple[str, tuple[str, ...]]:
     """(CN, Os) of a certificate's subject: Kubernetes' user name and groups."""
-    subject = cert.subject
+    with _long_names_allowed():
+        subject = cert.subject
     cns = subject.get_attributes_for_oid(NameOID.COMMON_NAME)
     orgs = subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)
     cn = cns[0].value if cns else ""

@@ -245,6 +245,17 @@ class WatchCache:
                 log.warning("watch cache history compacted past %d; relisting", self.revision)
                 relist = True
                 continue
+            except st.Unreadable as e:
+                if not relist:  # history it cannot read is history it does not have
+                    log.warning("watch cache cannot read history after %d (%s); relisting",
+                                self.revision, e)
+                    relist = True
+                    continue
+                # the current state itself is unreadable: wait as for any storage error
+                log.warning("storage error (%s); watch cache retrying in %.1f s", e, pause)
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, MAX_RETRY_PAUSE)
+                continue
             except st.StorageError as e:
                 if self.revision > before:
                     pause = MIN_RETRY_PAUSE  # it made progress before failing
@@ -282,7 +293,9 @@ class WatchCache:
             # revision 0 is the empty store (a read "at 0" would mean "now")
             if base:
                 await self._list_all(base)
-        except st.Expired:  # compacted meanwhile: start without history
+        except (st.Expired, st.Unreadable):
+            # compacted meanwhile, or holding values no longer readable (encrypted with a key
+            # since removed): start without history
             base = current
             await self._list_all(base)
         self.revision = base

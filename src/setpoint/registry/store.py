@@ -627,7 +627,7 @@ class Store:
             raise self._invalid(name, errs)
         for admit in self.admission:
             await admit(new, old, opts)
-        if new == old:
+        if new == old and not kv.stale:  # a stale value is rewritten (key rotation)
             if not opts.dry_run and self._deletion_done(current):
                 # an earlier write removed the last finalizer but its delete did not happen
                 # (storage failed in between): a client that repeats the write finishes it

@@ -42,12 +42,15 @@ class KeyValue:
 
     ``create_revision`` is the revision that created the key (0 never appears: a key that
     does not exist is ``None``); ``mod_revision`` is the revision of its last write.
+    ``stale`` says the value is stored in a form the store would no longer write (encrypted
+    with an older key): an update should rewrite it even when nothing changed.
     """
 
     key: str
     value: bytes
     create_revision: int
     mod_revision: int
+    stale: bool = False
 
 
 class EventType(enum.Enum):
@@ -158,6 +161,12 @@ class WatchLagged(StorageError):
     def __init__(self, last_revision: int) -> None:
         super().__init__(f"watcher fell behind after revision {last_revision}")
         self.last_revision = last_revision
+
+
+class Unreadable(StorageError):
+    """A stored value cannot be read back (for instance encrypted with a key no longer
+    configured). For history (a watch or a read at an old revision) a caller may treat it
+    like :class:`Expired`: that history is gone for it."""
 
 
 class Unavailable(StorageError):

@@ -76,7 +76,8 @@ def group(name: str) -> Obj:
 
 
 def service_account(namespace: str, name: str) -> Obj:
-    return {"kind": "ServiceAccount", "name": name, "namespace": namespace}
+    # apiGroup "" spelled out, as the server defaults it: a stored binding compares equal
+    return {"apiGroup": "", "kind": "ServiceAccount", "name": name, "namespace": namespace}
 
 
 _PUBLIC_INFO = ("/healthz", "/livez", "/readyz", "/version", "/version/")

@@ -19,7 +19,7 @@ from setpoint.storage.encryption.config import EncryptionConfig
 from setpoint.storage.encryption.providers import DecryptError, Identity
 
 
-class Undecryptable(st.StorageError):
+class Undecryptable(st.Unreadable):
     """A stored value could not be decrypted with any configured key."""
 
 
@@ -36,29 +36,30 @@ class EncryptingBackend:
             return value
         return rule.providers[0].encrypt(value, key.encode())
 
-    def _decrypt(self, key: str, value: bytes) -> bytes:
+    def _decrypt(self, key: str, value: bytes) -> tuple[bytes, bool]:
+        """(plaintext, stale): stale when the first provider would not have written it."""
         rule = self._config.rule_for(key)
         if rule is None:
-            return value
+            return value, False
         identity = False
-        for provider in rule.providers:
+        for i, provider in enumerate(rule.providers):
             if isinstance(provider, Identity):
                 identity = True
                 continue
             if value.startswith(provider.prefix):
                 try:
-                    return provider.decrypt(value, key.encode())
+                    return provider.decrypt(value, key.encode()), i > 0
                 except DecryptError as e:
                     raise Undecryptable(f"{key}: {e}") from e
         if identity and not value.startswith(b"k8s:enc:"):
-            return value
+            return value, not isinstance(rule.providers[0], Identity)
         raise Undecryptable(f"{key}: no configured key matches the stored value")
 
     def _kv(self, kv: st.KeyValue) -> st.KeyValue:
-        value = self._decrypt(kv.key, kv.value)
-        if value is kv.value:
+        value, stale = self._decrypt(kv.key, kv.value)
+        if value is kv.value and not stale:
             return kv
-        return st.KeyValue(kv.key, value, kv.create_revision, kv.mod_revision)
+        return st.KeyValue(kv.key, value, kv.create_revision, kv.mod_revision, stale)
 
     def decrypt_event(self, event: st.Event) -> st.Event:
         return st.Event(event.type, self._kv(event.kv),
