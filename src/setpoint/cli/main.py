@@ -31,6 +31,7 @@ from setpoint import controlplane, process
 from setpoint.audit.log import AuditLogConfig
 from setpoint.cli import controller_manager as controller_manager_command
 from setpoint.cli import datadir
+from setpoint.cli import kubeconfig as kubeconfig_command
 from setpoint.cli import run as run_command
 from setpoint.pki import files
 from setpoint.pki.authority import Authority
@@ -178,6 +179,7 @@ def _parser() -> argparse.ArgumentParser:
                        f"{DEFAULT_SHUTDOWN_TIMEOUT:g})")
     run_command.add_parser(sub)
     controller_manager_command.add_parser(sub)
+    kubeconfig_command.add_parser(sub)
     return parser
 
 
@@ -394,6 +396,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_command.main(args)
     if args.command == "controller-manager":
         return controller_manager_command.main(args)
+    if args.command == "kubeconfig":
+        return kubeconfig_command.main(args)
     return 2
 
 

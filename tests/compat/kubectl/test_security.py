@@ -8,6 +8,8 @@ import json
 import os
 import ssl
 import stat
+import subprocess
+import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -207,3 +209,17 @@ def test_the_kubeconfig_carries_a_client_certificate_and_is_private(kubectl: Kub
     assert set(user) == {"client-certificate-data", "client-key-data"}
     assert config["clusters"][0]["cluster"]["server"].startswith("https://")
     assert stat.S_IMODE(os.stat(kubectl.kubeconfig).st_mode) == 0o600
+
+
+def test_setpoint_kubeconfig_gives_an_operator_its_service_account(
+        kubectl: Kubectl, team: Kubectl, tmp_path: Path) -> None:
+    out = tmp_path / "operator.kubeconfig"
+    result = subprocess.run(
+        [sys.executable, "-m", "setpoint", "kubeconfig", "--service-account", "team/operator",
+         "--create", "--duration", "30m", "--kubeconfig", str(kubectl.kubeconfig),
+         "--output", str(out)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert stat.S_IMODE(out.stat().st_mode) == 0o600
+    operator = Kubectl(out, tmp_path / "cache", kubectl.env)
+    assert "system:serviceaccount:team:operator" in operator.run("auth", "whoami").stdout
+    assert operator.run("get", "configmaps", "-n", "team", check=False).returncode != 0
