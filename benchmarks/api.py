@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import os
 import statistics
 import sys
@@ -249,15 +250,28 @@ async def run(args: argparse.Namespace) -> None:
             await measure(args, Path(tmp), (endpoints, prefix), version)
 
 
-async def measure(args: argparse.Namespace, tmp: Path,
-                  etcd: tuple[list[str], str] = ([], ""), etcd_version: str = "") -> None:
+@dataclasses.dataclass
+class Figures:
+    seconds: float
+    latencies: list[float]
+    lists: list[float]
+    delays: list[float]
+    rss: float
+
+
+async def measure_api(args: argparse.Namespace, data: Path, secure: bool,
+                      etcd: tuple[list[str], str]) -> Figures:
+    """The API figures of one ``setpoint serve``: with TLS, client certificates and RBAC
+    (``secure``, its default), or with ``--insecure-plain-http``."""
     endpoints, prefix = etcd
     server = start_serve(
-        tmp / "data", storage=args.storage, etcd_endpoints=endpoints,
+        data, storage=args.storage, etcd_endpoints=endpoints,
         extra_args=[*(["--etcd-prefix", prefix] if prefix else []),
-                    "--controllers-mode", args.controllers_mode])
+                    "--controllers-mode", args.controllers_mode,
+                    *([] if secure else ["--insecure-plain-http"])])
     try:
-        connector = aiohttp.TCPConnector(limit=args.concurrency + args.watchers + 4)
+        connector = aiohttp.TCPConnector(limit=args.concurrency + args.watchers + 4,
+                                         ssl=server.ssl_context() or False)
         async with aiohttp.ClientSession(base_url=server.url, connector=connector) as s:
             async with s.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
                               data=orjson.dumps(CRD),
@@ -274,6 +288,19 @@ async def measure(args: argparse.Namespace, tmp: Path,
         rss = peak_rss_mb(server.process.pid)
     finally:
         server.stop()
+    return Figures(seconds, latencies, lists, delays, rss)
+
+
+async def measure(args: argparse.Namespace, tmp: Path,
+                  etcd: tuple[list[str], str] = ([], ""), etcd_version: str = "") -> None:
+    endpoints, prefix = etcd
+    modes = {"secure": [True], "plain": [False], "both": [True, False]}[args.security]
+    figures = {}
+    for secure in modes:
+        mode_etcd = (endpoints, f"{prefix}/{'tls' if secure else 'plain'}") if endpoints \
+            else etcd
+        figures[secure] = await measure_api(args, tmp / ("secure" if secure else "plain"),
+                                            secure, mode_etcd)
     raw_seconds = await raw_ceiling(args.storage, args.n, args.concurrency, etcd)
     put_seconds = await raw_etcd_puts(endpoints[0], prefix or "/bench-puts", args.n,
                                       args.concurrency) if endpoints else 0.0
@@ -282,27 +309,33 @@ async def measure(args: argparse.Namespace, tmp: Path,
     if endpoints:
         ceiling = (f"{args.n / raw_seconds:,.0f} EtcdBackend creates/s, "
                    f"{args.n / put_seconds:,.0f} aetcd puts/s")
-    rows = [
-        (f"creates/s (API, concurrency {args.concurrency})", f"{args.n / seconds:,.0f}",
-         ceiling),
-        ("create latency p50 / p99 (ms)",
-         f"{pct(latencies, 50) * 1e3:.1f} / {pct(latencies, 99) * 1e3:.1f}", ""),
-        (f"list {args.n:,} (ms, best / median)",
-         f"{min(lists) * 1e3:.0f} / {statistics.median(lists) * 1e3:.0f}", ""),
-        (f"watch delivery p50 / p99 (ms, {args.watchers} watchers)",
-         f"{pct(delays, 50) * 1e3:.1f} / {pct(delays, 99) * 1e3:.1f}",
-         f"{len(delays)} deliveries"),
-        ("server peak RSS (MiB)", f"{rss:.0f}", ""),
-        ("API / ceiling", f"{raw_seconds / seconds * 100:.0f} %", ""),
-    ]
-    width = max(len(r[0]) for r in rows)
+
+    def rows(f: Figures) -> list[str]:
+        return [f"{args.n / f.seconds:,.0f}",
+                f"{pct(f.latencies, 50) * 1e3:.1f} / {pct(f.latencies, 99) * 1e3:.1f}",
+                f"{min(f.lists) * 1e3:.0f} / {statistics.median(f.lists) * 1e3:.0f}",
+                f"{pct(f.delays, 50) * 1e3:.1f} / {pct(f.delays, 99) * 1e3:.1f}",
+                f"{f.rss:.0f}", f"{raw_seconds / f.seconds * 100:.0f} %"]
+
+    names = [f"creates/s (API, concurrency {args.concurrency})",
+             "create latency p50 / p99 (ms)", f"list {args.n:,} (ms, best / median)",
+             f"watch delivery p50 / p99 (ms, {args.watchers} watchers)",
+             "server peak RSS (MiB)", "API / ceiling"]
+    columns = {secure: rows(f) for secure, f in figures.items()}
+    width = max(len(n) for n in names)
     print(f"setpoint API benchmark: storage={args.storage} n={args.n} "
           f"concurrency={args.concurrency} watchers={args.watchers} "
           f"controllers={args.controllers_mode}"
           + (f" etcd={etcd_version}" if etcd_version else ""))
-    print(f"{'measure':<{width}}  {'setpoint':>14}  ceiling (same run)")
-    for name, value, beside in rows:
-        print(f"{name:<{width}}  {value:>14}  {beside}")
+    header = "".join(f"  {('TLS+RBAC' if secure else 'plain HTTP'):>14}" for secure in columns)
+    print(f"{'measure':<{width}}{header}  ceiling (same run)")
+    for i, name in enumerate(names):
+        cells = "".join(f"  {columns[secure][i]:>14}" for secure in columns)
+        print(f"{name:<{width}}{cells}  {ceiling if i == 0 else ''}")
+    if len(figures) == 2:
+        cost = figures[True].seconds / figures[False].seconds
+        print(f"TLS, authentication and RBAC: creates take {cost:.2f}x the time of plain HTTP "
+              "(same run)")
 
 
 def main() -> None:
@@ -314,6 +347,9 @@ def main() -> None:
     parser.add_argument("--updates", type=int, default=200)
     parser.add_argument("--storage", choices=("sqlite", "memory", "etcd"), default="sqlite")
     parser.add_argument("--controllers-mode", choices=("process", "inline"), default="process")
+    parser.add_argument("--security", choices=("secure", "plain", "both"), default="both",
+                        help="measure setpoint serve as it starts (TLS, client certificates, "
+                        "RBAC), with --insecure-plain-http, or both side by side (default)")
     parser.add_argument("--etcd-endpoints", default="",
                         help="with --storage etcd: use this cluster (comma-separated client "
                         "URLs) under a fresh prefix instead of starting an etcd")
