@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import time
 import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
@@ -55,12 +54,14 @@ def widget(name: str, size: int = 1, **spec: Any) -> dict[str, Any]:
             "spec": {"size": size, **spec}}
 
 
-def http(method: str, url: str, body: Any = None) -> tuple[int, Any]:
+def http(serve: ServeProcess, method: str, path: str, body: Any = None,
+         content_type: str = "application/json") -> tuple[int, Any]:
+    """One JSON request to ``serve`` as its admin (TLS and the client certificate of the admin
+    kubeconfig); the status code and the decoded body, errors included."""
     data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(url, data=data, method=method,
-                                 headers={"Content-Type": "application/json"})
     try:
-        with urllib.request.urlopen(req, timeout=10) as response:
+        with serve.urlopen(path, data=data, method=method,
+                           headers={"Content-Type": content_type}) as response:
             return response.status, json.loads(response.read() or b"null")
     except urllib.error.HTTPError as e:
         return e.code, json.loads(e.read() or b"null")
@@ -68,12 +69,12 @@ def http(method: str, url: str, body: Any = None) -> tuple[int, Any]:
 
 def install_crd(serve: ServeProcess, crd: dict[str, Any], plural_path: str) -> None:
     """Create ``crd`` (unless it exists) and wait until ``plural_path`` is served."""
-    status, body = http("POST", serve.url + "/apis/apiextensions.k8s.io/v1/"
+    status, body = http(serve, "POST", "/apis/apiextensions.k8s.io/v1/"
                         "customresourcedefinitions", crd)
     assert status in (201, 409), body
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
-        if http("GET", serve.url + plural_path)[0] == 200:
+        if http(serve, "GET", plural_path)[0] == 200:
             return
         time.sleep(0.02)
     raise AssertionError(f"{plural_path} was not served in time")
