@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run setpoint on a local 3-member etcd cluster with several API servers, all on loopback.
 #
-#   scripts/cluster.sh [-n SERVERS] [-d DIR] [-p API_PORT] [-e ETCD_PORT] [-t SECONDS]
+#   scripts/cluster.sh [-n SERVERS] [-d DIR] [-p API_PORT] [-e ETCD_PORT] [-t SECONDS] [-T]
 #
 #   -n SERVERS   API servers to start (default 2)
 #   -d DIR       where data, logs and kubeconfigs live (default .setpoint-cluster)
@@ -10,6 +10,12 @@
 #                ETCD_PORT+2i and for peers on ETCD_PORT+2i+1 (default 2379; 0: any free).
 #                A DIR that already holds a cluster keeps its ports (DIR/etcd/ports).
 #   -t SECONDS   stop everything after SECONDS (default: run until Ctrl-C)
+#   -T           etcd over TLS, as Kubernetes runs it: members serve clients and peers over
+#                https and accept only certificates of their CA (--client-cert-auth,
+#                --peer-client-cert-auth); the API servers connect with --etcd-cafile,
+#                --etcd-certfile, --etcd-keyfile. The CA and certificates are made on first
+#                start in DIR/etcd/pki (setpoint.pki). A DIR keeps the mode it was created
+#                with (DIR/etcd/tls marks a TLS cluster; -T on a plain one is refused).
 #
 # Starts the etcd members (data in DIR/etcd/member<i>), waits until they are healthy, then
 # the API servers (`setpoint serve --storage etcd`, data dir DIR/server<i>), waits until each
@@ -23,14 +29,16 @@ dir=.setpoint-cluster
 api_port=6443
 etcd_port=2379
 lifetime=""
-while getopts "n:d:p:e:t:h" opt; do
+tls=""
+while getopts "n:d:p:e:t:Th" opt; do
   case "$opt" in
     n) servers=$OPTARG ;;
     d) dir=$OPTARG ;;
     p) api_port=$OPTARG ;;
     e) etcd_port=$OPTARG ;;
     t) lifetime=$OPTARG ;;
-    *) sed -n '2,18s/^# \{0,1\}//p' "$0"; exit 2 ;;
+    T) tls=1 ;;
+    *) sed -n '2,24s/^# \{0,1\}//p' "$0"; exit 2 ;;
   esac
 done
 case "$servers" in ''|*[!0-9]*|0) echo "cluster.sh: -n needs a positive number" >&2; exit 2 ;; esac
@@ -76,12 +84,15 @@ print("\n".join(str(s.getsockname()[1]) for s in sockets))
 EOF
 }
 
-# wait_http URL WHAT PID: wait until URL answers 200 with a body that is not "false"
+# wait_http URL WHAT [CAFILE [CERTFILE KEYFILE]]: wait until URL answers 200 with a body that
+# is not "false" (over https: trusting CAFILE, presenting CERTFILE if given)
 wait_http() {
-  "$python" - "$1" "$2" "${3:-}" <<'EOF' || { echo "cluster.sh: $2 did not come up; see its log" >&2; exit 1; }
+  "$python" - "$1" "$2" "${3:-}" "${4:-}" "${5:-}" <<'EOF' || { echo "cluster.sh: $2 did not come up; see its log" >&2; exit 1; }
 import ssl, sys, time, urllib.request
-url, what, cafile = sys.argv[1], sys.argv[2], sys.argv[3]
+url, what, cafile, certfile, keyfile = sys.argv[1:6]
 context = ssl.create_default_context(cafile=cafile) if cafile else None
+if context is not None and certfile:
+    context.load_cert_chain(certfile, keyfile)
 deadline = time.monotonic() + 30
 while time.monotonic() < deadline:
     try:
@@ -95,6 +106,55 @@ while time.monotonic() < deadline:
 sys.exit(1)
 EOF
 }
+
+# etcd_pki DIR: the etcd CA, the members' certificate (serverAuth for clients and peers,
+# clientAuth for peers and etcd's own HTTP gateway; SANs 127.0.0.1 and localhost) and the API
+# servers' client certificate, made once; keys 0600 in a 0700 directory
+etcd_pki() {
+  "$python" - "$1" <<'EOF'
+import datetime as dt, sys
+from pathlib import Path
+from setpoint.pki import certs, files
+pki = files.private_dir(Path(sys.argv[1]))
+if not (pki / "apiserver-etcd-client.crt").exists():
+    now = dt.datetime.now(dt.timezone.utc)
+    ca = certs.new_ca("setpoint-etcd-ca", now=now)
+    pairs = {"ca": ca,
+             "member": certs.issue(ca, common_name="setpoint-etcd-member", now=now,
+                                   usage=("server", "client"), hosts=("127.0.0.1", "localhost")),
+             "apiserver-etcd-client": certs.issue(ca, common_name="setpoint-apiserver-etcd-client",
+                                                  usage="client", now=now)}
+    for name, pair in pairs.items():  # the client certificate last: it says "done"
+        files.write_private(pki / f"{name}.key", pair.key_pem)
+        files.write_private(pki / f"{name}.crt", pair.cert_pem)
+EOF
+}
+
+# A cluster keeps the mode it was created with: its members remember their peers' URLs.
+if [ -e "$dir/etcd/tls" ]; then
+  [ -n "$tls" ] || echo "cluster.sh: $dir is a TLS cluster (created with -T); starting it with TLS"
+  tls=1
+elif [ -n "$tls" ] && [ -d "$dir/etcd/member0" ]; then
+  echo "cluster.sh: $dir holds a cluster created without -T; use another -d DIR for TLS" >&2
+  exit 2
+fi
+scheme=http
+etcd_tls=()
+serve_tls=()
+client_auth=()
+if [ -n "$tls" ]; then
+  pki="$dir/etcd/pki"
+  etcd_pki "$pki"
+  touch "$dir/etcd/tls"
+  scheme=https
+  etcd_tls=(--client-cert-auth --trusted-ca-file "$pki/ca.crt"
+            --cert-file "$pki/member.crt" --key-file "$pki/member.key"
+            --peer-client-cert-auth --peer-trusted-ca-file "$pki/ca.crt"
+            --peer-cert-file "$pki/member.crt" --peer-key-file "$pki/member.key")
+  serve_tls=(--etcd-cafile "$pki/ca.crt" --etcd-certfile "$pki/apiserver-etcd-client.crt"
+             --etcd-keyfile "$pki/apiserver-etcd-client.key")
+  client_auth=("$pki/ca.crt" "$pki/apiserver-etcd-client.crt" "$pki/apiserver-etcd-client.key")
+fi
 
 # etcd members remember their peers' URLs in their data: a cluster that has data keeps the
 # ports it was created with (DIR/etcd/ports), whatever -e says.
@@ -110,24 +170,24 @@ printf '%s\n' "${ports[@]}" >"$dir/etcd/ports"
 initial=""
 endpoints=""
 for ((i = 0; i < members; i++)); do
-  initial+="${initial:+,}member$i=http://127.0.0.1:${ports[2 * i + 1]}"
-  endpoints+="${endpoints:+,}http://127.0.0.1:${ports[2 * i]}"
+  initial+="${initial:+,}member$i=$scheme://127.0.0.1:${ports[2 * i + 1]}"
+  endpoints+="${endpoints:+,}$scheme://127.0.0.1:${ports[2 * i]}"
 done
 
 for ((i = 0; i < members; i++)); do
-  client="http://127.0.0.1:${ports[2 * i]}"
-  peer="http://127.0.0.1:${ports[2 * i + 1]}"
+  client="$scheme://127.0.0.1:${ports[2 * i]}"
+  peer="$scheme://127.0.0.1:${ports[2 * i + 1]}"
   "${detach[@]}" "$etcd" --name "member$i" --data-dir "$dir/etcd/member$i" \
     --listen-client-urls "$client" --advertise-client-urls "$client" \
     --listen-peer-urls "$peer" --initial-advertise-peer-urls "$peer" \
     --initial-cluster "$initial" --initial-cluster-token setpoint-local \
     --initial-cluster-state new \
-    --experimental-watch-progress-notify-interval 1s \
+    --experimental-watch-progress-notify-interval 1s ${tls:+"${etcd_tls[@]}"} \
     --logger zap --log-level warn </dev/null >>"$dir/etcd/member$i.log" 2>&1 &
   etcd_pids+=($!)
 done
 for ((i = 0; i < members; i++)); do
-  wait_http "http://127.0.0.1:${ports[2 * i]}/health" "etcd member$i"
+  wait_http "$scheme://127.0.0.1:${ports[2 * i]}/health" "etcd member$i" ${tls:+"${client_auth[@]}"}
 done
 
 for ((i = 0; i < servers; i++)); do
@@ -139,7 +199,8 @@ for ((i = 0; i < servers; i++)); do
   # one PKI for every server: one CA for every kubeconfig, one key for ServiceAccount tokens,
   # one encryption key for Secrets (the servers share their data through etcd)
   "${detach[@]}" "$python" -m setpoint serve --storage etcd --etcd-endpoints "$endpoints" \
-    --port "$port" --data-dir "$data" --pki-dir "$dir/pki" </dev/null >>"$data/serve.log" 2>&1 &
+    ${tls:+"${serve_tls[@]}"} --port "$port" --data-dir "$data" --pki-dir "$dir/pki" \
+    </dev/null >>"$data/serve.log" 2>&1 &
   server_pids+=($!)
 done
 urls=()
@@ -157,13 +218,16 @@ for ((i = 0; i < servers; i++)); do
 done
 printf '%s\n' "${etcd_pids[@]}" "${server_pids[@]}" >"$dir/pids"
 
-echo "etcd members (data and logs in $dir/etcd):"
-for ((i = 0; i < members; i++)); do echo "  member$i  http://127.0.0.1:${ports[2 * i]}"; done
+echo "etcd members (data and logs in $dir/etcd${tls:+; TLS with client certificates from $dir/etcd/pki}):"
+for ((i = 0; i < members; i++)); do echo "  member$i  $scheme://127.0.0.1:${ports[2 * i]}"; done
 echo "API servers:"
 for ((i = 0; i < servers; i++)); do
   echo "  server$i  ${urls[i]}  kubeconfig $dir/server$i/kubeconfig  log $dir/server$i/serve.log"
 done
 echo "try: KUBECONFIG=$dir/server0/kubeconfig kubectl get namespaces"
+if [ -n "$tls" ]; then
+  echo "     etcdctl --endpoints $endpoints --cacert ${client_auth[0]} --cert ${client_auth[1]} --key ${client_auth[2]} endpoint status"
+fi
 echo "ready; Ctrl-C stops everything"
 
 started=$SECONDS

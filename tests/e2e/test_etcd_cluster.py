@@ -13,6 +13,9 @@
 A create whose answer is lost (connection cut, 503, 504) has an unknown outcome: the writer
 tries the same name again (on either server) until it gets 201 (acknowledged) or 409 (the
 earlier attempt was applied after all). So every name ends up stored exactly once.
+
+The servers share one ``--pki-dir`` (as servers on one etcd must: one CA, one key for
+Secrets), and the test talks to both as the admin, over TLS.
 """
 
 from __future__ import annotations
@@ -61,6 +64,9 @@ CRD = {
                                    "x-kubernetes-preserve-unknown-fields": True}}}}}]},
 }
 GADGETS = f"/apis/e2e.example.com/v1/namespaces/{NAMESPACE}/gadgets"
+PUBLISHED = {"kube-root-ca.crt"}
+"""ConfigMaps the built-in controllers put in every namespace (the cluster CA, as Kubernetes'
+root-ca-cert-publisher); written before the faults begin, and never changed by them."""
 TIMEOUT = aiohttp.ClientTimeout(total=15)
 
 
@@ -83,6 +89,13 @@ class Servers:
     tmp: Path
     endpoints: list[str]
     a_up: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @staticmethod
+    def start(tmp: Path, which: str, endpoints: list[str]) -> ServeProcess:
+        """``setpoint serve`` on the etcd cluster; the servers share one PKI directory (one
+        CA, so the admin's certificate works on both; one key for Secrets)."""
+        return start_serve(tmp / which, storage="etcd", etcd_endpoints=endpoints,
+                           extra_args=["--pki-dir", str(tmp / "pki")])
 
     def url(self, which: str) -> str:
         return self.a.url if which == "a" else self.b.url
@@ -297,8 +310,7 @@ async def faults(etcd: etcd_server.EtcdCluster, servers: Servers, writes: Writes
     await until_done(writes, 2 * OBJECTS // 5)
     await asyncio.to_thread(etcd.members[leader].start)
     log.append(f"{writes.done}: restarted member{leader}")
-    servers.a = await asyncio.to_thread(
-        start_serve, servers.tmp / "a", storage="etcd", etcd_endpoints=servers.endpoints)
+    servers.a = await asyncio.to_thread(Servers.start, servers.tmp, "a", servers.endpoints)
     servers.a_up.set()
     log.append(f"{writes.done}: restarted API server a at {servers.a.url}")
 
@@ -360,16 +372,16 @@ async def fault_scenario(http: aiohttp.ClientSession, etcd: etcd_server.EtcdClus
         listed = await until_ok(http, "GET", server.url + CONFIGMAPS)
         stored = {i["metadata"]["name"]: int(i["metadata"]["resourceVersion"])
                   for i in listed["items"]}
-        assert set(stored) == set(names)
+        assert set(stored) == set(names) | PUBLISHED
         assert all(stored[n] == rv for n, rv in writes.acknowledged.items())
     deadline = time.monotonic() + 20
     counts: list[int] = []
     while time.monotonic() < deadline:  # the restarted member catches up from its peers
         counts = [await asyncio.to_thread(member_count, m) for m in etcd.members]
-        if counts == [OBJECTS] * len(counts):
+        if counts == [OBJECTS + len(PUBLISHED)] * len(counts):
             break
         await asyncio.sleep(0.2)
-    assert counts == [OBJECTS] * len(etcd.members)
+    assert counts == [OBJECTS + len(PUBLISHED)] * len(etcd.members)
     return {"seconds": elapsed, "acknowledged": len(writes.acknowledged),
             "unknown then 409": len(writes.conflicts), "retries": writes.retries,
             "events on b": len(on_b.events), "events on a (resumed)": len(on_a.events),
@@ -379,7 +391,8 @@ async def fault_scenario(http: aiohttp.ClientSession, etcd: etcd_server.EtcdClus
 
 
 async def scenario(etcd: etcd_server.EtcdCluster, servers: Servers) -> None:
-    connector = aiohttp.TCPConnector(limit=64)
+    # the admin, over TLS: both servers' certificates come from the shared CA
+    connector = aiohttp.TCPConnector(limit=64, ssl=servers.a.ssl_context() or False)
     async with aiohttp.ClientSession(connector=connector, timeout=TIMEOUT) as http:
         delays, from_request = await watch_delay_across_servers(http, servers)
         for what, values in (("from the 201", delays), ("from the request", from_request)):
@@ -390,6 +403,8 @@ async def scenario(etcd: etcd_server.EtcdCluster, servers: Servers) -> None:
         await until_ok(http, "POST", servers.a.url + "/api/v1/namespaces",
                        {"apiVersion": "v1", "kind": "Namespace",
                         "metadata": {"name": NAMESPACE}}, 201)
+        for name in PUBLISHED:  # before the watches start: they expect only the test's own
+            await until_ok(http, "GET", f"{servers.a.url}{CONFIGMAPS}/{name}")
         await crd_through_one_serves_on_the_other(http, servers)
         leader, holder = await one_server_runs_the_controllers(http, servers)
         print(f"built-in controllers run on server {leader} (leader election)")
@@ -407,9 +422,9 @@ async def scenario(etcd: etcd_server.EtcdCluster, servers: Servers) -> None:
 def test_two_servers_on_a_three_member_etcd_survive_kills(tmp_path: Path) -> None:
     interval = ("--experimental-watch-progress-notify-interval", "500ms")
     with etcd_server.cluster(tmp_path / "etcd", 3, *interval) as etcd:
-        a = start_serve(tmp_path / "a", storage="etcd", etcd_endpoints=etcd.endpoints)
+        a = Servers.start(tmp_path, "a", etcd.endpoints)
         try:
-            b = start_serve(tmp_path / "b", storage="etcd", etcd_endpoints=etcd.endpoints)
+            b = Servers.start(tmp_path, "b", etcd.endpoints)
         except BaseException:
             a.stop()
             raise

@@ -4,11 +4,13 @@ the controllers run, the shutdown bound."""
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 from pathlib import Path
 
 import pytest
 
 from setpoint.cli.main import _parser, leader_election, plane_config, serve_config
+from setpoint.pki import certs
 
 
 def parse(tmp_path: Path, *args: str) -> argparse.Namespace:
@@ -24,6 +26,33 @@ def test_etcd_storage_takes_endpoints_and_prefix(tmp_path: Path) -> None:
     assert config.storage.prefix == "/clusters/a"
     assert config.compaction_interval == 300.0
     assert leader_election(args) is True
+
+
+def test_etcd_tls_files_reach_the_storage_config_as_absolute_paths(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    now = dt.datetime.now(dt.UTC)
+    ca = certs.new_ca("etcd-ca", now=now)
+    client = certs.issue(ca, common_name="setpoint", usage="client", now=now)
+    (tmp_path / "ca.crt").write_bytes(ca.cert_pem)
+    (tmp_path / "client.crt").write_bytes(client.cert_pem)
+    (tmp_path / "client.key").write_bytes(client.key_pem)
+    monkeypatch.chdir(tmp_path)
+    args = parse(tmp_path, "--storage", "etcd", "--etcd-endpoints", "https://127.0.0.1:2379",
+                 "--etcd-cafile", "ca.crt", "--etcd-certfile", "client.crt",
+                 "--etcd-keyfile", "client.key")
+    storage = serve_config(args).storage
+    assert storage.endpoints == ("https://127.0.0.1:2379",)
+    assert (storage.ca_file, storage.cert_file, storage.key_file) == (
+        tmp_path / "ca.crt", tmp_path / "client.crt", tmp_path / "client.key")
+    # a CA alone (etcd without --client-cert-auth), or nothing (gRPC's default roots)
+    args = parse(tmp_path, "--storage", "etcd", "--etcd-endpoints", "https://127.0.0.1:2379",
+                 "--etcd-cafile", "ca.crt")
+    assert serve_config(args).storage.cert_file is None
+    (tmp_path / "client.key").unlink()
+    args = parse(tmp_path, "--storage", "etcd", "--etcd-endpoints", "https://127.0.0.1:2379",
+                 "--etcd-certfile", "client.crt", "--etcd-keyfile", "client.key")
+    with pytest.raises(ValueError, match=r"etcd client key .*client.key: No such file"):
+        serve_config(args)
 
 
 def test_leader_election_is_off_by_default_elsewhere_and_can_be_forced(tmp_path: Path) -> None:
@@ -46,6 +75,15 @@ def test_compaction_interval_zero_turns_it_off(tmp_path: Path) -> None:
     (("--storage", "etcd", "--etcd-endpoints", "http://127.0.0.1:1", "--etcd-prefix",
       "/registry"), "registry/registry"),
     (("--compaction-interval", "-1"), "must not be negative"),
+    (("--etcd-cafile", "ca.crt"), "need --storage etcd"),
+    (("--storage", "etcd", "--etcd-endpoints", "https://127.0.0.1:1", "--etcd-certfile",
+      "client.crt"), "--etcd-certfile and --etcd-keyfile go together"),
+    (("--storage", "etcd", "--etcd-endpoints", "https://127.0.0.1:1,http://127.0.0.2:1"),
+     "all https:// or all http://"),
+    (("--storage", "etcd", "--etcd-endpoints", "http://127.0.0.1:1", "--etcd-cafile",
+      "ca.crt"), "endpoints are http://"),
+    (("--storage", "etcd", "--etcd-endpoints", "https://127.0.0.1:1", "--etcd-cafile",
+      "/nonexistent/ca.crt"), "etcd CA file /nonexistent/ca.crt: No such file"),
 ])
 def test_options_that_do_not_fit_together_are_refused(tmp_path: Path, args: tuple[str, ...],
                                                       message: str) -> None:

@@ -68,7 +68,17 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--storage", choices=("sqlite", "memory", "etcd"), default="sqlite")
     serve.add_argument("--etcd-endpoints", default="", metavar="URLS",
                        help="with --storage etcd: the etcd members' client URLs, "
-                       "comma-separated (http://127.0.0.1:2379,http://127.0.0.2:2379)")
+                       "comma-separated (http://127.0.0.1:2379,http://127.0.0.2:2379); "
+                       "https:// ones (all or none) for TLS")
+    serve.add_argument("--etcd-cafile", type=Path, default=None, metavar="PATH",
+                       help="with https:// etcd endpoints: the PEM CA certificates etcd's "
+                       "serving certificate must chain to (default: the public roots "
+                       "gRPC ships with)")
+    serve.add_argument("--etcd-certfile", type=Path, default=None, metavar="PATH",
+                       help="with https:// etcd endpoints: the PEM client certificate "
+                       "presented to etcd (etcd --client-cert-auth); with --etcd-keyfile")
+    serve.add_argument("--etcd-keyfile", type=Path, default=None, metavar="PATH",
+                       help="the unencrypted PEM private key of --etcd-certfile")
     serve.add_argument("--etcd-prefix", default="", metavar="PREFIX",
                        help="with --storage etcd: put every key under PREFIX (e.g. "
                        "/clusters/a) so that several clusters can share one etcd; "
@@ -209,8 +219,10 @@ def format_size(value: int) -> str:
 
 def serve_config(args: argparse.Namespace) -> ServerConfig:
     """The server's configuration; ``ValueError`` for options that do not fit together."""
-    if args.storage != "etcd" and (args.etcd_endpoints or args.etcd_prefix):
-        raise ValueError("--etcd-endpoints and --etcd-prefix need --storage etcd")
+    tls_files = (args.etcd_cafile, args.etcd_certfile, args.etcd_keyfile)
+    if args.storage != "etcd" and (args.etcd_endpoints or args.etcd_prefix or any(tls_files)):
+        raise ValueError("--etcd-endpoints, --etcd-prefix and the --etcd TLS files need "
+                         "--storage etcd")
     if args.compaction_interval < 0:
         raise ValueError("--compaction-interval must not be negative")
     if args.watch_cache_events < 1:
@@ -220,8 +232,14 @@ def serve_config(args: argparse.Namespace) -> ServerConfig:
         endpoints = tuple(e.strip() for e in args.etcd_endpoints.split(",") if e.strip())
         if not endpoints:
             raise ValueError("--storage etcd needs --etcd-endpoints")
-        storage = StorageConfig(kind="etcd", endpoints=endpoints, prefix=args.etcd_prefix)
-        create_backend(storage)  # validates endpoints and prefix; connects only when started
+        if (args.etcd_certfile is None) != (args.etcd_keyfile is None):
+            raise ValueError("--etcd-certfile and --etcd-keyfile go together")
+        ca_file, cert_file, key_file = (None if path is None else path.resolve()
+                                        for path in tls_files)
+        storage = StorageConfig(kind="etcd", endpoints=endpoints, prefix=args.etcd_prefix,
+                                ca_file=ca_file, cert_file=cert_file, key_file=key_file)
+        # validates endpoints and prefix, reads the TLS files; connects only when started
+        create_backend(storage)
     elif args.storage == "sqlite":
         storage = StorageConfig(kind="sqlite", path=data_dir / "state.db")
     else:

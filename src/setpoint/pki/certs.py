@@ -1,9 +1,10 @@
 """Making and reading X.509 certificates (ECDSA P-256 keys, SHA-256 signatures).
 
 A :class:`KeyPair` is a certificate and its private key in PEM. :func:`new_ca` makes a
-self-signed authority; :func:`issue` signs a leaf for a server (serverAuth, with SANs) or a
+self-signed authority; :func:`issue` signs a leaf for a server (serverAuth, with SANs), a
 client (clientAuth; the subject's CN is the user name and each O a group, as Kubernetes'
-x509 authenticator reads them).
+x509 authenticator reads them), or both (an etcd member's certificate: etcd also presents
+its serving certificate as a client, to its peers and to its own HTTP gateway).
 
 Invariants: leaves are never CAs (basicConstraints CA:false); serial numbers are 159 random
 bits; ``not_before`` is set a minute early so that a freshly issued certificate is valid on a
@@ -115,15 +116,20 @@ def _san(hosts: Sequence[str]) -> list[x509.GeneralName]:
     return names
 
 
-def issue(ca: KeyPair, *, common_name: str, usage: Usage, now: dt.datetime,
+_EKU = {"server": ExtendedKeyUsageOID.SERVER_AUTH, "client": ExtendedKeyUsageOID.CLIENT_AUTH}
+
+
+def issue(ca: KeyPair, *, common_name: str, usage: Usage | Sequence[Usage], now: dt.datetime,
           validity: dt.timedelta = dt.timedelta(days=365), organizations: Sequence[str] = (),
           hosts: Sequence[str] = ()) -> KeyPair:
-    """A leaf certificate signed by ``ca``; ``hosts`` become DNS or IP SANs (servers)."""
+    """A leaf certificate signed by ``ca`` for ``usage`` (one, or several:
+    ``("server", "client")``); ``hosts`` become DNS or IP SANs (servers)."""
+    usages = (usage,) if isinstance(usage, str) else tuple(dict.fromkeys(usage))
+    if not usages or any(u not in _EKU for u in usages):
+        raise ValueError(f"usage must be server, client or both, got {usage!r}")
     ca_cert = ca.certificate
     ca_key = ca.private_key()
     key = new_key()
-    eku = ExtendedKeyUsageOID.SERVER_AUTH if usage == "server" else \
-        ExtendedKeyUsageOID.CLIENT_AUTH
     not_after = min(now + validity, ca_cert.not_valid_after_utc)
     builder = (x509.CertificateBuilder()
                .subject_name(_name(common_name, organizations))
@@ -136,7 +142,8 @@ def issue(ca: KeyPair, *, common_name: str, usage: Usage, now: dt.datetime,
                                             key_agreement=False, key_cert_sign=False,
                                             crl_sign=False, encipher_only=False,
                                             decipher_only=False), critical=True)
-               .add_extension(x509.ExtendedKeyUsage([eku]), critical=False)
+               .add_extension(x509.ExtendedKeyUsage([_EKU[u] for u in usages]),
+                              critical=False)
                .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(
                    ca_key.public_key()), critical=False))
     if hosts:

@@ -2,7 +2,9 @@
 
 :class:`EtcdServer` is one single-member cluster; :class:`EtcdCluster` starts several members
 that form one cluster (each with its own ports and data dir), and can kill -9 and restart
-any of them.
+any of them. Given an :class:`EtcdPKI`, members serve clients over TLS and require client
+certificates (``--client-cert-auth``), as a production etcd does; peers stay on plain
+loopback HTTP.
 
 The binary is ``$SETPOINT_TEST_ETCD`` if set (to try another etcd version), else ``etcd`` on
 the ``PATH`` (Debian: ``apt-get install etcd-server``). Tests that need it skip with
@@ -11,18 +13,24 @@ the ``PATH`` (Debian: ``apt-get install etcd-server``). Tests that need it skip 
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from setpoint.pki import certs
 
 BINARY = os.environ.get("SETPOINT_TEST_ETCD") or shutil.which("etcd")
 MISSING = "no etcd binary installed (apt-get install etcd-server, or set SETPOINT_TEST_ETCD)"
@@ -38,16 +46,82 @@ def free_port() -> int:
         return port
 
 
+@dataclass(frozen=True)
+class EtcdPKI:
+    """Certificates for a TLS etcd, made with :mod:`setpoint.pki.certs` in ``directory``:
+    the cluster's CA (``ca.crt``), the members' certificate (``member.crt``: serverAuth for
+    clients, clientAuth because etcd's HTTP gateway connects to its own gRPC port with it;
+    SANs 127.0.0.1 and localhost), setpoint's client certificate (``client.crt``), and an
+    unrelated CA (``stranger-ca.crt``, the same name with another key) with its client
+    certificate (``stranger.crt``).
+
+    ``trusted`` is the CA whose clients etcd accepts: ``ca`` (setpoint's) or
+    ``stranger-ca`` (then etcd refuses setpoint's certificate, as after a botched CA
+    rotation)."""
+
+    directory: Path
+    trusted: str = "ca"
+
+    @classmethod
+    def create(cls, directory: Path) -> EtcdPKI:
+        now = dt.datetime.now(dt.UTC)
+        ca = certs.new_ca("etcd-ca", now=now)
+        stranger_ca = certs.new_ca("etcd-ca", now=now)  # the same name, another key
+        pairs = {
+            "ca": ca,
+            "stranger-ca": stranger_ca,
+            "member": certs.issue(ca, common_name="etcd-member", usage=("server", "client"),
+                                  now=now, hosts=("127.0.0.1", "localhost")),
+            "client": certs.issue(ca, common_name="setpoint", usage="client", now=now),
+            "stranger": certs.issue(stranger_ca, common_name="setpoint", usage="client",
+                                    now=now),
+        }
+        directory.mkdir(parents=True, exist_ok=True)
+        for name, pair in pairs.items():
+            (directory / f"{name}.crt").write_bytes(pair.cert_pem)
+            (directory / f"{name}.key").write_bytes(pair.key_pem)
+            (directory / f"{name}.key").chmod(0o600)
+        return cls(directory)
+
+    def path(self, name: str) -> Path:
+        return self.directory / name
+
+    @property
+    def ca_file(self) -> Path:
+        return self.directory / "ca.crt"
+
+    def server_args(self) -> tuple[str, ...]:
+        return ("--client-cert-auth", "--trusted-ca-file", str(self.path(f"{self.trusted}.crt")),
+                "--cert-file", str(self.path("member.crt")),
+                "--key-file", str(self.path("member.key")))
+
+    def client_files(self, who: str = "client") -> tuple[Path, Path, Path]:
+        """``(ca_file, cert_file, key_file)`` of the client ``who`` (``client`` or
+        ``stranger``)."""
+        return self.ca_file, self.path(f"{who}.crt"), self.path(f"{who}.key")
+
+    def ssl_context(self) -> ssl.SSLContext:
+        """A client context that trusts the members and presents a certificate etcd
+        accepts (``client.crt``, or ``stranger.crt`` when etcd trusts the stranger CA)."""
+        who = "client" if self.trusted == "ca" else "stranger"
+        context = ssl.create_default_context(cafile=str(self.ca_file))
+        context.load_cert_chain(self.path(f"{who}.crt"), self.path(f"{who}.key"))
+        return context
+
+
 class EtcdServer:
     """One single-member etcd cluster in ``data_dir``; :meth:`stop` and :meth:`start` again
     keep its data and ports, as a restarted member would. As a member of a larger cluster
-    (:class:`EtcdCluster`) it gets its ``name``, ports and ``initial_cluster`` from there."""
+    (:class:`EtcdCluster`) it gets its ``name``, ports and ``initial_cluster`` from there.
+    With ``pki`` it serves clients over TLS with client-certificate authentication
+    (``pki`` may be replaced between a :meth:`stop` and a :meth:`start`)."""
 
     def __init__(self, data_dir: Path, *extra_args: str, name: str = "test",
                  client_port: int | None = None, peer_port: int | None = None,
-                 initial_cluster: str | None = None) -> None:
+                 initial_cluster: str | None = None, pki: EtcdPKI | None = None) -> None:
         if BINARY is None:
             raise RuntimeError(MISSING)
+        self.pki = pki
         self.data_dir = data_dir
         self.name = name
         self.client_port = client_port or free_port()
@@ -60,7 +134,8 @@ class EtcdServer:
 
     @property
     def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.client_port}"
+        scheme = "https" if self.pki is not None else "http"
+        return f"{scheme}://127.0.0.1:{self.client_port}"
 
     @property
     def peer_url(self) -> str:
@@ -86,6 +161,7 @@ class EtcdServer:
             "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
             "--initial-cluster", self.initial_cluster, "--logger", "zap",
             "--log-level", "error", *self.extra_args,
+            *(self.pki.server_args() if self.pki is not None else ()),
         ]
         with self.log.open("ab") as log:
             self._process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
@@ -101,7 +177,7 @@ class EtcdServer:
                 raise RuntimeError(f"etcd exited with {self._process.returncode}: "
                                    f"{self.log.read_text(errors='replace')[-2000:]}")
             try:
-                with urllib.request.urlopen(f"{self.endpoint}/health", timeout=1) as reply:
+                with self._urlopen(f"{self.endpoint}/health") as reply:
                     if b'"true"' in reply.read():
                         return
             except (urllib.error.URLError, OSError):
@@ -121,10 +197,15 @@ class EtcdServer:
         """This member's ``Maintenance.Status`` through etcd's JSON gateway (ids as strings)."""
         request = urllib.request.Request(f"{self.endpoint}/v3/maintenance/status", data=b"{}",
                                          method="POST")
-        with urllib.request.urlopen(request, timeout=2) as reply:
+        with self._urlopen(request, timeout=2) as reply:
             body = json.loads(reply.read())
         return {"member": str(body["header"]["member_id"]), "leader": str(body["leader"]),
                 "version": str(body["version"])}
+
+    def _urlopen(self, request: str | urllib.request.Request, timeout: float = 1
+                 ) -> Any:
+        context = self.pki.ssl_context() if self.pki is not None else None
+        return urllib.request.urlopen(request, timeout=timeout, context=context)
 
     def status_id(self) -> str:
         """This member's id (as :meth:`status` reports ids); cached once known."""
@@ -147,7 +228,8 @@ class EtcdServer:
 class EtcdCluster:
     """``size`` etcd members on loopback forming one cluster, data under ``root/<name>``."""
 
-    def __init__(self, root: Path, size: int = 3, *extra_args: str) -> None:
+    def __init__(self, root: Path, size: int = 3, *extra_args: str,
+                 pki: EtcdPKI | None = None) -> None:
         root.mkdir(parents=True, exist_ok=True)
         names = [f"member{i}" for i in range(size)]
         ports = [(free_port(), free_port()) for _ in names]
@@ -156,7 +238,7 @@ class EtcdCluster:
         token = ("--initial-cluster-token", f"setpoint-test-{ports[0][0]}")
         self.members = [
             EtcdServer(root / name, *token, *extra_args, name=name, client_port=client,
-                       peer_port=peer, initial_cluster=initial)
+                       peer_port=peer, initial_cluster=initial, pki=pki)
             for name, (client, peer) in zip(names, ports, strict=True)]
 
     @property
@@ -194,9 +276,10 @@ class EtcdCluster:
 
 
 @contextmanager
-def cluster(root: Path, size: int = 3, *extra_args: str) -> Iterator[EtcdCluster]:
+def cluster(root: Path, size: int = 3, *extra_args: str,
+            pki: EtcdPKI | None = None) -> Iterator[EtcdCluster]:
     """A started :class:`EtcdCluster`, stopped on exit."""
-    started = EtcdCluster(root, size, *extra_args)
+    started = EtcdCluster(root, size, *extra_args, pki=pki)
     try:
         started.start()
         yield started
@@ -205,9 +288,10 @@ def cluster(root: Path, size: int = 3, *extra_args: str) -> Iterator[EtcdCluster
 
 
 @contextmanager
-def running(data_dir: Path, *extra_args: str) -> Iterator[EtcdServer]:
+def running(data_dir: Path, *extra_args: str,
+            pki: EtcdPKI | None = None) -> Iterator[EtcdServer]:
     """A started :class:`EtcdServer`, stopped on exit."""
-    server = EtcdServer(data_dir, *extra_args)
+    server = EtcdServer(data_dir, *extra_args, pki=pki)
     try:
         server.start()
         yield server

@@ -24,17 +24,24 @@ TIMEOUT = 10.0
 
 class Opener:
     """Opens backends of one kind (sqlite: always the same file; etcd: always the same
-    endpoint) and closes them all."""
+    endpoint; etcd-tls: the same, with ``tls_files``, the CA, certificate and key) and closes
+    them all."""
 
-    def __init__(self, kind: str, path: Path, endpoint: str | None = None) -> None:
+    def __init__(self, kind: str, path: Path, endpoint: str | None = None, *,
+                 tls_files: tuple[Path, Path, Path] | None = None) -> None:
         self.kind = kind
         self.path = path
         self.endpoint = endpoint
+        self.tls_files = tls_files
         self._opened: list[Backend] = []
 
     def config(self, **options: Any) -> StorageConfig:
-        if self.kind == "etcd":
+        if self.kind in ("etcd", "etcd-tls"):
             assert self.endpoint is not None
+            if self.tls_files is not None:
+                ca_file, cert_file, key_file = self.tls_files
+                options = {"ca_file": ca_file, "cert_file": cert_file, "key_file": key_file,
+                           **options}
             return StorageConfig(kind="etcd", endpoints=(self.endpoint,), **options)
         if self.kind == "encrypted-sqlite":
             return StorageConfig(kind="sqlite", path=self.path, **options)

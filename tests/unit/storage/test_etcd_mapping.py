@@ -86,7 +86,10 @@ def test_revisions_are_etcds_minus_one() -> None:
     (["http://[::1]:2379"], "dns:///[::1]:2379"),
     (["10.0.0.1:2379", "http://10.0.0.2:2379"], "ipv4:10.0.0.1:2379,10.0.0.2:2379"),
     (["[::1]:1", "http://[::2]:2"], "ipv6:[::1]:1,[::2]:2"),
-], ids=["url", "name", "default-port", "ipv6", "several", "several-ipv6"])
+    (["https://127.0.0.1:2379"], "dns:///127.0.0.1:2379"),
+    (["https://10.0.0.1", "https://10.0.0.2:2381"], "ipv4:10.0.0.1:2379,10.0.0.2:2381"),
+], ids=["url", "name", "default-port", "ipv6", "several", "several-ipv6", "tls",
+        "several-tls"])
 def test_endpoints_become_a_grpc_target(endpoints: list[str], target: str) -> None:
     assert wire.target(endpoints) == target
 
@@ -94,11 +97,12 @@ def test_endpoints_become_a_grpc_target(endpoints: list[str], target: str) -> No
 @pytest.mark.parametrize(("endpoints", "message"), [
     ([], "sequence"),
     ("http://127.0.0.1:2379", "sequence"),
-    (["https://127.0.0.1:2379"], "only http"),
+    (["unix:///run/etcd.sock"], "only http:// and https://"),
+    (["http://127.0.0.1:99999"], "invalid port"),
     (["http://a:1", "http://b:1"], "IP addresses"),
     (["10.0.0.1:1", "[::1]:1"], "all be IPv4"),
     (["http://127.0.0.1:2379/v3"], "host:port"),
-], ids=["none", "string", "tls", "names", "mixed", "path"])
+], ids=["none", "string", "scheme", "port", "names", "mixed", "path"])
 def test_bad_endpoints_are_refused(endpoints: list[str], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         wire.target(endpoints)

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast, overload
 
 from setpoint.storage import fanout, rules
 from setpoint.storage.etcd import keys, wire
+from setpoint.storage.etcd import tls as etcd_tls
 from setpoint.storage.etcd.watch import EtcdWatch, Host
 from setpoint.storage.interface import (
     Event,
@@ -68,21 +69,26 @@ class _State(enum.Enum):
 
 class EtcdBackend:
     """A :class:`~setpoint.storage.interface.Backend` on the etcd cluster at ``endpoints``
-    (``http://host:port``; several must be IP addresses), owning the keys under ``prefix``.
+    (``http://host:port``, or ``https://host:port`` for TLS; several must be IP addresses),
+    owning the keys under ``prefix``.
 
     Options: ``watch_buffer``, the live events a watcher may have pending (replay pages
-    hold at most ``min(watch_buffer, 256)`` events); ``timeout``, seconds per request. The
-    constructor only validates; :meth:`start` connects and raises :class:`Unavailable`
-    (leaving the backend startable again) when etcd cannot be reached.
+    hold at most ``min(watch_buffer, 256)`` events); ``timeout``, seconds per request;
+    ``tls``, the CA, client certificate and key files for ``https://`` endpoints (see
+    :mod:`setpoint.storage.etcd.tls`). The constructor only validates (and reads the TLS
+    files, to refuse unusable ones at once); :meth:`start` connects and raises
+    :class:`Unavailable` (leaving the backend startable again) when etcd cannot be reached
+    or the TLS handshake fails.
     """
 
     def __init__(self, endpoints: Sequence[str], *, prefix: str = "",
                  watch_buffer: int = rules.DEFAULT_WATCH_BUFFER,
-                 timeout: float = DEFAULT_TIMEOUT) -> None:
+                 timeout: float = DEFAULT_TIMEOUT,
+                 tls: etcd_tls.ClientTLS | None = None) -> None:
         if watch_buffer < 1:
             raise ValueError(f"watch_buffer must be positive, got {watch_buffer}")
         self._keyspace = keys.Keyspace(prefix)
-        self._connection = wire.Connection(endpoints, timeout=timeout)
+        self._connection = wire.Connection(endpoints, timeout=timeout, tls=tls)
         self._watch_buffer = watch_buffer
         self._state = _State.NEW
         self._compacted = 0  # a lower bound of the compacted revision
@@ -111,7 +117,10 @@ class EtcdBackend:
     async def start(self) -> None:
         if self._state is not _State.NEW:
             raise Unavailable(f"etcd backend is {self._state.value}")
-        self._connection.open()
+        try:
+            self._connection.open()
+        except ValueError as e:  # the TLS files have become unusable since the constructor
+            raise Unavailable(str(e)) from e
         try:
             self._version = await self._connection.version()
             await self._current()

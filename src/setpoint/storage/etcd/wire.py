@@ -12,8 +12,20 @@ etcd's "required revision has been compacted" and "is a future revision" raise
 errors once it knows the revisions to report; anything else etcd refuses is a
 :class:`~setpoint.storage.interface.StorageError` carrying etcd's message.
 
+TLS: ``https://`` endpoints (all of them, or none: mixing is refused) make a TLS channel
+with the files of a :class:`~setpoint.storage.etcd.tls.ClientTLS` (CA, client certificate
+and key), read when the connection is made and again at each :meth:`Connection.open`. A call
+that fails on TLS raises :class:`~setpoint.storage.interface.Unavailable` whose message says
+``TLS`` and what is likely wrong (:func:`setpoint.storage.etcd.tls.hint`); gRPC's own words
+for it ("Unwrap failed (TSI_DATA_CORRUPTED)") would not tell an operator much.
+
 Non-guarantees: several endpoints must be IP addresses (gRPC balances over one address
-list); one DNS name is resolved by gRPC and may stand for the whole cluster. No TLS yet.
+list); one DNS name is resolved by gRPC and may stand for the whole cluster. gRPC checks
+every member's certificate against one name, the first endpoint's host (a channel has one
+authority): with several ``https://`` endpoints each member's certificate must be valid for
+that host too (one certificate listing every member's address, or members on one host as
+``scripts/cluster.sh`` runs them), or else the members whose certificate is not are never
+used; one DNS name that every member's certificate carries avoids the question.
 """
 
 from __future__ import annotations
@@ -27,9 +39,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import grpc  # type: ignore[import-untyped]
 from aetcd import rpc  # type: ignore[import-untyped]
-from grpc import aio as grpc_aio  # type: ignore[import-untyped]
+from grpc import aio as grpc_aio
 
+from setpoint.storage.etcd import tls as etcd_tls
 from setpoint.storage.interface import StorageError, Unavailable
 
 _Message = Any
@@ -113,7 +127,8 @@ class WatchReply:
 
 
 def target(endpoints: Sequence[str]) -> str:
-    """The gRPC target for ``endpoints`` (``host:port`` or ``http://host:port``).
+    """The gRPC target for ``endpoints`` (``host:port``, ``http://host:port`` or
+    ``https://host:port``).
 
     >>> target(["http://127.0.0.1:2379"])
     'dns:///127.0.0.1:2379'
@@ -122,7 +137,7 @@ def target(endpoints: Sequence[str]) -> str:
     """
     if not endpoints or isinstance(endpoints, str):
         raise ValueError(f"etcd needs a sequence of endpoints, got {endpoints!r}")
-    addresses = [_address(endpoint) for endpoint in endpoints]
+    addresses = [_address(endpoint)[1:] for endpoint in endpoints]
     if len(addresses) == 1:
         host, port = addresses[0]
         return f"dns:///{_join(host, port)}"
@@ -140,13 +155,36 @@ def target(endpoints: Sequence[str]) -> str:
     return f"{scheme}:" + ",".join(_join(host, port) for host, port in addresses)
 
 
-def _address(endpoint: str) -> tuple[str, int]:
+def secure(endpoints: Sequence[str]) -> bool:
+    """Whether ``endpoints`` are ``https://`` (all of them); ``ValueError`` when only some
+    are (a cluster is reached one way: a plain member would carry what TLS protects).
+
+    >>> secure(["https://10.0.0.1:2379", "https://10.0.0.2:2379"])
+    True
+    >>> secure(["127.0.0.1:2379"])
+    False
+    """
+    if not endpoints or isinstance(endpoints, str):
+        raise ValueError(f"etcd needs a sequence of endpoints, got {endpoints!r}")
+    schemes = {_address(endpoint)[0] for endpoint in endpoints}
+    if len(schemes) > 1:
+        raise ValueError("etcd endpoints must be all https:// or all http://, not both")
+    return schemes == {"https"}
+
+
+def _address(endpoint: str) -> tuple[str, str, int]:
+    """``(scheme, host, port)`` of ``endpoint``; no scheme means ``http``."""
     parsed = urllib.parse.urlsplit(endpoint if "://" in endpoint else f"http://{endpoint}")
-    if parsed.scheme != "http":
-        raise ValueError(f"etcd endpoint {endpoint!r}: only http:// is supported")
+    if parsed.scheme not in ("http", "https"):
+        raise ValueError(f"etcd endpoint {endpoint!r}: only http:// and https:// are "
+                         "supported")
+    try:
+        port = parsed.port
+    except ValueError:
+        raise ValueError(f"etcd endpoint {endpoint!r} has an invalid port") from None
     if parsed.hostname is None or parsed.path not in ("", "/"):
         raise ValueError(f"etcd endpoint {endpoint!r} must be host:port")
-    return parsed.hostname, parsed.port or 2379
+    return parsed.scheme, parsed.hostname, port or 2379
 
 
 def _join(host: str, port: int) -> str:
@@ -166,6 +204,8 @@ def translate(error: _Message, what: str) -> Exception:
     """The error to raise for gRPC ``error`` (an ``AioRpcError``) during ``what``."""
     code = getattr(error.code(), "name", str(error.code()))
     details = str(error.details() or "")
+    if (hint := etcd_tls.hint(details)) is not None:
+        return Unavailable(f"etcd {what}: TLS: {hint}: {code}: {details}")
     if code == "OUT_OF_RANGE" and "compacted" in details:
         return Compacted(details)
     if code == "OUT_OF_RANGE" and "future revision" in details:
@@ -192,12 +232,27 @@ def _compare(key: bytes, target_name: str, result: str, value: int) -> _Message:
 
 class Connection:
     """A gRPC channel to etcd and the calls made on it. ``open`` creates the channel (it
-    connects lazily and reconnects by itself); ``close`` cancels every call still running."""
+    connects lazily and reconnects by itself); ``close`` cancels every call still running.
 
-    def __init__(self, endpoints: Sequence[str], *, timeout: float) -> None:
+    ``tls`` (``https://`` endpoints only) names the CA, client certificate and key files;
+    ``https://`` without it trusts gRPC's default roots and presents no certificate. The
+    files are checked here, so that a wrong one is refused before anything starts."""
+
+    def __init__(self, endpoints: Sequence[str], *, timeout: float,
+                 tls: etcd_tls.ClientTLS | None = None) -> None:
         if timeout <= 0:
             raise ValueError(f"etcd timeout must be positive, got {timeout}")
         self._target = target(endpoints)
+        self._tls: etcd_tls.ClientTLS | None = None
+        self._server_name: str | None = None
+        if secure(endpoints):
+            self._tls = tls or etcd_tls.ClientTLS()
+            etcd_tls.load(self._tls)
+            if len(endpoints) > 1:  # see the module docstring: one name for every member
+                self._server_name = _address(endpoints[0])[1]
+        elif tls is not None and tls != etcd_tls.ClientTLS():
+            raise ValueError("etcd TLS files are given but the endpoints are http://; "
+                             "use https:// endpoints")
         self._timeout = timeout
         self._channel: _Message = None
         self._kv: _Message = None
@@ -209,10 +264,22 @@ class Connection:
         return self._timeout
 
     def open(self) -> None:
+        """Create the channel; with TLS, read the files again (``ValueError`` if they have
+        become unusable)."""
         options = list(_CHANNEL_OPTIONS)
         if self._target.startswith("ipv"):
             options.append(("grpc.lb_policy_name", "round_robin"))
-        self._channel = rpc.insecure_channel(self._target, options=options)
+        if self._tls is None:
+            self._channel = rpc.insecure_channel(self._target, options=options)
+        else:
+            material = etcd_tls.load(self._tls)
+            credentials = grpc.ssl_channel_credentials(
+                root_certificates=material.root_certificates,
+                private_key=material.private_key,
+                certificate_chain=material.certificate_chain)
+            if self._server_name is not None:
+                options.append(("grpc.ssl_target_name_override", self._server_name))
+            self._channel = rpc.secure_channel(self._target, credentials, options=options)
         self._kv = rpc.KVStub(self._channel)
         self._watch = rpc.WatchStub(self._channel)
         self._maintenance = rpc.MaintenanceStub(self._channel)
