@@ -91,24 +91,18 @@ class LogWriter:
         stamp = format_timestamp(self._now()).encode()
         tag = stream.encode()
         records: list[bytes] = []
-        start = 0
+        pos = 0
         while True:
-            nl = buf.find(b"\n", start)
-            if nl < 0 or nl - start > MAX_RECORD:
+            nl = buf.find(b"\n", pos, pos + MAX_RECORD + 1)
+            if nl >= 0:
+                records.append(b"%s %s F %s\n" % (stamp, tag, buf[pos:nl]))
+                pos = nl + 1
+            elif len(buf) - pos > MAX_RECORD:
+                records.append(b"%s %s P %s\n" % (stamp, tag, buf[pos:pos + MAX_RECORD]))
+                pos += MAX_RECORD
+            else:
                 break
-            records.append(b"%s %s F %s\n" % (stamp, tag, buf[start:nl]))
-            start = nl + 1
-            if nl - start > MAX_RECORD:
-                break
-        rest = buf[start:]
-        while len(rest) > MAX_RECORD:
-            records.append(b"%s %s P %s\n" % (stamp, tag, rest[:MAX_RECORD]))
-            rest = rest[MAX_RECORD:]
-            nl = rest.find(b"\n")
-            if 0 <= nl <= MAX_RECORD:
-                records.append(b"%s %s F %s\n" % (stamp, tag, rest[:nl]))
-                rest = rest[nl + 1:]
-        self._partial[stream] = rest
+        self._partial[stream] = buf[pos:]
         if records:
             self._append(b"".join(records))
 
@@ -145,10 +139,10 @@ class LogWriter:
                            0o600)
         self._size = 0
 
-    async def changed(self) -> None:
-        """Wait for the next write (or :meth:`close`)."""
-        if not self.closed:
-            await self._changed.wait()
+    def change_event(self) -> asyncio.Event:
+        """An event set by the next write (or :meth:`close`); taken *before* reading, it
+        cannot miss a write that happens after."""
+        return self._changed
 
     def close(self) -> None:
         if self.closed:
@@ -300,7 +294,7 @@ async def read_log(base: Path, *, tail_lines: int | None = None,
             current = os.open(base, os.O_RDONLY | os.O_CLOEXEC | os.O_CREAT, 0o600)
             offset = 0
         while True:
-            changed = writer.changed()
+            changed = writer.change_event()
             chunk = os.pread(current, _CHUNK, offset)
             if chunk:
                 offset += len(chunk)
@@ -325,7 +319,7 @@ async def read_log(base: Path, *, tail_lines: int | None = None,
                 pass
             if writer.closed:
                 return
-            await changed
+            await changed.wait()
     finally:
         if current is not None:
             os.close(current)
