@@ -20,7 +20,9 @@ from inside the new process, then executes the program:
    signal dispositions), waits for it, and writes its exit status to ``exit_file`` before
    exiting with it — so the status survives an agent that is not there to wait for it, and
    orphans of the program are reparented to the supervisor, inside the container, not to
-   init. An exec executes the program directly.
+   init. An exec executes the program directly. Executing closes the "ready" pipe
+   (``ready_fd``): the agent takes the container as started then, when its namespaces exist
+   and an exec can enter them.
 """
 
 from __future__ import annotations
@@ -197,6 +199,9 @@ def main(path: str) -> None:
     with open(path) as f:
         spec: dict[str, Any] = json.load(f)
     env: dict[str, str] = spec["env"]
+    if spec.get("ready_fd") is not None:
+        # Closed by the exec below (or by exiting): the agent's sign that the program runs.
+        os.set_inheritable(int(spec["ready_fd"]), False)
     try:
         if spec.get("tty"):
             os.setsid()

@@ -112,7 +112,8 @@ async def start_exec(runtime: ProcessRuntime, p: _Pod, container: str, command: 
         raise rt.ContainerNotFound(f"container {container} is not valid for pod {p.rec.name}")
     inst = p.instances.get(container)
     launch = p.launch.get(container)
-    if inst is None or inst.exited.done() or launch is None or not inst.running():
+    if (inst is None or inst.exited.done() or not inst.launched.done() or launch is None
+            or not inst.running()):
         raise rt.ContainerNotRunning(f'container not found ("{container}")')
     slots = runtime.exec_slots()
     if slots.locked():

@@ -50,6 +50,7 @@ LAUNCHER: Final = str(Path(__file__).with_name("_launcher.py"))
 _F_SETPIPE_SZ: Final = 1031
 _PIPE_SIZE: Final = 1 << 20
 _READ: Final = 64 * 1024
+_READY_FD: Final = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +82,8 @@ class Instance:
         self._pidfd = -1
         loop = asyncio.get_running_loop()
         self.exited: asyncio.Future[Exit] = loop.create_future()
+        #: resolved once the launcher has executed the program (or has given up)
+        self.launched: asyncio.Future[None] = loop.create_future()
         self._on_exit: Callable[[Instance], None] | None = None
 
     # -- paths -------------------------------------------------------------------------
@@ -120,31 +123,54 @@ class Instance:
         for p in (self.exit_path, self.start_error_path):
             p.unlink(missing_ok=True)
         spec = {**spec, "exit_file": str(self.exit_path),
-                "start_error": str(self.start_error_path)}
+                "start_error": str(self.start_error_path), "ready_fd": _READY_FD}
         fd = os.open(self.spec_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
         with os.fdopen(fd, "w") as f:
             json.dump(spec, f)
         self.open_output()
-        self.pid = os.posix_spawn(
-            python, [python, "-I", "-S", LAUNCHER, str(self.spec_path)],
-            {"PATH": os.defpath, "LC_ALL": "C.UTF-8"},
-            file_actions=[
-                (os.POSIX_SPAWN_OPEN, 0, "/dev/null", os.O_RDONLY, 0),
-                (os.POSIX_SPAWN_OPEN, 1, str(self._fifo("stdout")), os.O_RDWR, 0),
-                (os.POSIX_SPAWN_OPEN, 2, str(self._fifo("stderr")), os.O_RDWR, 0),
-            ],
-            setsid=True,
-            setsigmask=(),
-            setsigdef=(signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGTERM),
-        )
+        ready_r, ready_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+        try:
+            self.pid = os.posix_spawn(
+                python, [python, "-I", "-S", LAUNCHER, str(self.spec_path)],
+                {"PATH": os.defpath, "LC_ALL": "C.UTF-8"},
+                file_actions=[
+                    (os.POSIX_SPAWN_OPEN, 0, "/dev/null", os.O_RDONLY, 0),
+                    (os.POSIX_SPAWN_OPEN, 1, str(self._fifo("stdout")), os.O_RDWR, 0),
+                    (os.POSIX_SPAWN_OPEN, 2, str(self._fifo("stderr")), os.O_RDWR, 0),
+                    (os.POSIX_SPAWN_DUP2, ready_w, _READY_FD),
+                ],
+                setsid=True,
+                setsigmask=(),
+                setsigdef=(signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGTERM),
+            )
+        except BaseException:
+            os.close(ready_r)
+            raise
+        finally:
+            os.close(ready_w)
+        asyncio.get_running_loop().add_reader(ready_r, self._launch_done, ready_r)
         self.is_child = True
         info = procs.info(self.pid)
         self.start_ticks = info.start_ticks if info is not None else 0
         self._watch()
 
+    def _launch_done(self, fd: int) -> None:
+        try:
+            if os.read(fd, 1):
+                return  # nobody writes: only EOF comes
+        except BlockingIOError:
+            return
+        except OSError:
+            pass
+        asyncio.get_running_loop().remove_reader(fd)
+        os.close(fd)
+        if not self.launched.done():
+            self.launched.set_result(None)
+
     def adopt(self, pid: int, start_ticks: int) -> None:
         """Take over an instance a previous agent started (it must have been checked alive)."""
         self.pid, self.start_ticks, self.is_child = pid, start_ticks, False
+        self.launched.set_result(None)
         self.open_output()
         self._watch()
 

@@ -10,8 +10,9 @@
 * :class:`BridgeNetwork` (root, iproute2): what the CNI bridge plugin does. Each pod gets a
   network namespace (``/run/netns/<name>``) with ``lo`` and an ``eth0`` that is one end of a
   veth pair whose other end is attached to a host bridge (``setpoint0``) holding the gateway
-  address, the first of the pod CIDR (``10.244.0.0/16`` by default). The pod's default route
-  is the gateway: pods reach each other and the host, and nothing else — the runtime enables
+  address, the first of the pod CIDR (``10.244.0.0/16`` by default). The agent that creates
+  the bridge labels it (its ``ifalias``) and removes it when no pod is left. The pod's default
+  route is the gateway: pods reach each other and the host, and nothing else — the runtime enables
   neither IP forwarding nor NAT, so packets to or from pod addresses never leave the machine
   (with forwarding off, as it is by default). Deleting the namespace deletes the veth pair.
 
@@ -190,6 +191,14 @@ def _exists(path: str | Path) -> bool:
     return os.path.exists(path)
 
 
+def _read(path: str) -> str:
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
 def _netns_names() -> list[str]:
     try:
         return os.listdir(_NETNS_DIR)
@@ -245,6 +254,7 @@ class BridgeNetwork:
         self._prefix = self._pool.network.prefixlen
         self._bridge = bridge
         self._agent = agent_id
+        self._owner = f"setpoint-{agent_id}"
         self._timeout = connect_timeout
         self._lock = asyncio.Lock()
         self._bridge_ready = False
@@ -265,7 +275,9 @@ class BridgeNetwork:
                 return
             if not _exists(f"/sys/class/net/{self._bridge}"):
                 await _ip("link", "add", self._bridge, "type", "bridge")
-                self._created_bridge = True
+                # Whose bridge it is survives the agent: the next one removes it in the end.
+                await _ip("link", "set", self._bridge, "alias", self._owner)
+            self._created_bridge = _read(f"/sys/class/net/{self._bridge}/ifalias") == self._owner
             addrs = await _ip("-o", "-4", "addr", "show", "dev", self._bridge)
             if f" {self._gateway}/{self._prefix} " not in addrs:
                 await _ip("addr", "add", f"{self._gateway}/{self._prefix}", "dev", self._bridge)
@@ -340,6 +352,9 @@ class BridgeNetwork:
 
     async def close(self) -> None:
         async with self._lock:
+            if not self._bridge_ready:  # set up by a previous agent, maybe
+                self._created_bridge = (
+                    _read(f"/sys/class/net/{self._bridge}/ifalias") == self._owner)
             if self._created_bridge and len(self._pool) == 0:
                 await _ip("link", "delete", self._bridge, check=False)
                 self._created_bridge = False

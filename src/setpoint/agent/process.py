@@ -111,6 +111,8 @@ class ProcessRuntimeConfig:
     python: str = sys.executable
     shell: str = "/bin/sh"
     cgroups: Literal["auto", "off"] = "auto"
+    cluster_dns: tuple[str, ...] = ()
+    cluster_domain: str = "cluster.local"
 
     def __post_init__(self) -> None:
         if not 1 <= self.max_pods <= 100_000:
@@ -271,7 +273,7 @@ class ProcessRuntime:
                 if not inst.exited.done():
                     inst.detach()
                     inst.exited.cancel()
-            self._persist(p)
+            self.persist(p)
         if self.cgroups is not None and not self._pods:
             self.cgroups.close()
         if not self._pods:
@@ -287,11 +289,15 @@ class ProcessRuntime:
     def now(self) -> datetime:
         return self.clock.now()
 
+    def gateway(self) -> str:
+        """The pod network's gateway (the host, on the bridge), if pods have one."""
+        return self.network.gateway if isinstance(self.network, net.BridgeNetwork) else ""
+
     def marker(self, uid: str, container: str = "") -> str:
         return f"{self.agent_id}/{uid}/{container}"
 
     def changed(self, p: _Pod) -> None:
-        self._persist(p)
+        self.persist(p)
         self._feed.mark(p.uid)
         p.progressed()
 
@@ -341,7 +347,7 @@ class ProcessRuntime:
 
     # -- state ---------------------------------------------------------------------------
 
-    def _persist(self, p: _Pod) -> None:
+    def persist(self, p: _Pod) -> None:
         if p.removed:
             return
         state = {

@@ -42,8 +42,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from setpoint.agent import backoff as bo
+from setpoint.agent import dns, images, instances, probes, procs, volumes
 from setpoint.agent import environment as envs
-from setpoint.agent import images, instances, probes, procs, volumes
 from setpoint.agent import network as net
 from setpoint.agent import records as rc
 from setpoint.runtime import clock as rtclock
@@ -104,8 +104,30 @@ async def _sandbox(rt: ProcessRuntime, p: _Pod) -> None:
             rt.changed(p)
             await rtclock.sleep(rt.clock, _SANDBOX_RETRY)
     p.rec.pod_ip = p.address.ip
+    if rt.namespaces:
+        await asyncio.to_thread(_pod_files, rt, p)
     p.rec.sandbox_ready = True
     rt.changed(p)
+
+
+def _pod_files(rt: ProcessRuntime, p: _Pod) -> None:
+    """``/etc/hosts``, ``/etc/resolv.conf`` and ``/etc/hostname`` of a pod with its own
+    network (the containers get them mounted)."""
+    etc = p.dir / "etc"
+    etc.mkdir(exist_ok=True, mode=0o755)
+    try:
+        host_resolv = Path("/etc/resolv.conf").read_text()
+    except OSError:
+        host_resolv = ""
+    files = {"hosts": dns.hosts_file(p.rec.pod, p.rec.pod_ip),
+             "resolv.conf": dns.resolv_conf(p.rec.pod, cluster_dns=rt.config.cluster_dns,
+                                            cluster_domain=rt.config.cluster_domain,
+                                            fallback_nameserver=rt.gateway(),
+                                            host_file=host_resolv),
+             "hostname": (dns.hostname(p.rec.pod) + "\n").encode()}
+    for name, data in files.items():
+        (etc / name).write_bytes(data)
+        os.chmod(etc / name, 0o644)
 
 
 async def _volumes(rt: ProcessRuntime, p: _Pod) -> volumes.VolumeSet:
@@ -207,16 +229,17 @@ async def supervise(rt: ProcessRuntime, p: _Pod, c: Obj) -> bool:
     while True:
         inst = p.instances.get(name)
         if inst is None or inst.handled:
-            if rec.state == "terminated" or (rec.state == "waiting" and rec.last is not None):
+            restarting = rec.state == "terminated" or (rec.state == "waiting" and
+                                                       rec.last is not None)
+            if restarting:
                 exit_code = rec.exit_code if rec.state == "terminated" else (
                     rec.last or {}).get("exitCode")
                 if not _restarts(policy, exit_code):
                     return exit_code == 0
                 await _backoff(rt, p, rec)
-                rec.restart_count += 1
-            inst = await _start(rt, p, c, rec)
-            if inst is None:
-                continue
+            number = rec.restart_count + (1 if restarting else 0)
+            while (inst := await _start(rt, p, c, rec, number)) is None:
+                pass
         probe_task = rt.spawn(_probes(rt, p, c, rec, inst, rt.clock.monotonic()),
                               f"probes-{p.uid}-{name}")
         try:
@@ -283,9 +306,13 @@ def _launch_spec(rt: ProcessRuntime, p: _Pod, c: Obj, env: dict[str, str], argv:
         "shell": rt.config.shell,
     }
     if rt.namespaces:
+        own = {m.target for m in mounts}
+        pod_files = [volumes.Mount(str(p.dir / "etc" / name), f"/etc/{name}", False)
+                     for name in ("hosts", "resolv.conf", "hostname")
+                     if f"/etc/{name}" not in own and (p.dir / "etc" / name).exists()]
         spec.update(mount_ns=True, root=str(inst.directory / "root"),
-                    mounts=[m.to_json() for m in mounts],
-                    hostname=_hostname(p))
+                    mounts=[m.to_json() for m in [*pod_files, *mounts]],
+                    hostname=dns.hostname(p.rec.pod))
         (inst.directory / "root").mkdir(parents=True, exist_ok=True, mode=0o700)
         p.launch[c["name"]] = {"env": env, "cwd": cwd, "namespaces": True}
     else:
@@ -298,27 +325,25 @@ def _launch_spec(rt: ProcessRuntime, p: _Pod, c: Obj, env: dict[str, str], argv:
     return spec
 
 
-def _hostname(p: _Pod) -> str:
-    spec = p.rec.pod.get("spec") or {}
-    return str(spec.get("hostname") or p.rec.name)[:63] or "pod"
-
-
 def _environment(rt: ProcessRuntime, p: _Pod, c: Obj) -> dict[str, str]:
     assert p.inputs is not None
     pairs = envs.container_env(p.rec.pod, c, p.inputs.container(c["name"]),
                                p.inputs.service_env, rt.facts(p))
     env = dict(pairs)
     env.setdefault("PATH", _DEFAULT_PATH)
-    env.setdefault("HOSTNAME", _hostname(p))
+    env.setdefault("HOSTNAME", dns.hostname(p.rec.pod))
     env.setdefault("HOME", "/root" if os.geteuid() == 0 else os.environ.get("HOME", "/"))
     env.setdefault("POD_IP", p.rec.pod_ip)
     env[procs.MARKER_VAR] = rt.marker(p.uid, c["name"])
     return env
 
 
-async def _start(rt: ProcessRuntime, p: _Pod, c: Obj, rec: rc.ContainerRecord
+async def _start(rt: ProcessRuntime, p: _Pod, c: Obj, rec: rc.ContainerRecord, number: int
                  ) -> instances.Instance | None:
-    """Start an instance of ``c``; None when it cannot start yet (after waiting)."""
+    """Start instance ``number`` of ``c``; None when it cannot start yet (after waiting).
+
+    ``restartCount`` becomes ``number`` as the instance starts, not before.
+    """
     name = c["name"]
     if p.inputs is None or p.volumes is None:
         await p.inputs_changed.wait()
@@ -339,7 +364,6 @@ async def _start(rt: ProcessRuntime, p: _Pod, c: Obj, rec: rc.ContainerRecord
     except (ValueError, OSError) as e:
         await _cannot_start(rt, p, rec, "CreateContainerConfigError", str(e))
         return None
-    number = rec.restart_count
     inst = await rt.new_instance(p, name, number)
     spec = _launch_spec(rt, p, c, env, argv, mounts, inst)
     rt.emit(p, "Normal", "Pulled",
@@ -355,6 +379,11 @@ async def _start(rt: ProcessRuntime, p: _Pod, c: Obj, rec: rc.ContainerRecord
         return None
     inst.set_exit_callback(lambda i: rt.instance_exited(p, name, i))
     p.instances[name] = inst
+    rt.persist(p)  # the pid is recorded before anything else can happen
+    # Running once the launcher has executed the program: its namespaces exist then.
+    started: set[asyncio.Future[Any]] = {inst.launched, inst.exited}
+    await asyncio.wait(started, return_when=asyncio.FIRST_COMPLETED)
+    rec.restart_count = number
     rec.run(rt.now(), rc.container_id(p.uid, name, number))
     rt.emit(p, "Normal", "Created", f"Created container: {name}", name)
     rt.emit(p, "Normal", "Started", f"Started container {name}", name)
