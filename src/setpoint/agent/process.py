@@ -187,6 +187,7 @@ class ProcessRuntime:
         self._tasks: asyncio.TaskGroup | None = None
         self._lock_fd: int | None = None
         self._exec_slots = asyncio.Semaphore(config.max_execs)
+        self._spawned: set[asyncio.Task[Any]] = set()
         self._started = False
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -268,6 +269,8 @@ class ProcessRuntime:
         for w in workers:
             with contextlib.suppress(asyncio.CancelledError):
                 await w
+        for task in list(self._spawned):  # probes, exit handling: the task group joins them
+            task.cancel()
         for p in self._pods.values():
             for inst in p.instances.values():
                 if not inst.exited.done():
@@ -314,7 +317,10 @@ class ProcessRuntime:
 
     def spawn(self, coro: Any, name: str) -> asyncio.Task[Any]:
         assert self._tasks is not None
-        return self._tasks.create_task(coro, name=name)
+        task = self._tasks.create_task(coro, name=name)
+        self._spawned.add(task)
+        task.add_done_callback(self._spawned.discard)
+        return task
 
     def facts(self, p: _Pod) -> envs.PodFacts:
         return envs.PodFacts(pod_ip=p.rec.pod_ip, host_ip=p.rec.host_ip,

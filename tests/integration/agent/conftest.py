@@ -42,7 +42,11 @@ def network_names() -> tuple[str, str]:
 
 
 def make_config(root: Path, isolation: str, **extra: Any) -> ProcessRuntimeConfig:
+    """``none`` is what an unprivileged agent does: no namespaces and no cgroups either (the
+    tests run as root, which would otherwise still use cgroups)."""
     bridge, cidr = network_names()
+    if isolation == "none":
+        extra.setdefault("cgroups", "off")
     return ProcessRuntimeConfig(root_dir=root, isolation=isolation,  # type: ignore[arg-type]
                                 bridge=bridge,
                                 pod_cidr=cidr if isolation == "namespaces" else None,

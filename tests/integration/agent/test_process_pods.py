@@ -331,3 +331,45 @@ async def test_logs_tail_and_follow(runtime: ProcessRuntime) -> None:
     assert await logs_of(runtime, uid, limit_bytes=6) == "line 1"
     with pytest.raises(rtmod.ContainerNotFound):
         await logs_of(runtime, uid, previous=True)
+
+
+async def test_downward_projected_and_host_path_volumes(runtime: ProcessRuntime,
+                                                        tmp_path: Path) -> None:
+    host = tmp_path / "host-data"
+    c = sh("c", "cat /info/labels /info/name; echo; cat /sa/token; echo; cat /sa/ns; echo; "
+                "echo from-pod > /host/out; exec sleep 1000",
+           volumeMounts=[{"name": "info", "mountPath": "/info"},
+                         {"name": "sa", "mountPath": "/sa", "readOnly": True},
+                         {"name": "host", "mountPath": "/host"}])
+    p = pod(c, volumes=(
+        {"name": "info", "downwardAPI": {"items": [
+            {"path": "labels", "fieldRef": {"fieldPath": "metadata.labels"}},
+            {"path": "name", "fieldRef": {"fieldPath": "metadata.name"}}]}},
+        {"name": "sa", "projected": {"sources": [
+            {"serviceAccountToken": {"path": "token", "expirationSeconds": 3600}},
+            {"downwardAPI": {"items": [{"path": "ns", "fieldRef": {
+                "fieldPath": "metadata.namespace"}}]}}]}},
+        {"name": "host", "hostPath": {"path": str(host), "type": "DirectoryOrCreate"}}))
+    uid = await start(runtime, p, tokens={("sa", "token"): "eyJ.token"})
+    text = await wait_logs(runtime, uid, "default")
+    assert text == 'app="web"\nweb\neyJ.token\ndefault\n'
+    await wait_for(runtime, uid, lambda s: container(s)["ready"])
+    assert (host / "out").read_text() == "from-pod\n"
+
+
+async def test_leaving_the_runtime_leaves_the_pods_running(tmp_path: Path,
+                                                           isolation: str) -> None:
+    config = make_config(tmp_path / "a", isolation)
+    c = sh("c", "exec sleep 1000", readinessProbe={"exec": {"command": ["true"]},
+                                                    "periodSeconds": 1})
+    async with ProcessRuntime(config) as rt:
+        uid = await start(rt, pod(c))
+        await wait_for(rt, uid, lambda s: container(s)["ready"])
+        members = procs.marked(rt.marker(uid))
+    # the agent stopped (probes and all); its pod did not
+    assert members
+    assert procs.marked(rt.marker(uid)) == members
+    async with running(config) as again:
+        status = await wait_for(again, uid, lambda s: container(s)["ready"])
+        assert container(status)["restartCount"] == 0
+        assert procs.marked(again.marker(uid)) == members
