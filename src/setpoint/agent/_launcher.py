@@ -245,5 +245,88 @@ def main(path: str) -> None:
               env)
 
 
+def _child(spec_path: str, fds: list[int]) -> NoReturn:
+    """In a forked child of the spawner: become the container's launcher."""
+    try:
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        os.setsid()
+        for target, fd in enumerate(fds):
+            os.dup2(fd, target)  # 0, 1, 2 and the ready pipe (3)
+        os.closerange(len(fds), 1 << 16)
+        main(spec_path)
+    except BaseException as e:  # nothing may return into the spawner's loop
+        try:
+            os.write(2, f"setpoint launcher: {e}\n".encode())
+        finally:
+            os._exit(127)
+    os._exit(127)
+
+
+def serve(sock_fd: int) -> None:
+    """The spawner: fork a launcher per request, report each child's exit status.
+
+    Requests arrive on a SOCK_SEQPACKET socket (fd ``sock_fd``) as ``{"id": N, "spec": PATH}``
+    with the new process's stdin, stdout, stderr and ready-pipe descriptors attached; the
+    answer is ``{"id": N, "pid": PID}``, and ``{"exited": PID, "code": CODE}`` follows when
+    that child ends (128 + signal for a signal). Forking this small, already started process
+    costs a fraction of starting a new interpreter. It exits when the agent's end closes
+    (its children, in their own sessions, keep running).
+    """
+    import select
+    import socket
+
+    sock = socket.socket(fileno=sock_fd)
+    wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    children: set[int] = set()
+
+    def reap() -> None:
+        while children:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            children.discard(pid)
+            code = os.waitstatus_to_exitcode(status)
+            sock.send(json.dumps({"exited": pid, "code": 128 - code if code < 0 else code})
+                      .encode())
+
+    while True:
+        ready, _, _ = select.select([sock_fd, wake_r], [], [])
+        if wake_r in ready:
+            while True:
+                try:
+                    if not os.read(wake_r, 512):
+                        break
+                except BlockingIOError:
+                    break
+        reap()
+        if sock_fd not in ready:
+            continue
+        try:
+            data, fds, _, _ = socket.recv_fds(sock, 65536, 8)
+        except InterruptedError:
+            continue
+        if not data:
+            return
+        request = json.loads(data)
+        pid = os.fork()
+        if pid == 0:
+            sock.close()
+            _child(request["spec"], fds)
+        for fd in fds:
+            os.close(fd)
+        children.add(pid)
+        sock.send(json.dumps({"id": request["id"], "pid": pid}).encode())
+
+
 if __name__ == "__main__":
-    main(sys.argv[1])
+    if sys.argv[1] == "--serve":
+        serve(int(sys.argv[2]))
+    else:
+        main(sys.argv[1])

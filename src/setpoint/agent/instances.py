@@ -41,12 +41,12 @@ from typing import Any, Final
 
 from setpoint.agent import cgroups, procs
 from setpoint.agent import logs as logmod
+from setpoint.agent.spawner import LAUNCHER, Spawner, SpawnerUnavailable
 
 __all__ = ["Exit", "Instance", "LAUNCHER"]
 
 logger = logging.getLogger(__name__)
 
-LAUNCHER: Final = str(Path(__file__).with_name("_launcher.py"))
 _F_SETPIPE_SZ: Final = 1031
 _PIPE_SIZE: Final = 1 << 20
 _READ: Final = 64 * 1024
@@ -73,6 +73,8 @@ class Instance:
         self.pid = 0
         self.start_ticks = 0
         self.is_child = False
+        #: the exit status as the spawner that forked it reaped it
+        self.exit_report: asyncio.Future[int] | None = None
         #: the supervisor has accounted for this instance's end
         self.handled = False
         #: its preStop hook ran (it runs once, whoever stops the instance)
@@ -117,39 +119,46 @@ class Instance:
             self._fds[stream] = fd
             asyncio.get_running_loop().add_reader(fd, self._pump, stream)
 
-    def spawn(self, spec: dict[str, Any], *, python: str = sys.executable) -> None:
-        """Start the launcher with ``spec`` (see :mod:`setpoint.agent._launcher`)."""
+    async def spawn(self, spec: dict[str, Any], *, python: str = sys.executable,
+                    spawner: Spawner | None = None) -> None:
+        """Start the launcher with ``spec`` (see :mod:`setpoint.agent._launcher`): forked by
+        ``spawner`` when there is one that works, else as a new process."""
         self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
         for p in (self.exit_path, self.start_error_path):
             p.unlink(missing_ok=True)
         spec = {**spec, "exit_file": str(self.exit_path),
                 "start_error": str(self.start_error_path), "ready_fd": _READY_FD}
         fd = os.open(self.spec_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
-        with os.fdopen(fd, "w") as f:
-            json.dump(spec, f)
+        try:
+            os.write(fd, json.dumps(spec).encode())
+        finally:
+            os.close(fd)
         self.open_output()
         ready_r, ready_w = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
         try:
-            self.pid = os.posix_spawn(
-                python, [python, "-I", "-S", LAUNCHER, str(self.spec_path)],
-                {"PATH": os.defpath, "LC_ALL": "C.UTF-8"},
-                file_actions=[
-                    (os.POSIX_SPAWN_OPEN, 0, "/dev/null", os.O_RDONLY, 0),
-                    (os.POSIX_SPAWN_OPEN, 1, str(self._fifo("stdout")), os.O_RDWR, 0),
-                    (os.POSIX_SPAWN_OPEN, 2, str(self._fifo("stderr")), os.O_RDWR, 0),
-                    (os.POSIX_SPAWN_DUP2, ready_w, _READY_FD),
-                ],
-                setsid=True,
-                setsigmask=(),
-                setsigdef=(signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGTERM),
-            )
+            if spawner is not None:
+                # The child's own descriptions of its pipes: blocking, unlike the agent's.
+                fds = [os.open("/dev/null", os.O_RDONLY | os.O_CLOEXEC),
+                       os.open(self._fifo("stdout"), os.O_RDWR | os.O_CLOEXEC),
+                       os.open(self._fifo("stderr"), os.O_RDWR | os.O_CLOEXEC), ready_w]
+                try:
+                    self.pid = await spawner.spawn(str(self.spec_path), fds)
+                    self.exit_report = spawner.exit_code(self.pid)
+                except SpawnerUnavailable as e:
+                    logger.warning("starting the launcher directly: %s", e)
+                finally:
+                    for extra in fds[:3]:
+                        os.close(extra)
+            if not self.pid:
+                self.pid = _posix_spawn(python, str(self.spec_path), self._fifo("stdout"),
+                                        self._fifo("stderr"), ready_w)
+                self.is_child = True
         except BaseException:
             os.close(ready_r)
             raise
         finally:
             os.close(ready_w)
         asyncio.get_running_loop().add_reader(ready_r, self._launch_done, ready_r)
-        self.is_child = True
         info = procs.info(self.pid)
         self.start_ticks = info.start_ticks if info is not None else 0
         self._watch()
@@ -250,9 +259,21 @@ class Instance:
             callback, self._on_exit = self._on_exit, None
             callback(self)
 
+    async def wait_report(self, timeout: float = 10.0) -> None:
+        """Wait (bounded) for the spawner's report of the exit status, if one is coming."""
+        if self.exit_report is None or self.exit_report.done():
+            return
+        with contextlib.suppress(TimeoutError, SpawnerUnavailable):
+            async with asyncio.timeout(timeout):
+                await asyncio.shield(self.exit_report)
+
     def reap(self) -> Exit:
-        """How the instance ended (call once its process is gone)."""
+        """How the instance ended (call once its process is gone, after :meth:`wait_report`)."""
         status: int | None = None
+        report = self.exit_report
+        if report is not None and report.done() and not report.cancelled() and (
+                report.exception() is None):
+            status = report.result()
         if self.is_child:
             try:
                 pid, raw = os.waitpid(self.pid, os.WNOHANG)
@@ -311,6 +332,22 @@ class Instance:
         self._fds.clear()
         self.log.close()
         self._on_exit = None
+
+
+def _posix_spawn(python: str, spec_path: str, stdout: Path, stderr: Path, ready_w: int) -> int:
+    return os.posix_spawn(
+        python, [python, "-I", "-S", LAUNCHER, spec_path],
+        {"PATH": os.defpath, "LC_ALL": "C.UTF-8"},
+        file_actions=[
+            (os.POSIX_SPAWN_OPEN, 0, "/dev/null", os.O_RDONLY, 0),
+            (os.POSIX_SPAWN_OPEN, 1, str(stdout), os.O_RDWR, 0),
+            (os.POSIX_SPAWN_OPEN, 2, str(stderr), os.O_RDWR, 0),
+            (os.POSIX_SPAWN_DUP2, ready_w, _READY_FD),
+        ],
+        setsid=True,
+        setsigmask=(),
+        setsigdef=(signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGTERM),
+    )
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:

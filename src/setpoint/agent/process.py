@@ -12,7 +12,8 @@ loopback address.
 **Surviving the agent.** Container processes do not depend on the agent: they run in their
 own sessions, their output waits in pipes, their exit status is written by their supervisor
 shell. Each pod's state (records, addresses, and each running instance's pid *with its start
-time*) is rewritten atomically on every transition. A new agent on the same root directory
+time*) is rewritten atomically at most 0.1 s after a transition, and at once when an
+instance is started. A new agent on the same root directory
 (an exclusive lock keeps it to one at a time) reads it back before anything else:
 
 * an instance whose pid still runs with the recorded start time is **adopted** (watched
@@ -53,7 +54,16 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Literal
 
-from setpoint.agent import cgroups, images, instances, isolation, procs, supervisor, volumes
+from setpoint.agent import (
+    cgroups,
+    images,
+    instances,
+    isolation,
+    procs,
+    spawner,
+    supervisor,
+    volumes,
+)
 from setpoint.agent import environment as envs
 from setpoint.agent import execs as execmod
 from setpoint.agent import inputs as inp
@@ -69,6 +79,10 @@ __all__ = ["ProcessRuntime", "ProcessRuntimeConfig", "RootDirInUse"]
 logger = logging.getLogger(__name__)
 
 _STATE_VERSION = 1
+#: How long state changes gather before the state file is rewritten. What is lost if the agent
+#: dies meanwhile is re-derived from the processes and their exit files; a started instance's
+#: pid is written at once.
+_FLUSH_DELAY = 0.1
 _UID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
@@ -111,6 +125,7 @@ class ProcessRuntimeConfig:
     python: str = sys.executable
     shell: str = "/bin/sh"
     cgroups: Literal["auto", "off"] = "auto"
+    spawner: bool = True
     cluster_dns: tuple[str, ...] = ()
     cluster_domain: str = "cluster.local"
 
@@ -188,6 +203,9 @@ class ProcessRuntime:
         self._lock_fd: int | None = None
         self._exec_slots = asyncio.Semaphore(config.max_execs)
         self._spawned: set[asyncio.Task[Any]] = set()
+        self._dirty: set[_Pod] = set()
+        self._flush_handle: asyncio.TimerHandle | None = None
+        self.spawner: spawner.Spawner | None = None
         self._started = False
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -230,6 +248,9 @@ class ProcessRuntime:
             else:
                 self.network = net.LoopbackNetwork(self.config.pod_cidr or "127.64.0.0/16")
         self._tasks = await self._stack.enter_async_context(asyncio.TaskGroup())
+        if self.config.spawner:
+            self.spawner = spawner.Spawner(python=self.config.python)
+            self._stack.push_async_callback(self.spawner.close)
         self._stack.push_async_callback(self._detach_all)
         await self._recover()
         self._started = True
@@ -271,6 +292,7 @@ class ProcessRuntime:
                 await w
         for task in list(self._spawned):  # probes, exit handling: the task group joins them
             task.cancel()
+        self._flush()
         for p in self._pods.values():
             for inst in p.instances.values():
                 if not inst.exited.done():
@@ -282,10 +304,19 @@ class ProcessRuntime:
         if not self._pods:
             await self.network.close()
 
-    async def shutdown_pods(self, grace_period: float | None = None) -> None:
-        """Remove every pod (their processes, addresses and directories)."""
-        for uid in list(self._pods):
-            await self.remove_pod(uid, grace_period)
+    async def shutdown_pods(self, grace_period: float | None = None, *,
+                            concurrency: int = 16) -> None:
+        """Remove every pod (their processes, addresses and directories), ``concurrency`` at
+        a time."""
+        slots = asyncio.Semaphore(max(1, concurrency))
+
+        async def remove(uid: str) -> None:
+            async with slots:
+                await self.remove_pod(uid, grace_period)
+
+        async with asyncio.TaskGroup() as group:
+            for uid in list(self._pods):
+                group.create_task(remove(uid))
 
     # -- helpers shared with the supervisor ------------------------------------------------
 
@@ -300,9 +331,22 @@ class ProcessRuntime:
         return f"{self.agent_id}/{uid}/{container}"
 
     def changed(self, p: _Pod) -> None:
-        self.persist(p)
+        """The pod's state changed: its status is due, and its state file is rewritten
+        within :data:`_FLUSH_DELAY` (one write for a burst of changes)."""
         self._feed.mark(p.uid)
         p.progressed()
+        self._dirty.add(p)
+        if self._flush_handle is None:
+            self._flush_handle = asyncio.get_running_loop().call_later(_FLUSH_DELAY,
+                                                                       self._flush)
+
+    def _flush(self) -> None:
+        if self._flush_handle is not None:
+            self._flush_handle.cancel()
+            self._flush_handle = None
+        dirty, self._dirty = self._dirty, set()
+        for p in dirty:
+            self.persist(p)
 
     def emit(self, p: _Pod, type_: Literal["Normal", "Warning"], reason: str, message: str,
              container: str | None = None) -> None:
@@ -354,18 +398,24 @@ class ProcessRuntime:
     # -- state ---------------------------------------------------------------------------
 
     def persist(self, p: _Pod) -> None:
+        """Rewrite the pod's state file now (``pod.json`` holds the pod object itself; each
+        running instance's launch spec is in its own directory)."""
+        self._dirty.discard(p)
         if p.removed:
             return
         state = {
             "version": _STATE_VERSION,
-            "record": p.rec.to_json(),
+            "record": p.rec.to_json(with_pod=False),
             "address": p.address.to_json() if p.address is not None else None,
             "instances": {name: {"number": i.number, "pid": i.pid, "startTicks": i.start_ticks,
                                  "oomBefore": i.oom_before}
                           for name, i in p.instances.items() if not i.exited.done()},
-            "launch": p.launch,
         }
         _write_json(p.dir / "state.json", state)
+
+    def persist_pod(self, p: _Pod) -> None:
+        if not p.removed:
+            _write_json(p.dir / "pod.json", p.rec.pod)
 
     def persist_inputs(self, p: _Pod) -> None:
         if p.inputs is not None and not p.removed:
@@ -378,7 +428,8 @@ class ProcessRuntime:
                 state = json.loads((d / "state.json").read_text())
                 if state.get("version") != _STATE_VERSION:
                     raise ValueError("unknown state version")
-                rec = rc.PodRecord.from_json(state["record"])
+                rec = rc.PodRecord.from_json(state["record"],
+                                             pod=json.loads((d / "pod.json").read_text()))
             except (OSError, ValueError, KeyError, TypeError) as e:
                 logger.warning("cannot recover pod directory %s (%s): removing it", d, e)
                 await self._purge_dir(d.name, d)
@@ -391,7 +442,6 @@ class ProcessRuntime:
             if state.get("address"):
                 p.address = net.PodAddress.from_json(state["address"])
                 self.network.restore(rec.uid, p.address)
-            p.launch = dict(state.get("launch") or {})
             for name, info in (state.get("instances") or {}).items():
                 if name not in rec.containers:
                     continue
@@ -401,8 +451,16 @@ class ProcessRuntime:
                 inst.pid, inst.start_ticks = pid, ticks
                 p.instances[name] = inst
                 if procs.alive(pid, ticks):
+                    with contextlib.suppress(OSError, ValueError):
+                        launched = json.loads(inst.spec_path.read_text())
+                        p.launch[name] = {"env": launched["env"], "cwd": launched["cwd"],
+                                          "namespaces": bool(launched.get("mount_ns")),
+                                          "rewrites": launched.get("rewrites") or []}
                     inst.set_exit_callback(functools.partial(self.instance_exited, p, name))
                     inst.adopt(pid, ticks)
+                    if rec.containers[name].container_id != rc.container_id(
+                            rec.uid, name, inst.number):
+                        self._record_running(p, rec.containers[name], inst)
                     logger.info("adopted %s/%s container %s (pid %d)", rec.namespace, rec.name,
                                 name, pid)
                 else:
@@ -440,20 +498,29 @@ class ProcessRuntime:
         try:
             # Whatever the program left behind goes with it, as a container's processes do.
             await asyncio.to_thread(inst.kill_all)
+            await inst.wait_report()
             result = inst.reap()
             inst.drain()
         except Exception as e:  # a report is still owed to whoever waits
             logger.exception("finishing %s/%s", p.uid, name)
             result = instances.Exit(137, "ContainerStatusUnknown", str(e))
-        if not inst.exited.done():
-            inst.exited.set_result(result)
         rec = p.rec.containers[name]
-        if rec.state == "running" and rec.container_id == rc.container_id(p.uid, name,
-                                                                           inst.number):
+        cid = rc.container_id(p.uid, name, inst.number)
+        if rec.container_id != cid and rec.state != "terminated":
+            # Recorded before the record said it ran (the agent died in between).
+            self._record_running(p, rec, inst)
+        if rec.state == "running" and rec.container_id == cid:
             # Recorded here too, so a pod whose worker is not running (killed) shows it.
             rec.terminate(self.now(), result.exit_code, result.reason, result.message,
                           self.clock.monotonic())
+        if not inst.exited.done():
+            inst.exited.set_result(result)
         self.changed(p)
+
+    def _record_running(self, p: _Pod, rec: rc.ContainerRecord,
+                        inst: instances.Instance) -> None:
+        rec.restart_count = inst.number
+        rec.run(self.now(), rc.container_id(p.uid, rec.name, inst.number))
 
     # -- the PodRuntime protocol ---------------------------------------------------------
 
@@ -482,10 +549,14 @@ class ProcessRuntime:
             p.inputs = inputs
             self._pods[uid] = p
             self.persist_inputs(p)
+            self.persist_pod(p)
+            self.persist(p)
             self.changed(p)
             p.worker = self.spawn(supervisor.run_pod(self, p), f"pod-{uid}")
             return
-        p.rec.pod = pod
+        if pod != p.rec.pod:
+            p.rec.pod = pod
+            self.persist_pod(p)
         if p.inputs != inputs:
             p.inputs = inputs
             self.persist_inputs(p)
@@ -645,9 +716,12 @@ def _quantity(value: Any) -> Fraction | None:
 def _write_json(path: Path, data: Any) -> None:
     """Replace ``path`` atomically (not fsynced: it must survive the agent, not the machine)."""
     tmp = path.with_name(path.name + ".tmp")
+    encoded = json.dumps(data, separators=(",", ":")).encode()
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        json.dump(data, f, separators=(",", ":"))
+    try:
+        os.write(fd, encoded)
+    finally:
+        os.close(fd)
     os.replace(tmp, path)
 
 

@@ -196,19 +196,23 @@ class PodRecord:
         """``name_namespace(uid)``, as the kubelet names a pod in messages."""
         return f"{self.name}_{self.namespace}({self.uid})"
 
-    def to_json(self) -> dict[str, Any]:
-        return {"pod": self.pod, "podIP": self.pod_ip, "hostIP": self.host_ip,
+    def to_json(self, *, with_pod: bool = True) -> dict[str, Any]:
+        """The record as JSON; without the pod object (kept apart, it rarely changes) if
+        ``with_pod`` is false."""
+        out = {"pod": self.pod} if with_pod else {}
+        return {**out, "podIP": self.pod_ip, "hostIP": self.host_ip,
                 "startTime": _time(self.start_time), "sandboxReady": self.sandbox_ready,
                 "terminal": self.terminal, "reason": self.reason, "message": self.message,
                 "transitions": {k: list(v) for k, v in self.transitions.items()},
                 "containers": [c.to_json() for c in self.containers.values()]}
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> PodRecord:
+    def from_json(cls, data: Mapping[str, Any], *, pod: Mapping[str, Any] | None = None
+                  ) -> PodRecord:
         start = _parse(data.get("startTime"))
         if start is None:
             raise ValueError("a pod record without a start time")
-        rec = cls(data["pod"], start_time=start)
+        rec = cls(pod if pod is not None else data["pod"], start_time=start)
         rec.pod_ip = str(data.get("podIP") or "")
         rec.host_ip = str(data.get("hostIP") or "")
         rec.sandbox_ready = bool(data.get("sandboxReady"))

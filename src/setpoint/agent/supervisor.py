@@ -320,6 +320,7 @@ def _launch_spec(rt: ProcessRuntime, p: _Pod, c: Obj, env: dict[str, str], argv:
         spec["argv"] = rewrite_paths(argv, rewrites)
         spec["env"] = dict(zip(env, rewrite_paths(list(env.values()), rewrites), strict=True))
         spec["cwd"] = rewrite_paths([cwd], rewrites)[0]
+        spec["rewrites"] = rewrites  # for an exec after an agent restart
         p.launch[c["name"]] = {"env": spec["env"], "cwd": spec["cwd"], "namespaces": False,
                                "rewrites": rewrites}
     return spec
@@ -369,7 +370,7 @@ async def _start(rt: ProcessRuntime, p: _Pod, c: Obj, rec: rc.ContainerRecord, n
     rt.emit(p, "Normal", "Pulled",
             f'Container image "{c.get("image", "")}" already present on machine', name)
     try:
-        inst.spawn(spec, python=rt.config.python)
+        await inst.spawn(spec, python=rt.config.python, spawner=rt.spawner)
     except OSError as e:
         inst.log.close()
         rec.wait("RunContainerError", f"failed to start container: {e}")

@@ -373,3 +373,20 @@ async def test_leaving_the_runtime_leaves_the_pods_running(tmp_path: Path,
         status = await wait_for(again, uid, lambda s: container(s)["ready"])
         assert container(status)["restartCount"] == 0
         assert procs.marked(again.marker(uid)) == members
+
+
+async def test_starting_without_the_spawner(tmp_path: Path) -> None:
+    # Configured off, or gone: the launcher is started directly, exit codes reaped by the agent.
+    async with running(make_config(tmp_path / "a", "none", spawner=False)) as rt:
+        uid = await start(rt, pod(sh("c", "exit 5"), policy="Never"))
+        status = await wait_for(rt, uid, lambda s: s["phase"] == "Failed")
+        assert container(status)["state"]["terminated"]["exitCode"] == 5
+    async with running(make_config(tmp_path / "b", "none")) as rt:
+        first = await start(rt, pod(sh("c", "exit 6"), policy="Never"))
+        status = await wait_for(rt, first, lambda s: s["phase"] == "Failed")
+        assert container(status)["state"]["terminated"]["exitCode"] == 6
+        assert rt.spawner is not None
+        os.kill(rt.spawner._pid, 9)
+        second = await start(rt, pod(sh("c", "exit 7"), policy="Never"))
+        status = await wait_for(rt, second, lambda s: s["phase"] == "Failed")
+        assert container(status)["state"]["terminated"]["exitCode"] == 7
