@@ -390,3 +390,22 @@ async def test_starting_without_the_spawner(tmp_path: Path) -> None:
         second = await start(rt, pod(sh("c", "exit 7"), policy="Never"))
         status = await wait_for(rt, second, lambda s: s["phase"] == "Failed")
         assert container(status)["state"]["terminated"]["exitCode"] == 7
+
+
+async def test_a_sidecar_runs_beside_the_containers_and_stops_after_them(
+        runtime: ProcessRuntime) -> None:
+    mount = [{"name": "shared", "mountPath": "/shared"}]
+    sidecar = sh("side", "echo side > /shared/side; exec sleep 1000", volumeMounts=mount,
+                 restartPolicy="Always")
+    main = sh("c", "cat /shared/side; sleep 0.5; exit 0", volumeMounts=mount)
+    p = pod(main, policy="Never", inits=(sidecar,), volumes=({"name": "shared",
+                                                              "emptyDir": {}},))
+    uid = await start(runtime, p)
+    status = await wait_for(runtime, uid, lambda s: "running" in container(s, "side")["state"]
+                            and "running" in container(s)["state"])
+    assert condition(status, "Initialized")["status"] == "True"
+    # the main container is done: so is the pod, and its sidecar is stopped
+    status = await wait_for(runtime, uid, lambda s: s["phase"] == "Succeeded" and
+                            "terminated" in container(s, "side")["state"])
+    assert container(status)["state"]["terminated"]["reason"] == "Completed"
+    assert not procs.marked(runtime.marker(uid))
