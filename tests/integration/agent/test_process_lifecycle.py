@@ -80,7 +80,6 @@ async def test_readiness_startup_and_liveness_probes(runtime: ProcessRuntime) ->
     assert any(r == "Unhealthy" and m.startswith("Liveness probe failed") for r, m in events)
 
 
-@pytest.mark.slow
 async def test_lifecycle_hooks(runtime: ProcessRuntime) -> None:
     mount = [{"name": "out", "mountPath": "/out"}]
     c = sh("c", "exec sleep 1000", volumeMounts=mount, lifecycle={
