@@ -16,7 +16,8 @@ from setpoint.agent import ProcessRuntime, ProcessRuntimeConfig, resolve_inputs
 
 async def main(spec: dict) -> None:  # type: ignore[type-arg]
     config = ProcessRuntimeConfig(root_dir=Path(spec["root"]), isolation=spec["isolation"],
-                                  bridge=spec["bridge"], pod_cidr=spec["cidr"])
+                                  bridge=spec["bridge"], pod_cidr=spec["cidr"],
+                                  cgroups=spec["cgroups"])
     async with ProcessRuntime(config) as rt:
         for pod in spec["pods"]:
             await rt.sync_pod(pod, resolve_inputs(pod))

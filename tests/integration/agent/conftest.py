@@ -64,10 +64,15 @@ def leftovers(rt: ProcessRuntime, bridge: str) -> list[str]:
         found.append(f"network namespaces: {netns}")
     if os.path.exists(f"/sys/class/net/{bridge}"):
         found.append(f"bridge {bridge}")
-    if rt.cgroups is not None:
-        pods = list(rt.cgroups.pod_ids())
-        if pods:
-            found.append(f"cgroups of pods {pods}")
+    # whether this runtime uses cgroups or not (another agent on its directory may have)
+    for top, dirs, _ in os.walk("/sys/fs/cgroup"):
+        if os.path.basename(top) == f"setpoint-{rt.agent_id}":
+            pods = [d for d in dirs if d.startswith("pod")]
+            if pods:
+                found.append(f"cgroups of pods {pods} in {top}")
+            dirs.clear()
+        elif os.path.basename(top).startswith("setpoint-"):
+            dirs.clear()
     return found
 
 

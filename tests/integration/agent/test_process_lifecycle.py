@@ -238,7 +238,7 @@ async def test_adopting_after_the_agent_is_killed(tmp_path: Path, isolation: str
     keep = pod(sh("c", "echo up; exec sleep 1000"), name="keep")
     dies = pod(sh("c", "echo up; exec sleep 1000"), name="dies", policy="Always")
     spec = {"root": str(config.root_dir), "isolation": isolation, "bridge": config.bridge,
-            "cidr": config.pod_cidr, "pods": [keep, dies]}
+            "cidr": config.pod_cidr, "cgroups": config.cgroups, "pods": [keep, dies]}
     script = Path(__file__).with_name("agent_main.py")
     agent = await asyncio.create_subprocess_exec(
         sys.executable, str(script), json.dumps(spec), stdout=asyncio.subprocess.PIPE,
