@@ -44,7 +44,6 @@ import functools
 import json
 import logging
 import os
-import re
 import secrets
 import sys
 from collections.abc import AsyncIterator, Mapping
@@ -72,6 +71,7 @@ from setpoint.agent import network as net
 from setpoint.agent import records as rc
 from setpoint.agent import runtime as rt
 from setpoint.agent import status as st
+from setpoint.apimachinery.regexp import Regexp
 from setpoint.runtime import clock as rtclock
 
 __all__ = ["ProcessRuntime", "ProcessRuntimeConfig", "RootDirInUse"]
@@ -83,7 +83,7 @@ _STATE_VERSION = 1
 #: dies meanwhile is re-derived from the processes and their exit files; a started instance's
 #: pid is written at once.
 _FLUSH_DELAY = 0.1
-_UID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+_UID = Regexp(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
 def _machine_memory() -> int:

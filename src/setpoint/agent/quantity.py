@@ -17,17 +17,18 @@ True
 from __future__ import annotations
 
 import math
-import re
 from fractions import Fraction
 from typing import Final
+
+from setpoint.apimachinery.regexp import Regexp
 
 __all__ = ["QuantityError", "ceil_div", "parse_quantity"]
 
 _DECIMAL: Final = {"": 0, "n": -9, "u": -6, "m": -3, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15,
                    "E": 18}
 _BINARY: Final = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
-_SHAPE: Final = re.compile(r"([+-]?)([0-9]*)(?:\.([0-9]*))?([eEinumkKMGTP]*[-+]?[0-9]*)",
-                           re.ASCII)
+_SHAPE: Final = Regexp(r"([+-]?)([0-9]*)(?:\.([0-9]*))?([eEinumkKMGTP]*[-+]?[0-9]*)")
+_EXPONENT: Final = Regexp(r"[+-]?[0-9]{1,3}")
 _MAX_TEXT: Final = 64  # validated quantities are short; anything longer is not one
 
 
@@ -47,15 +48,15 @@ def parse_quantity(text: object) -> Fraction:
         return Fraction(text)
     if not isinstance(text, str) or not text or len(text) > _MAX_TEXT:
         raise QuantityError(f"not a quantity: {text!r}")
-    m = _SHAPE.fullmatch(text)
-    if m is None or not (m.group(2) or m.group(3)):
+    m = _SHAPE.groups(text)
+    if m is None or not (m[1] or m[2]):
         raise QuantityError(f"not a quantity: {text!r}")
-    sign, whole, frac, suffix = m.group(1), m.group(2), m.group(3) or "", m.group(4)
+    sign, whole, frac, suffix = m[0] or "", m[1] or "", m[2] or "", m[3] or ""
     if suffix in _DECIMAL:
         scale = Fraction(10) ** _DECIMAL[suffix]
     elif suffix in _BINARY:
         scale = Fraction(2) ** _BINARY[suffix]
-    elif len(suffix) > 1 and suffix[0] in "eE" and re.fullmatch(r"[+-]?[0-9]{1,3}", suffix[1:]):
+    elif len(suffix) > 1 and suffix[0] in "eE" and _EXPONENT.fullmatch(suffix[1:]):
         scale = Fraction(10) ** int(suffix[1:])
     else:
         raise QuantityError(f"not a quantity: {text!r}")

@@ -34,7 +34,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import re
 import shutil
 import signal
 from collections.abc import Mapping
@@ -282,18 +281,43 @@ async def _cannot_start(rt: ProcessRuntime, p: _Pod, rec: rc.ContainerRecord, re
     await p.inputs_changed.wait()
 
 
-_BOUNDARY = r"(?<![^\s=:'\"(,])"
+#: What may come right before and right after a path that is rewritten (a word boundary).
+_BEFORE = frozenset(" \t\n=:'\"(,")
+_AFTER = frozenset("/ \t\n'\";:,)")
 
 
 def rewrite_paths(values: list[str], rewrites: list[list[str]]) -> list[str]:
-    """Without a mount namespace: paths under a ``mountPath`` point at the volume instead."""
+    """Without a mount namespace: paths under a ``mountPath`` point at the volume instead.
+
+    A path is rewritten where a target starts a word (the text's start, or after a space,
+    ``=``, ``:``, a quote, ``(`` or ``,``) and is a whole path component (followed by the
+    end, ``/``, a space, a quote or ``;:,)``); the longest target wins.
+    """
     if not rewrites:
         return list(values)
     ordered = sorted(rewrites, key=lambda r: -len(r[0]))
-    pattern = re.compile(_BOUNDARY + "(" + "|".join(re.escape(t) for t, _ in ordered) +
-                         r")(?=$|[/\s'\";:,)])")
-    table = dict((t, s) for t, s in ordered)
-    return [pattern.sub(lambda m: table[m.group(1)], v) for v in values]
+    return [_rewrite(v, ordered) for v in values]
+
+
+def _rewrite(text: str, ordered: list[list[str]]) -> str:
+    out: list[str] = []
+    i = 0
+    n = len(text)
+    while i < n:
+        if i == 0 or text[i - 1] in _BEFORE:
+            for target, source in ordered:
+                end = i + len(target)
+                if text.startswith(target, i) and (end == n or text[end] in _AFTER):
+                    out.append(source)
+                    i = end
+                    break
+            else:
+                out.append(text[i])
+                i += 1
+            continue
+        out.append(text[i])
+        i += 1
+    return "".join(out)
 
 
 def _launch_spec(rt: ProcessRuntime, p: _Pod, c: Obj, env: dict[str, str], argv: list[str],

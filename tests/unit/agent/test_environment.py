@@ -129,3 +129,26 @@ def test_quantity(text: str | int, value: Fraction) -> None:
 def test_quantity_rejects(text: object) -> None:
     with pytest.raises(quantity.QuantityError):
         quantity.parse_quantity(text)
+
+
+REWRITES = [["/etc/config", "/pods/u/volumes/cfg"], ["/etc/config/deep", "/pods/u/volumes/deep"],
+            ["/data", "/pods/u/volumes/data"]]
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("/etc/config/key", "/pods/u/volumes/cfg/key"),
+    ("/etc/config", "/pods/u/volumes/cfg"),
+    ("/etc/config/deep/x", "/pods/u/volumes/deep/x"),       # the longest target wins
+    ("cat /etc/config/key; ls /data", "cat /pods/u/volumes/cfg/key; ls /pods/u/volumes/data"),
+    ("--config=/etc/config/a.yaml", "--config=/pods/u/volumes/cfg/a.yaml"),
+    ("'/data'", "'/pods/u/volumes/data'"),
+    ("/etc/configuration", "/etc/configuration"),           # not a whole component
+    ("/var/data", "/var/data"),                             # does not start a word
+    ("x/data", "x/data"),
+    ("", ""),
+], ids=repr)
+def test_paths_under_a_mount_point_the_volume_without_namespaces(text: str,
+                                                                 expected: str) -> None:
+    from setpoint.agent.supervisor import rewrite_paths
+
+    assert rewrite_paths([text], REWRITES) == [expected]
