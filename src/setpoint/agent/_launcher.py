@@ -42,6 +42,7 @@ MS_REMOUNT = 32
 MS_BIND = 4096
 MS_REC = 16384
 MS_PRIVATE = 1 << 18
+MS_SLAVE = 1 << 19
 MNT_DETACH = 2
 PR_SET_CHILD_SUBREAPER = 36
 TIOCSCTTY = 0x540E
@@ -119,6 +120,19 @@ def _mirror(host_dir: str, mirror_root: str, shadowed: set[str]) -> None:
             continue  # vanished, or a special file that cannot be bound: leave it out
 
 
+def _mounts_under(prefix: str) -> list[str]:
+    out = []
+    try:
+        with open("/proc/self/mountinfo") as f:
+            for line in f:
+                target = line.split()[4].replace("\\040", " ")
+                if target.startswith(prefix):
+                    out.append(target)
+    except OSError:
+        pass
+    return sorted(out, key=len, reverse=True)
+
+
 def _nearest_existing(path: str) -> str:
     while not os.path.lexists(path):
         path = os.path.dirname(path)
@@ -128,7 +142,9 @@ def _nearest_existing(path: str) -> str:
 def _build_root(spec: dict[str, Any]) -> None:
     """A private mount namespace with the container's root at spec['root'] (see step 3)."""
     _check(libc.unshare(CLONE_NEWNS), "unshare mount namespace")
-    _mount(None, "/", None, MS_REC | MS_PRIVATE)
+    # Slave, not private: nothing mounted here reaches the host, but what the host unmounts
+    # (a deleted pod's network namespace file) is unmounted here too, so it can be removed.
+    _mount(None, "/", None, MS_REC | MS_SLAVE)
     root = spec["root"]
     _mount("tmpfs", root, "tmpfs", 0, "mode=0755")
     needed = [m["target"] for m in spec["mounts"]]
@@ -157,8 +173,12 @@ def _build_root(spec: dict[str, Any]) -> None:
         os.makedirs(root + spec["cwd"], 0o755, exist_ok=True)
     os.chdir(root)
     os.chroot(".")
-    # The mirror of the directory that holds the root shows the tmpfs again: hide it.
+    # The mirror of the directory that holds the root shows the tmpfs again: hide it. And the
+    # container has no use for the host's network namespace files (its copies of them would
+    # keep a deleted pod's file busy).
     libc.umount2(root.encode(), MNT_DETACH)
+    for target in _mounts_under("/run/netns/"):
+        libc.umount2(target.encode(), MNT_DETACH)
 
 
 def _enter_container(spec: dict[str, Any]) -> None:

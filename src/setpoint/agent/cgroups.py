@@ -291,8 +291,7 @@ class CgroupDriver:
             for d in pod.dirs():
                 if not d.is_dir():
                     continue
-                subdirs = sorted((p for p in d.rglob("*") if p.is_dir()),
-                                 key=lambda p: -len(p.parts))
+                subdirs = sorted(_subdirs(d), key=lambda p: -len(p.parts))
                 if d == pod.v2:
                     _write(d / "cgroup.kill", "1")  # the whole subtree
                 else:
@@ -319,6 +318,14 @@ class CgroupDriver:
             if root is not None:
                 with contextlib.suppress(OSError):
                     root.rmdir()
+
+
+def _subdirs(d: Path) -> list[Path]:
+    """Every directory below ``d`` (one that disappears meanwhile is skipped)."""
+    out: list[Path] = []
+    for top, dirs, _ in os.walk(d, onerror=lambda e: None):
+        out.extend(Path(top) / name for name in dirs)
+    return out
 
 
 def _pids_of(d: Path) -> list[int]:

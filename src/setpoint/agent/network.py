@@ -46,6 +46,7 @@ logger = logging.getLogger(__name__)
 
 _CLONE_NEWNET = 0x40000000
 _NETNS_DIR = Path("/run/netns")
+_DELETE_ATTEMPTS = 40
 
 
 class NetworkError(Exception):
@@ -316,8 +317,15 @@ class BridgeNetwork:
 
     async def teardown(self, uid: str) -> None:
         netns, veth = self._names(uid)
-        if _exists(_NETNS_DIR / netns):
+        for _ in range(_DELETE_ATTEMPTS):
+            if not _exists(_NETNS_DIR / netns):
+                break
+            # "Device or resource busy" while a dying process still holds a copy of the file
             await _ip("netns", "delete", netns, check=False)
+            if _exists(_NETNS_DIR / netns):
+                await asyncio.sleep(0.05)
+        else:
+            logger.error("network namespace %s could not be deleted", netns)
         if _exists(f"/sys/class/net/{veth}"):
             await _ip("link", "delete", veth, check=False)
         self._pool.release(uid)

@@ -159,6 +159,7 @@ class _Pod:
         self.killing = False
         self.kill_lock = asyncio.Lock()
         self.removed = False
+        self.teardown: asyncio.Task[None] | None = None
         self._progress = asyncio.Event()
 
     def progressed(self) -> None:
@@ -588,7 +589,16 @@ class ProcessRuntime:
         self._feed.mark(uid)
 
     async def teardown_sandbox(self, p: _Pod) -> None:
-        """Release the pod's address and cgroups (its processes are gone)."""
+        """Release the pod's address and cgroups (its processes are gone).
+
+        Once per pod, whoever asks (the worker at the pod's end, a kill), and never cut short
+        by the cancellation of one of them: a half-deleted namespace would be left behind.
+        """
+        if p.teardown is None:
+            p.teardown = self.spawn(self._teardown_sandbox(p), f"teardown-{p.uid}")
+        await asyncio.shield(p.teardown)
+
+    async def _teardown_sandbox(self, p: _Pod) -> None:
         if self.cgroups is not None:
             await asyncio.to_thread(self.cgroups.remove, p.uid)
         if p.address is not None or p.rec.sandbox_ready:

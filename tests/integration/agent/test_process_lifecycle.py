@@ -100,12 +100,12 @@ async def test_lifecycle_hooks(runtime: ProcessRuntime) -> None:
 
 
 @pytest.mark.parametrize(("script", "code", "phase"), [
-    ("trap 'echo bye; exit 0' TERM; while true; do sleep 0.1; done", 0, "Succeeded"),
-    ("trap '' TERM; echo stubborn; while true; do sleep 0.1; done", 137, "Failed"),
+    ("trap 'echo bye; exit 0' TERM; echo up; while true; do sleep 0.1; done", 0, "Succeeded"),
+    ("trap '' TERM; echo up; while true; do sleep 0.1; done", 137, "Failed"),
 ], ids=["graceful", "stubborn"])
 async def test_graceful_termination(runtime: ProcessRuntime, script: str, code: int,
                                     phase: str) -> None:
-    uid = await start(runtime, pod(sh("c", "echo up; " + script), grace=1))
+    uid = await start(runtime, pod(sh("c", script), grace=1))  # "up" once the trap is set
     await wait_logs(runtime, uid, "up")
     await runtime.kill_pod(uid)
     status = runtime.pod_status(uid)
@@ -286,3 +286,19 @@ async def test_adopting_after_the_agent_is_killed(tmp_path: Path, isolation: str
         if stray.returncode is None:
             stray.kill()
             await stray.wait()
+
+
+async def test_removing_pods_as_they_finish(runtime: ProcessRuntime) -> None:
+    # The worker releases a finished pod's sandbox while the removal wants to: once, whole.
+    changes = runtime.changes()
+    for i in range(5):
+        uid = await start(runtime, pod(sh("c", "exit 0"), name=f"job-{i}", policy="Never"))
+        while True:  # react to the phase at once, while the worker is still tearing down
+            changed = await asyncio.wait_for(anext(changes), 60)
+            status = runtime.pod_status(changed)
+            if changed == uid and status is not None and status["phase"] == "Succeeded":
+                break
+        await runtime.remove_pod(uid)
+        netns = f"/run/netns/setpoint-{runtime.agent_id}-{uid}"
+        assert not await asyncio.to_thread(os.path.exists, netns)
+        assert not procs.marked(runtime.marker(uid))
