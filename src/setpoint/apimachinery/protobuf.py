@@ -589,6 +589,8 @@ def _json(d: _Decoder, m: Message, fields: Fields, empty: bool, depth: int) -> A
     try:
         return decoding.decode_json(raw, decoding.DecodeLimits(max_depth=remaining))
     except decoding.DecodeError as e:
+        if "nested deeper than the limit" in str(e):  # the limit of the whole object
+            raise _too_deep(d.limits.max_depth) from None
         raise _Located(f"{{path}}: {e}", "") from None
 
 
