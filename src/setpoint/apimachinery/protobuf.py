@@ -330,15 +330,21 @@ class _Decoder:
             tag = data[pos]
             if tag < 0x80:
                 pos += 1
+            elif pos + 1 < end and data[pos + 1] < 0x80:  # fields 16 to 2047
+                tag = (tag & 0x7F) | data[pos + 1] << 7
+                pos += 2
             else:
                 tag, pos = _varint(data, pos, end)
             number, wire = tag >> 3, tag & 7
             if number == 0:
                 raise ProtobufError("field number 0 is invalid")
             if wire == 2:
-                if pos < end and data[pos] < 0x80:
-                    length = data[pos]
+                length = data[pos] if pos < end else 0x80
+                if length < 0x80:
                     pos += 1
+                elif pos + 1 < end and data[pos + 1] < 0x80:  # 128 to 16383 bytes
+                    length = (length & 0x7F) | data[pos + 1] << 7
+                    pos += 2
                 else:
                     length, pos = _varint(data, pos, end)
                 if length > end - pos:
