@@ -109,7 +109,7 @@ class Encoder:
             f = message.fields[number]
             if f.inline:
                 inner = self.tables.messages[f.message]  # type: ignore[index]
-                names = {g.json for g in inner.fields.values()}
+                names = self._names(inner)
                 out.append(ld(number, self.message(inner, {k: v for k, v in obj.items()
                                                            if k in names})))
                 continue
@@ -118,6 +118,16 @@ class Encoder:
             elif not (f.pointer or f.repeated or f.kind in (MAP, BYTES, RAW)):
                 out.append(self._field(f, self._zero(f)))
         return b"".join(out)
+
+    def _names(self, message: Message) -> set[str]:
+        """The JSON names of a message's members, those of its inline members included."""
+        names = set()
+        for f in message.fields.values():
+            if f.inline:
+                names |= self._names(self.tables.messages[f.message])  # type: ignore[index]
+            else:
+                names.add(f.json)
+        return names
 
     def _zero(self, f: Field) -> Any:
         if f.kind == MESSAGE:

@@ -146,6 +146,18 @@ def test_inline_members_are_the_parents() -> None:
         "name": "debug", "image": "busybox", "resources": {}, "targetContainerName": "c"}
 
 
+def test_inline_members_of_inline_members() -> None:
+    """NamedRuleWithOperations inlines RuleWithOperations, which inlines Rule."""
+    rule = {"resourceNames": ["one"], "operations": ["CREATE"], "apiGroups": ["apps"],
+            "apiVersions": ["v1"], "resources": ["deployments"], "scope": "Namespaced"}
+    policy = {"apiVersion": "admissionregistration.k8s.io/v1",
+              "kind": "ValidatingAdmissionPolicy", "metadata": {"name": "p"},
+              "spec": {"matchConstraints": {"resourceRules": [rule]}}, "status": {}}
+    got = roundtrip(policy)
+    assert got == policy
+    assert list(got["spec"]["matchConstraints"]["resourceRules"][0]) == list(rule)
+
+
 def test_a_message_sent_twice_is_merged_and_a_scalar_sent_twice_is_the_last() -> None:
     raw = ld(1, ld(1, "first") + ld(3, "ns")) + key(4, 0) + varint(1) \
         + ld(1, ld(1, "second")) + key(4, 0) + varint(0)
