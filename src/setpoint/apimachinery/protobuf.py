@@ -221,6 +221,11 @@ class _Located(ProtobufError):
         return ProtobufError(self.template.replace("{path}", path))
 
 
+def _clip(text: str, limit: int = 64) -> str:
+    """Text from the body, shortened for an error message (which the client gets back)."""
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
 def _too_deep(limit: int) -> _Located:
     return _Located(f"{{path}}: the object is nested deeper than the limit of {limit} levels",
                     "")
@@ -237,18 +242,18 @@ class _Decoder:
         self.budget = limits.max_fields
 
     def envelope(self, data: bytes) -> dict[str, Any]:
-        envelope = self._plain(data, len(MAGIC), len(data), "envelope")
+        envelope = self._plain(data, len(MAGIC), len(data), "envelope", merged=1)
         meta = envelope.get(1, b"")
         encoding = self._text(envelope.get(3, b""), "contentEncoding")
         type_meta = self._plain(meta, 0, len(meta), "typeMeta")
         api_version = self._text(type_meta.get(1, b""), "typeMeta.apiVersion")
         kind = self._text(type_meta.get(2, b""), "typeMeta.kind")
         if encoding:
-            raise ProtobufError(f"content encoding {encoding!r} is not supported")
+            raise ProtobufError(f"content encoding {_clip(encoding)!r} is not supported")
         message = self.tables.kinds.get((api_version, kind))
         if message is None:
-            raise ProtobufError(f"no protobuf decoding for kind {kind!r} in version "
-                                f"{api_version!r}")
+            raise ProtobufError(f"no protobuf decoding for kind {_clip(kind)!r} in version "
+                                f"{_clip(api_version)!r}")
         raw = envelope.get(2, b"")
         obj: dict[str, Any] = {"apiVersion": api_version, "kind": kind}
         try:
@@ -257,18 +262,25 @@ class _Decoder:
             raise e.located() from None
         return obj
 
-    def _plain(self, data: bytes, pos: int, end: int, what: str) -> dict[int, bytes]:
-        """Fields 1-4 of the envelope or of its typeMeta, all length-delimited: their bytes
-        (a repeated message field merged, as protobuf merges it)."""
+    def _plain(self, data: bytes, pos: int, end: int, what: str,
+               merged: int = 0) -> dict[int, bytes]:
+        """Fields 1-4 of the envelope or of its typeMeta, all length-delimited: their bytes,
+        the last occurrence's, or all of them joined for the message field ``merged`` (as
+        protobuf merges a message sent more than once)."""
         found: dict[int, bytes] = {}
+        parts: list[bytes] = []
         while pos < end:
             number, wire, start, pos = self._tag(data, pos, end)
             if number > 4:
                 continue
             if wire != LEN:
                 raise ProtobufError(f"{what} field {number}: unexpected wire type {wire}")
-            value = data[start:pos]
-            found[number] = found.get(number, b"") + value if number == 1 else value
+            if number == merged:
+                parts.append(data[start:pos])
+            else:
+                found[number] = data[start:pos]
+        if parts:
+            found[merged] = b"".join(parts)
         return found
 
     def _tag(self, data: bytes, pos: int, end: int) -> tuple[int, int, int, int]:
@@ -513,7 +525,7 @@ class _Decoder:
             try:
                 value = data[span[0]:span[1]].decode("utf-8") if span else ""
             except UnicodeDecodeError:
-                raise _Located("{path} is not valid UTF-8", f"[{name}]") from None
+                raise _Located("{path} is not valid UTF-8", f"[{_clip(name)}]") from None
         elif kind == BYTES:
             value = base64.b64encode(data[span[0]:span[1]]).decode("ascii") if span else ""
         elif kind == MESSAGE:
@@ -521,7 +533,7 @@ class _Decoder:
             try:
                 value = self._value(f, data if span else b"", lo, hi, depth)
             except _Located as err:
-                err.segments.append(f"[{name}]")
+                err.segments.append(f"[{_clip(name)}]")
                 raise
         elif value is None:
             value = _scalar(kind, 0)

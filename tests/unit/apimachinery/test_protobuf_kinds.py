@@ -384,6 +384,20 @@ def crd_with(props: bytes) -> bytes:
                     ld(2, ld(7, version)))
 
 
+def test_error_messages_quote_at_most_64_characters_of_the_body() -> None:
+    long = "x" * 100_000
+    with pytest.raises(ProtobufError) as info:
+        protobuf.decode(envelope(long, long, b""))
+    assert str(info.value) == (f"no protobuf decoding for kind '{'x' * 64}...' in version "
+                               f"'{'x' * 64}...'")
+    with pytest.raises(ProtobufError) as info:
+        protobuf.decode(envelope("v1", "ConfigMap", ld(2, ld(1, long) + ld(2, b"\xff"))))
+    assert str(info.value) == f"data[{'x' * 64}...] is not valid UTF-8"
+    with pytest.raises(ProtobufError) as info:
+        protobuf.decode(envelope("v1", "ConfigMap", b"") + ld(3, long))
+    assert len(str(info.value)) < 120
+
+
 def test_nesting_is_bounded_like_json_bodies() -> None:
     # the schema object sits 6 levels down: object, spec, versions, [0], schema, openAPIV3Schema
     # and each property adds two (properties, p): 6 + 2 * 61 = 128 is the deepest allowed
@@ -424,9 +438,20 @@ def test_number_of_fields_and_size_are_bounded() -> None:
 
 
 def test_merging_many_copies_of_a_message_is_linear() -> None:
-    """metadata sent 100,000 times: merged once, not copied once per occurrence."""
-    body = envelope("v1", "ConfigMap", ld(1, ld(1, "a")) * 100_000)
+    """metadata, or the envelope's typeMeta, sent 200,000 times: merged once, not copied
+    once per occurrence (which would take minutes)."""
+    body = envelope("v1", "ConfigMap", ld(1, ld(1, "a")) * 200_000)
     assert protobuf.decode(body)["metadata"] == {"name": "a"}
+    type_meta = ld(1, ld(1, "v1")) * 200_000 + ld(1, ld(2, "ConfigMap"))
+    assert protobuf.decode(protobuf.MAGIC + type_meta) == {"apiVersion": "v1",
+                                                           "kind": "ConfigMap"}
+
+
+def test_the_envelope_merges_type_meta_and_its_strings_are_the_last_sent() -> None:
+    body = protobuf.MAGIC + ld(1, ld(1, "apps/v1") + ld(1, "v1")) + ld(1, ld(2, "ConfigMap")) \
+        + ld(2, ld(1, ld(1, "a"))) + ld(3, "gzip") + ld(3, "")
+    assert protobuf.decode(body) == {"apiVersion": "v1", "kind": "ConfigMap",
+                                     "metadata": {"name": "a"}}
 
 
 # --- properties ----------------------------------------------------------------------------------
