@@ -87,15 +87,20 @@ class ProtobufError(ValueError):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ProtobufLimits:
-    """Bounds of one decode; the defaults are what the server uses."""
+    """Bounds of one decode; the defaults are what the server uses.
+
+    ``max_depth`` is capped at 150: the decoder recurses up to five calls per level, and
+    stays clear of Python's recursion limit that way (a decode that reaches it anyway is a
+    :class:`ProtobufError` too).
+    """
 
     max_size: int = MAX_SIZE
     max_depth: int = decoding.MAX_DEPTH
     max_fields: int = MAX_FIELDS
 
     def __post_init__(self) -> None:
-        if not 1 <= self.max_depth <= 512:
-            raise ValueError("max_depth must be between 1 and 512")
+        if not 1 <= self.max_depth <= 150:
+            raise ValueError("max_depth must be between 1 and 150")
         if self.max_size < 0 or self.max_fields < 0:
             raise ValueError("limits are not negative")
 
@@ -124,7 +129,10 @@ def decode(body: bytes, *, limits: ProtobufLimits = DEFAULT_LIMITS,
         raise ProtobufError(f"the body is larger than the limit of {limits.max_size} bytes")
     if not data.startswith(MAGIC):
         raise ProtobufError("missing the k8s protobuf prefix (k8s\\x00)")
-    return _Decoder(table or tables(), limits).envelope(data)
+    try:
+        return _Decoder(table or tables(), limits).envelope(data)
+    except RecursionError:  # only when called with little stack left
+        raise ProtobufError("the object is nested too deeply to decode") from None
 
 
 # --- the wire format -----------------------------------------------------------------------------
@@ -218,6 +226,8 @@ class _Located(ProtobufError):
 
     def located(self) -> ProtobufError:
         path = "".join(reversed(self.segments)).lstrip(".")
+        if len(path) > 200:  # a path 128 levels deep: its ends say where
+            path = f"{path[:100]}...{path[-100:]}"
         return ProtobufError(self.template.replace("{path}", path))
 
 
@@ -545,7 +555,12 @@ class _Decoder:
         if message.form is None:
             return self._object(message, data, start, end, depth)
         # a form's own fields sit one level up: its value takes the place of the message
-        fields = self._fields(message, data, start, end, depth - 1)[0]
+        try:
+            fields = self._fields(message, data, start, end, depth - 1)[0]
+        except _Located as e:
+            if e.segments and e.segments[-1].startswith("."):
+                e.segments.pop()  # the form's own field names are not in the JSON
+            raise
         return _FORMS[message.form](self, message, fields, start == end, depth)
 
     def _object(self, message: Message, data: bytes, start: int, end: int,

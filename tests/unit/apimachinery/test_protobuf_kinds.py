@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import json
 import struct
+import sys
 from datetime import UTC, datetime, timedelta
 from functools import cache
 from pathlib import Path
@@ -411,6 +412,51 @@ def test_nesting_is_bounded_like_json_bodies() -> None:
     with pytest.raises(ProtobufError, match="limit of 10 levels"):
         protobuf.decode(crd_with(nested_schema(3)), limits=shallow)
     assert decoding.depth(protobuf.decode(crd_with(nested_schema(2)), limits=shallow)) == 10
+
+
+def items_chain(levels: int) -> bytes:
+    """A JSONSchemaProps whose ``items`` nests ``levels`` times (one JSON level each)."""
+    props = b""
+    for _ in range(levels):
+        props = ld(24, ld(1, props))
+    return props
+
+
+def test_paths_through_forms_and_long_paths() -> None:
+    with pytest.raises(ProtobufError) as info:
+        protobuf.decode(crd_with(ld(24, ld(1, ld(24, ld(1, ld(24, ld(2, ld(4, b"\xff")))))))))
+    assert str(info.value) == ("spec.versions[0].schema.openAPIV3Schema.items.items.items[0]"
+                               ".description is not valid UTF-8")
+    with pytest.raises(ProtobufError) as info:
+        protobuf.decode(envelope("v1", "ConfigMap", ld(1, ld(8, ld(1, b"")))))
+    assert str(info.value) == "metadata.creationTimestamp: unexpected wire type 2"
+    with pytest.raises(ProtobufError) as info:
+        protobuf.decode(crd_with(items_chain(123)))
+    message = str(info.value)
+    assert message.startswith("spec.versions[0].schema.openAPIV3Schema.items.items.")
+    assert message.endswith("items.items: the object is nested deeper than the limit of 128 "
+                            "levels")
+    assert len(message) < 300
+
+
+def test_the_deepest_limit_decodes_without_reaching_pythons_recursion_limit() -> None:
+    assert decoding.depth(protobuf.decode(crd_with(items_chain(122)))) == 128
+    deepest = ProtobufLimits(max_depth=150)
+    assert decoding.depth(protobuf.decode(crd_with(items_chain(144)), limits=deepest)) == 150
+    with pytest.raises(ProtobufError, match="limit of 150 levels"):
+        protobuf.decode(crd_with(items_chain(600)), limits=deepest)
+    with pytest.raises(ValueError, match="between 1 and 150"):
+        ProtobufLimits(max_depth=151)
+
+
+def test_a_decode_with_little_stack_left_is_still_a_protobuf_error() -> None:
+    def nested(levels: int) -> Any:
+        if levels:
+            return nested(levels - 1)
+        return protobuf.decode(crd_with(items_chain(122)))
+
+    with pytest.raises(ProtobufError, match="nested too deeply to decode"):
+        nested(sys.getrecursionlimit() - 200)
 
 
 def test_embedded_json_counts_towards_the_depth() -> None:
