@@ -16,7 +16,10 @@ object would read, members in the Go struct's order:
 
 * a field absent from the wire is absent; a present zero scalar is left out when its Go field
   is ``omitempty`` and not a pointer (a pointer that is set is shown, even when zero); empty
-  lists and maps are left out; a present message is shown (``omitempty`` never drops a struct);
+  lists and maps are left out; a present message is shown (``omitempty`` never drops a struct).
+  client-go writes every non-pointer field, so for its bodies this is Go's JSON (a nil pointer
+  or the zero time, null there, is left out here); a non-pointer field another encoder leaves
+  out is left out rather than shown as its zero value;
 * ``Time``/``MicroTime`` become RFC 3339 strings (the zero time, null, is left out),
   ``Duration`` Go's duration text (``1h2m3.5s``), ``IntOrString`` an int or a string,
   ``Quantity`` its string, ``bytes`` base64, ``RawExtension``/``FieldsV1``/``JSON`` the JSON
@@ -24,14 +27,18 @@ object would read, members in the Go struct's order:
   the parent's, and the ``JSONSchemaPropsOr...`` unions a schema, a list or a boolean.
 
 Invariants: decoding is total over bytes — any input either decodes or raises
-:class:`ProtobufError` (never another exception); unknown fields are skipped, as protobuf
-requires; repeated occurrences of a message field merge, of a scalar the last wins. Decoding is
-bounded by :class:`ProtobufLimits`: the body's size, the JSON nesting depth of the result (the
-same limit as JSON bodies), and the number of fields read; work is linear in the body (a
-message field sent several times is copied once per level of nesting to merge it). The tables
-are loaded once, on first use. Non-guarantees: only the kinds in the tables decode (anything
-else is an error); values are not validated beyond their wire format (the server validates the
-object as it validates JSON); a content encoding is refused.
+:class:`ProtobufError` (never another exception, RecursionError included); unknown fields are
+skipped, as protobuf requires; repeated occurrences of a message field merge, of a scalar the
+last wins. Decoding is bounded by :class:`ProtobufLimits`: the body's size, the JSON nesting
+depth of the result (the same limit as JSON bodies, JSON embedded in the body included), and
+the number of fields read; work is linear in the body (a message field sent several times is
+copied once per level of nesting to merge it). Errors name the field by its JSON path and quote
+at most 64 characters of the body. The tables are loaded once, on first use.
+
+Non-guarantees: only the kinds in the tables decode (anything else is an error); values are not
+validated beyond their wire format (the server validates the object as it validates JSON;
+quantities keep their text); strings must be UTF-8 and floats finite (Go would substitute
+U+FFFD, and cannot write NaN as JSON either); a content encoding is refused.
 
 >>> body = bytes.fromhex(  # kubectl create configmap x --from-literal=a=b
 ...     "6b3873000a0f0a0276311209436f6e6669674d6170121b0a110a017812001a0022002a003200"
