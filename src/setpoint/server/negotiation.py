@@ -7,11 +7,12 @@ Responses are JSON, in one of these shapes, chosen from the ``Accept`` header:
 * ``PartialObjectMetadata`` / ``PartialObjectMetadataList`` (metadata-only clients);
 * plain JSON otherwise. A client that accepts only protobuf gets 406.
 
-Request bodies may be JSON, YAML, or the protobuf kubectl sends for a few built-in kinds
+Request bodies may be JSON, YAML, or the protobuf kubectl and client-go send for built-in kinds
 (:func:`body_content_type`: any other Content-Type is a 415 before the body is read).
 Bodies over :data:`MAX_BODY` get 413; undecodable ones 400, never a 500. JSON and YAML are
-decoded by :mod:`setpoint.apimachinery.decoding`, within its limits (nesting depth, YAML alias
-expansion, numbers), whose message the 400 carries.
+decoded by :mod:`setpoint.apimachinery.decoding`, protobuf by
+:mod:`setpoint.apimachinery.protobuf` into the same JSON shape, each within its limits (nesting
+depth, YAML alias expansion, numbers, protobuf fields), whose message the 400 carries.
 """
 
 from __future__ import annotations

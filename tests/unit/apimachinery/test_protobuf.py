@@ -84,7 +84,7 @@ FULL_META = object_meta("full", "default", extra=(
     + ld(13, ld(1, "ConfigMap") + ld(3, "owner") + ld(4, "uid-1") + ld(5, "v1") + num(6, 1)
          + num(7, 0))
     + ld(14, "example.com/f1") + ld(14, "example.com/f2")
-    + ld(17, ld(1, "kubectl-create"))  # managedFields: not decoded, skipped
+    + ld(17, ld(1, "kubectl-create"))  # managedFields
 ))
 
 # (id, body, expected object)
@@ -129,7 +129,8 @@ DECODE: list[tuple[str, bytes, dict[str, Any]]] = [
          "ownerReferences": [{"kind": "ConfigMap", "name": "owner", "uid": "uid-1",
                               "apiVersion": "v1", "controller": True,
                               "blockOwnerDeletion": False}],
-         "finalizers": ["example.com/f1", "example.com/f2"]}}),
+         "finalizers": ["example.com/f1", "example.com/f2"],
+         "managedFields": [{"manager": "kubectl-create"}]}}),
     ("metadata-scalars",
      envelope("v1", "ConfigMap", ld(1, ld(1, "m") + ld(2, "gen-") + ld(4, "/self")
                                    + ld(5, "u-1") + ld(6, "42") + num(7, 3)
@@ -190,13 +191,16 @@ ERRORS: list[tuple[str, Any, str]] = [
     ("json-body", b'{"kind":"ConfigMap"}', "missing the k8s protobuf prefix"),
     ("not-bytes", "k8s\x00", "must be bytes"),
     ("magic-only", protobuf.MAGIC, "no protobuf decoding for kind '' in version ''"),
-    ("unknown-kind", envelope("v1", "Pod", b""), "no protobuf decoding for kind 'Pod' in "
-     "version 'v1'"),
+    ("unknown-kind", envelope("v1", "Deployment", b""), "no protobuf decoding for kind "
+     "'Deployment' in version 'v1'"),
     ("unknown-version", envelope("apps/v1", "ConfigMap", b""),
      "no protobuf decoding for kind 'ConfigMap' in version 'apps/v1'"),
-    ("self-subject-access-review",
-     envelope("authorization.k8s.io/v1", "SelfSubjectAccessReview", b""),
-     "no protobuf decoding for kind 'SelfSubjectAccessReview'"),
+    ("custom-resource", envelope("example.com/v1", "Widget", b""),
+     "no protobuf decoding for kind 'Widget' in version 'example.com/v1'"),
+    ("group-version-not-in-the-tables", envelope("storage.k8s.io/v1", "StorageClass", b""),
+     "no protobuf decoding for kind 'StorageClass'"),
+    ("options-of-an-unknown-group", envelope("example.com/v1", "DeleteOptions", b""),
+     "no protobuf decoding for kind 'DeleteOptions' in version 'example.com/v1'"),
     ("content-encoding", envelope("v1", "ConfigMap", b"", encoding="gzip"),
      "content encoding 'gzip' is not supported"),
     ("truncated-key-varint", protobuf.MAGIC + b"\x80", "truncated varint"),

@@ -1,0 +1,185 @@
+"""Protobuf request bodies of every built-in kind the server serves, through the whole API path.
+
+Bodies are written as client-go's typed clients write them (``tests.protobuf_encoder``); the
+same object is also sent as JSON, and both must be stored alike. Writes of each verb that
+takes a body: create, update, and delete with ``DeleteOptions``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from typing import Any
+
+import aiohttp
+import pytest
+
+from setpoint.apimachinery import protobuf
+from tests.integration.api.helpers import CRD_V1, WIDGETS, request, widget
+from tests.protobuf_encoder import Encoder, ld
+
+PROTOBUF = "application/vnd.kubernetes.protobuf"
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+VOLATILE = ("name", "uid", "resourceVersion", "creationTimestamp", "managedFields", "labels")
+
+
+async def post_protobuf(http: aiohttp.ClientSession, path: str,
+                        obj: dict[str, Any]) -> tuple[int, Any]:
+    status, body, _ = await request(http, "POST", path, raw=Encoder().body(obj),
+                                    content_type=PROTOBUF)
+    return status, body
+
+
+def comparable(obj: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(obj)
+    for name in VOLATILE:
+        out["metadata"].pop(name, None)
+    return out
+
+
+def renamed(obj: dict[str, Any], name: str) -> dict[str, Any]:
+    out = copy.deepcopy(obj)
+    out["metadata"]["name"] = name
+    return out
+
+
+# objects in Go's JSON shape (what the decoder returns for them), by collection path
+SERVED: list[tuple[str, str, dict[str, Any]]] = [
+    ("namespace", "/api/v1/namespaces",
+     {"apiVersion": "v1", "kind": "Namespace",
+      "metadata": {"name": "x", "annotations": {"a": "b"}},
+      "spec": {"finalizers": ["kubernetes"]}, "status": {}}),
+    ("configmap", "/api/v1/namespaces/default/configmaps",
+     {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"},
+      "immutable": False, "data": {"a": "1", "empty": ""}, "binaryData": {"b": "AAEC/w=="}}),
+    ("secret", "/api/v1/namespaces/default/secrets",
+     {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "x"},
+      "data": {"tls.crt": "Y2VydA==", "tls.key": "a2V5"}, "type": "kubernetes.io/tls"}),
+    ("lease", "/apis/coordination.k8s.io/v1/namespaces/default/leases",
+     {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "x"},
+      "spec": {"holderIdentity": "a", "leaseDurationSeconds": 15,
+               "acquireTime": "2026-01-01T00:00:00.123456Z",
+               "renewTime": "2026-01-01T00:00:01.000000Z", "leaseTransitions": 0}}),
+    ("event", "/api/v1/namespaces/default/events",
+     {"apiVersion": "v1", "kind": "Event", "metadata": {"name": "x", "namespace": "default"},
+      "involvedObject": {"kind": "ConfigMap", "namespace": "default", "name": "cm",
+                         "apiVersion": "v1"},
+      "reason": "Made", "message": "made it", "source": {"component": "test"},
+      "firstTimestamp": "2026-01-01T00:00:00Z", "lastTimestamp": "2026-01-01T00:00:05Z",
+      "count": 2, "type": "Normal", "reportingComponent": "test", "reportingInstance": "i"}),
+    ("events.k8s.io", "/apis/events.k8s.io/v1/namespaces/default/events",
+     {"apiVersion": "events.k8s.io/v1", "kind": "Event",
+      "metadata": {"name": "x", "namespace": "default"},
+      "eventTime": "2026-01-01T00:00:00.250000Z", "reportingController": "example.com/c",
+      "reportingInstance": "c-1", "action": "Make", "reason": "Made",
+      "regarding": {"kind": "ConfigMap", "namespace": "default", "name": "cm"},
+      "note": "made it", "type": "Normal", "deprecatedSource": {}}),
+]
+
+
+@pytest.mark.parametrize(("path", "obj"), [c[1:] for c in SERVED], ids=[c[0] for c in SERVED])
+async def test_a_protobuf_create_stores_what_the_json_create_stores(
+        http: aiohttp.ClientSession, path: str, obj: dict[str, Any]) -> None:
+    status, by_protobuf = await post_protobuf(http, path, renamed(obj, "by-protobuf"))
+    assert status == 201, by_protobuf
+    status, by_json, _ = await request(http, "POST", path, renamed(obj, "by-json"))
+    assert status == 201, by_json
+    assert comparable(by_protobuf) == comparable(by_json)
+    status, read, _ = await request(http, "GET", f"{path}/by-protobuf")
+    assert status == 200
+    assert comparable(read) == comparable(by_json)
+    # and the same fields are owned
+    assert owned(by_protobuf) == owned(by_json)
+
+
+def owned(obj: dict[str, Any]) -> list[tuple[str, str, Any]]:
+    return [(e["manager"], e["operation"], e.get("fieldsV1"))
+            for e in obj["metadata"]["managedFields"]]
+
+
+async def test_a_custom_resource_definition_sent_as_protobuf_serves_its_schema(
+        http: aiohttp.ClientSession) -> None:
+    crd = copy.deepcopy(CRD_V1)
+    crd["spec"]["versions"][0]["served"] = True
+    status, created = await post_protobuf(http, CRDS, crd)
+    assert status == 201, created
+    twin = copy.deepcopy(CRD_V1)
+    twin["metadata"]["name"] = "widgets.example.org"
+    twin["spec"]["group"] = "example.org"
+    status, by_json, _ = await request(http, "POST", CRDS, twin)
+    assert status == 201, by_json
+    by_json["spec"]["group"] = "example.com"
+    assert created["spec"] == by_json["spec"]
+    for _ in range(200):
+        status, _, _ = await request(http, "GET", WIDGETS)
+        if status == 200:
+            break
+        await asyncio.sleep(0.02)
+    # the schema came through: its default applies and its minimum is enforced
+    status, made, _ = await request(http, "POST", WIDGETS, widget("w", size=2))
+    assert status == 201, made
+    assert made["spec"]["color"] == "red"
+    status, refused, _ = await request(http, "POST", WIDGETS, widget("bad", size=-1))
+    assert status == 422, refused
+
+
+async def test_updates_and_delete_options_as_protobuf(http: aiohttp.ClientSession) -> None:
+    path = "/apis/coordination.k8s.io/v1/namespaces/default/leases"
+    lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+             "metadata": {"name": "leader"}, "spec": {"holderIdentity": "a"}}
+    status, created = await post_protobuf(http, path, lease)
+    assert status == 201, created
+    update = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+              "metadata": {"name": "leader",
+                           "resourceVersion": created["metadata"]["resourceVersion"]},
+              "spec": {"holderIdentity": "b", "renewTime": "2026-01-01T00:00:00.500000Z"}}
+    status, updated, _ = await request(http, "PUT", f"{path}/leader",
+                                       raw=Encoder().body(update), content_type=PROTOBUF)
+    assert status == 200, updated
+    assert updated["spec"] == {"holderIdentity": "b",
+                               "renewTime": "2026-01-01T00:00:00.500000Z"}
+    # the same resourceVersion again: a conflict, so the protobuf metadata was read
+    status, conflict, _ = await request(http, "PUT", f"{path}/leader",
+                                        raw=Encoder().body(update), content_type=PROTOBUF)
+    assert status == 409, conflict
+
+    def options(uid: str) -> bytes:
+        return Encoder().body({"apiVersion": "coordination.k8s.io/v1", "kind": "DeleteOptions",
+                               "preconditions": {"uid": uid}})
+
+    status, refused, _ = await request(http, "DELETE", f"{path}/leader", raw=options("other"),
+                                       content_type=PROTOBUF)
+    assert status == 409, refused
+    assert "Precondition failed" in refused["message"]
+    status, deleted, _ = await request(http, "DELETE", f"{path}/leader",
+                                       raw=options(created["metadata"]["uid"]),
+                                       content_type=PROTOBUF)
+    assert status == 200, deleted
+
+
+@pytest.mark.parametrize(("raw", "message"), [
+    (protobuf.MAGIC + ld(1, ld(1, "storage.k8s.io/v1") + ld(2, "StorageClass")),
+     "unable to decode protobuf body: no protobuf decoding for kind 'StorageClass' in "
+     "version 'storage.k8s.io/v1'"),
+    (protobuf.MAGIC + ld(1, ld(1, "v1") + ld(2, "ConfigMap")) + ld(2, ld(1, ld(1, b"\xff"))),
+     "unable to decode protobuf body: metadata.name is not valid UTF-8"),
+    (b'{"apiVersion": "v1", "kind": "ConfigMap"}',
+     "unable to decode protobuf body: missing the k8s protobuf prefix (k8s\\x00)"),
+], ids=["unknown-kind", "bad-utf8", "json-as-protobuf"])
+async def test_undecodable_bodies_are_400(http: aiohttp.ClientSession, raw: bytes,
+                                          message: str) -> None:
+    status, body, _ = await request(http, "POST", "/api/v1/namespaces/default/configmaps",
+                                    raw=raw, content_type=PROTOBUF)
+    assert status == 400, body
+    assert body["kind"] == "Status"
+    assert body["message"] == message
+
+
+async def test_a_body_of_another_kind_is_refused_like_json(http: aiohttp.ClientSession) -> None:
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+                  "spec": {"template": {"metadata": {}, "spec": {}}}, "status": {}}
+    path = "/api/v1/namespaces/default/configmaps"
+    status, by_protobuf = await post_protobuf(http, path, deployment)
+    status_json, by_json, _ = await request(http, "POST", path, deployment)
+    assert status == status_json == 400, (by_protobuf, by_json)
+    assert by_protobuf["message"] == by_json["message"]
