@@ -57,8 +57,18 @@ DEFAULT_WATCH_BYTES = watch_cache.DEFAULT_MAX_BYTES
 DEFAULT_LIST_BYTES = listbudget.DEFAULT_MAX_BYTES
 
 
+#: what ``setpoint --help`` says (plain text: the module docstring is for the API docs)
+DESCRIPTION = (
+    "setpoint: a Kubernetes-compatible control plane and controller runtime. "
+    "'setpoint serve' runs the control plane (the API server and the built-in controllers) "
+    "until SIGINT or SIGTERM; 'setpoint run FILE_OR_MODULE' runs the controllers a Python "
+    "file or module defines; 'setpoint controller-manager' runs the built-in controllers "
+    "against any cluster; 'setpoint kubeconfig' writes a kubeconfig for a ServiceAccount. "
+    "'setpoint COMMAND --help' describes each.")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="setpoint", description=__doc__)
+    parser = argparse.ArgumentParser(prog="setpoint", description=DESCRIPTION)
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="run the control plane")
     serve.add_argument("--data-dir", type=Path, default=Path(".setpoint"),

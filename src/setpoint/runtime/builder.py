@@ -25,20 +25,33 @@ The reconcile is either a :class:`~setpoint.runtime.reconcile.Reconciler` (an ob
 ``async def reconcile(request) -> Result``) or a function ``async def f(request, ctx)``
 returning a ``Result`` or ``None``, where ``ctx`` is a :class:`~setpoint.runtime.context.Context`.
 
+**Blocking reconciles**: a reconcile declared with plain ``def`` (a function, or a
+``Reconciler`` whose ``reconcile`` is not ``async def``) is detected when the controller is
+declared (:attr:`Controller.blocking`) and runs in a thread pool of the controller's own,
+with as many threads as it has workers, so blocking SDK calls and CPU work do not stall the
+event loop. Such a reconcile calls the async client through
+:meth:`~setpoint.runtime.context.Context.run`. If it returns an awaitable anyway (a
+wrapper that hides an ``async def``), that is awaited on the event loop.
+
 Invariants: the builder methods return the controller itself (chainable) and only record;
 nothing touches the network before :meth:`Controller.resolve`. Options are validated when
 set (``workers`` is bounded).
 
 Non-guarantees: changing a controller after a manager has started with it has no effect on
-that manager.
+that manager. A thread cannot be cancelled: a blocking reconcile still running when its
+controller stops (graceful-shutdown timeout, lost leadership) runs on to its end, unobserved,
+possibly while the next leadership term reconciles the same object.
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import dataclasses
+import inspect
 from collections.abc import Awaitable, Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import Literal, cast
+from typing import Any, Literal, cast
 
 from setpoint import client as sp_client
 from setpoint.client import api as client_api
@@ -51,7 +64,9 @@ from setpoint.runtime import reconcile as rtreconcile
 ResourceLike = client_api.ResourceLike
 ContextReconcileFunc = Callable[[rtreconcile.Request, rtcontext.Context],
                                 Awaitable[rtreconcile.Result | None]]
-ReconcileLike = rtreconcile.Reconciler | ContextReconcileFunc
+SyncContextReconcileFunc = Callable[[rtreconcile.Request, rtcontext.Context],
+                                    rtreconcile.Result | None]
+ReconcileLike = rtreconcile.Reconciler | ContextReconcileFunc | SyncContextReconcileFunc
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ControllerOptions:
@@ -126,6 +141,33 @@ class _ContextReconciler:
         return rtreconcile.as_result(await self.func(request, self.ctx))
 
 
+class _ThreadReconciler:
+    """A blocking reconcile run in a thread pool: a Reconciler."""
+
+    def __init__(self, call: Callable[[rtreconcile.Request], Any],
+                 executor: concurrent.futures.Executor, name: str) -> None:
+        self.call = call
+        self.executor = executor
+        self.name = name
+
+    async def reconcile(self, request: rtreconcile.Request) -> rtreconcile.Result:
+        loop = asyncio.get_running_loop()
+        value = await loop.run_in_executor(self.executor, self.call, request)
+        if inspect.isawaitable(value):
+            value = await value
+        return rtreconcile.as_result(value)
+
+    def __repr__(self) -> str:
+        return f"_ThreadReconciler({self.name})"
+
+
+def is_blocking(reconcile: ReconcileLike) -> bool:
+    """Whether ``reconcile`` is synchronous (plain ``def``): it then runs in a thread."""
+    if isinstance(reconcile, rtreconcile.Reconciler):
+        return not rtreconcile.is_async_callable(reconcile.reconcile)
+    return not rtreconcile.is_async_callable(reconcile)
+
+
 class Controller:
     """A controller's declaration; see the module docstring."""
 
@@ -133,8 +175,10 @@ class Controller:
                  predicates: Sequence[preds.Predicate] = (), metadata_only: bool = False
                  ) -> None:
         if not (isinstance(reconcile, rtreconcile.Reconciler) or callable(reconcile)):
-            raise TypeError("reconcile must be a Reconciler or an async (request, ctx) function")
+            raise TypeError("reconcile must be a Reconciler or a (request, ctx) function")
         self.reconcile = reconcile
+        #: a plain ``def`` reconcile, run in a thread pool (see the module docstring)
+        self.blocking = is_blocking(reconcile)
         self._name = name
         self._watches: list[WatchSpec] = [
             WatchSpec("for", for_, handlers.EnqueueSelf(), tuple(predicates), metadata_only)]
@@ -213,7 +257,8 @@ class Controller:
         return tuple(self._watches)
 
     def __repr__(self) -> str:
-        return f"Controller(for_={self.for_!r}, name={self._name!r})"
+        named = f", name={self._name!r}" if self._name else ""
+        return f"Controller(for_={self.for_!r}{named})"
 
     # --- resolving --------------------------------------------------------------------
 
@@ -236,8 +281,23 @@ class Controller:
         return ResolvedController(self, self._name or primary.kind.lower(), primary,
                                   tuple(resolved))
 
-    def reconciler(self, ctx: rtcontext.Context) -> rtreconcile.Reconciler:
-        """The reconciler the engine calls, with ``ctx`` bound for a function reconcile."""
+    def reconciler(self, ctx: rtcontext.Context,
+                   executor: concurrent.futures.Executor | None = None
+                   ) -> rtreconcile.Reconciler:
+        """The reconciler the engine calls, with ``ctx`` bound for a function reconcile.
+
+        A blocking reconcile runs in ``executor`` (which the caller owns and shuts down);
+        ``ValueError`` when it is missing.
+        """
+        if self.blocking:
+            if executor is None:
+                raise ValueError(f"{self!r} has a blocking (plain 'def') reconcile: it needs "
+                                 "an executor to run in")
+            target = self.reconcile
+            if isinstance(target, rtreconcile.Reconciler):
+                return _ThreadReconciler(target.reconcile, executor, repr(self))
+            func = cast(Callable[[rtreconcile.Request, rtcontext.Context], Any], target)
+            return _ThreadReconciler(lambda request: func(request, ctx), executor, repr(self))
         if isinstance(self.reconcile, rtreconcile.Reconciler):
             return self.reconcile
-        return _ContextReconciler(self.reconcile, ctx)
+        return _ContextReconciler(cast(ContextReconcileFunc, self.reconcile), ctx)

@@ -40,7 +40,10 @@ run starts from a full relist, so nothing is lost for good).
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
+import os
+import traceback
 from collections.abc import Callable
 
 from setpoint.runtime import clock as rtclock
@@ -54,6 +57,26 @@ MAX_WORKERS = 256
 DEFAULT_WORKERS = 2
 
 RateLimiterFactory = Callable[[rtclock.AsyncClock], ratelimit.RateLimiter[reconcile.Request]]
+
+
+_ASYNCIO_DIR = os.path.dirname(asyncio.__file__) + os.sep
+
+
+def describe_error(error: BaseException) -> str:
+    """A reconcile's exception in one line that is never empty: its type, its message, and
+    for an exception without one (``TimeoutError()`` from ``asyncio.timeout``, a bare
+    ``raise KeyError``) where it was raised."""
+    message = str(error)
+    name = type(error).__name__
+    if message and message != "None":
+        return f"{name}: {message}"
+    every = traceback.extract_tb(error.__traceback__)
+    frames = [f for f in every if not f.filename.startswith(_ASYNCIO_DIR)] or list(every)
+    where = f" at {frames[-1].filename}:{frames[-1].lineno} in {frames[-1].name}" \
+        if frames else ""
+    if isinstance(error, TimeoutError):
+        return f"{name}: a timeout expired (asyncio.timeout, wait_for or a deadline){where}"
+    return f"{name} (without a message){where}"
 
 
 def check_workers(workers: int) -> int:
@@ -110,19 +133,23 @@ class Engine:
         label = rtmetrics.RESULT_ERROR
         try:
             try:
-                result = reconcile.as_result(await self.reconciler.reconcile(request))
+                outcome: object = self.reconciler.reconcile(request)
+                if inspect.isawaitable(outcome):
+                    outcome = await outcome
+                result = reconcile.as_result(outcome)
             except asyncio.CancelledError:
                 raise
             except reconcile.TerminalError as e:
                 self.queue.forget(request)
                 self.metrics.error(terminal=True)
-                self.log.error("terminal error reconciling %s (not retried): %s", request, e,
-                               exc_info=e)
+                self.log.error("terminal error reconciling %s (not retried): %s", request,
+                               describe_error(e), exc_info=e)
             except Exception as e:
                 self.queue.add_rate_limited(request)
                 self.metrics.error(terminal=False)
                 self.log.error("error reconciling %s (retry %d): %s", request,
-                               self.queue.num_requeues(request), e, exc_info=e)
+                               self.queue.num_requeues(request), describe_error(e),
+                               exc_info=e)
             else:
                 label = self._settle(request, result)
             self.metrics.reconciled(label, self._clock.monotonic() - started)

@@ -32,8 +32,10 @@ or loss of leadership; the next term's full reconcile covers it. See
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import logging
+import os
 import random
 import signal
 from collections.abc import Awaitable, Iterable, Mapping, Sequence
@@ -73,6 +75,10 @@ class CacheSyncTimeoutError(TimeoutError):
     """The informers did not list everything within the cache sync timeout."""
 
 
+class ListenError(OSError):
+    """A probe or metrics port could not be listened on (in use, not permitted, ...)."""
+
+
 class _Stopped(Exception):
     """A stop was requested while waiting for something else."""
 
@@ -82,9 +88,15 @@ class _Term:
 
     def __init__(self, bound: _Bound, clock: rtclock.AsyncClock,
                  metrics: rtmetrics.MetricsRegistry) -> None:
-        options = bound.resolved.controller.options
+        controller = bound.resolved.controller
+        options = controller.options
         limiter = options.rate_limiter(clock) if options.rate_limiter else None
-        self.engine = engine.Engine(bound.name, bound.resolved.controller.reconciler(bound.ctx),
+        #: the threads of a blocking reconcile, one per worker (None for async ones)
+        self.executor: concurrent.futures.ThreadPoolExecutor | None = None
+        if controller.blocking:
+            self.executor = concurrent.futures.ThreadPoolExecutor(
+                max_workers=options.workers, thread_name_prefix=f"reconcile-{bound.name}")
+        self.engine = engine.Engine(bound.name, controller.reconciler(bound.ctx, self.executor),
                                     workers=options.workers, clock=clock, rate_limiter=limiter,
                                     metrics=metrics, logger=bound.ctx.logger)
         self.subscriptions: list[rtcache.Subscription] = []
@@ -98,6 +110,12 @@ class _Term:
             subscription.cancel()
         self.subscriptions.clear()
         self.engine.shut_down()
+
+    def finish(self) -> None:
+        """After the workers ended: release the threads (a running one is not waited for)."""
+        self.close()
+        if self.executor is not None:
+            self.executor.shutdown(wait=False, cancel_futures=True)
 
 
 class _Bound:
@@ -317,7 +335,7 @@ class Manager:
                 name=r.name, client=writer, resource=r.ref, cache=infs[0].cache,
                 recorder=events.EventRecorder(writer, r.name, instance=instance,
                                               clock=self._clock),
-                logger=log, caches=caches, aliases=r.aliases())
+                logger=log, caches=caches, aliases=r.aliases(), clock=self._clock)
             self._bound.append(_Bound(r, infs, ctx))
 
     async def _wait_synced(self) -> None:
@@ -368,7 +386,7 @@ class Manager:
                         run.cancel()
         finally:
             for term in terms:
-                term.close()
+                term.finish()
 
     async def _campaign(self, group: asyncio.TaskGroup) -> None:
         """Compete for the Lease, lead while holding it, and compete again after a loss."""
@@ -410,7 +428,14 @@ class Manager:
         await runner.setup()
         stack.push_async_callback(runner.cleanup)
         site = web.TCPSite(runner, self._host, port)
-        await site.start()
+        try:
+            await site.start()
+        except OSError as e:
+            what = " and ".join(sorted(endpoints))
+            reason = (os.strerror(e.errno) if e.errno else e.strerror or str(e)
+                      or type(e).__name__)
+            raise ListenError(e.errno, f"cannot serve {what} on {self._host}:{port}: "
+                                       f"{reason}") from e
         sockets: Any = getattr(site._server, "sockets", None) or []
         bound = int(sockets[0].getsockname()[1]) if sockets else port
         host = f"[{self._host}]" if ":" in self._host else self._host

@@ -29,7 +29,7 @@ from setpoint.runtime import builder, handlers
 from setpoint.runtime import controller as engine
 from setpoint.runtime import predicates as preds
 
-F = TypeVar("F", bound=builder.ContextReconcileFunc)
+F = TypeVar("F", bound=builder.ContextReconcileFunc | builder.SyncContextReconcileFunc)
 
 
 class Registry:
@@ -55,7 +55,8 @@ class Registry:
                    workers: int = engine.DEFAULT_WORKERS,
                    rate_limiter: engine.RateLimiterFactory | None = None,
                    namespace: str | None = None) -> Callable[[F], F]:
-        """Register the decorated ``async def f(request, ctx)`` as a controller.
+        """Register the decorated ``async def f(request, ctx)`` as a controller (a plain
+        ``def`` runs in a worker thread: see :mod:`setpoint.runtime.builder`).
 
         ``predicates`` filter every watch of the controller (as ``with_predicates``).
         """
