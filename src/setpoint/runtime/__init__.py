@@ -43,6 +43,7 @@ from setpoint.runtime.controller import Engine
 from setpoint.runtime.events import EventRecorder
 from setpoint.runtime.finalizers import Finalizer, with_finalizer
 from setpoint.runtime.handlers import EnqueueMapped, EnqueueOwner, EnqueueSelf, Handler
+from setpoint.runtime.history import HistoryConfig, ReconcileHistory
 from setpoint.runtime.informer import ClientListWatcher, Informer, SharedInformers
 from setpoint.runtime.leaderelection import LeaderElectionConfig, LeaderElector
 from setpoint.runtime.listwatch import BackoffConfig, WatcherConfig, run_watcher
@@ -79,6 +80,7 @@ from setpoint.runtime.reconcile import (
 )
 from setpoint.runtime.registry import Registry, controllers_in
 from setpoint.runtime.runnable import Runnable, RunnableContext
+from setpoint.runtime.triggers import Trigger, current_triggers
 
 __all__ = [
     "AlreadyOwnedError",
@@ -101,6 +103,7 @@ __all__ = [
     "FuncReconciler",
     "Handler",
     "Handlers",
+    "HistoryConfig",
     "Informer",
     "ItemExponentialBackoff",
     "LeaderElectionConfig",
@@ -110,6 +113,7 @@ __all__ = [
     "MetricsRegistry",
     "Predicate",
     "RateLimiter",
+    "ReconcileHistory",
     "Reconciler",
     "Registry",
     "Request",
@@ -121,11 +125,13 @@ __all__ = [
     "SystemAsyncClock",
     "TerminalError",
     "TokenBucket",
+    "Trigger",
     "WatcherConfig",
     "WorkQueue",
     "annotations_changed",
     "controller_of",
     "controllers_in",
+    "current_triggers",
     "default_controller_rate_limiter",
     "generation_changed",
     "get_condition",

@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 import dataclasses
 import inspect
 from collections.abc import Awaitable, Callable, Hashable, Sequence
@@ -152,7 +153,9 @@ class _ThreadReconciler:
 
     async def reconcile(self, request: rtreconcile.Request) -> rtreconcile.Result:
         loop = asyncio.get_running_loop()
-        value = await loop.run_in_executor(self.executor, self.call, request)
+        # the thread sees this task's context variables (the reconcile's triggers)
+        context = contextvars.copy_context()
+        value = await loop.run_in_executor(self.executor, context.run, self.call, request)
         if inspect.isawaitable(value):
             value = await value
         return rtreconcile.as_result(value)

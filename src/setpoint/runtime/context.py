@@ -37,6 +37,7 @@ from setpoint import client as sp_client
 from setpoint.runtime import cache as rtcache
 from setpoint.runtime import clock as rtclock
 from setpoint.runtime import deadlines, events, reconcile
+from setpoint.runtime import triggers as rttriggers
 
 T = TypeVar("T")
 
@@ -76,6 +77,12 @@ class Context:
     def caches(self) -> Mapping[sp_client.ResourceRef, rtcache.Cache]:
         """Every cache the controller watches, by resource."""
         return dict(self._caches)
+
+    @property
+    def triggers(self) -> tuple[rttriggers.Trigger, ...]:
+        """Why the reconcile running now (in this task or worker thread) runs: the triggers
+        merged into its request (see :mod:`setpoint.runtime.triggers`)."""
+        return rttriggers.current_triggers()
 
     def get(self, request: reconcile.Request) -> Obj | None:
         """The object ``request`` names, from the cache; None when it does not exist."""
