@@ -41,6 +41,7 @@ from setpoint.runtime.conditions import (
 from setpoint.runtime.context import Context
 from setpoint.runtime.controller import Engine
 from setpoint.runtime.events import EventRecorder
+from setpoint.runtime.fairness import PriorityConfig
 from setpoint.runtime.finalizers import Finalizer, with_finalizer
 from setpoint.runtime.handlers import EnqueueMapped, EnqueueOwner, EnqueueSelf, Handler
 from setpoint.runtime.history import HistoryConfig, ReconcileHistory
@@ -112,6 +113,7 @@ __all__ = [
     "MaxOf",
     "MetricsRegistry",
     "Predicate",
+    "PriorityConfig",
     "RateLimiter",
     "ReconcileHistory",
     "Reconciler",

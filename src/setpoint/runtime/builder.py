@@ -58,7 +58,7 @@ from setpoint import client as sp_client
 from setpoint.client import api as client_api
 from setpoint.runtime import context as rtcontext
 from setpoint.runtime import controller as engine
-from setpoint.runtime import handlers, ratelimit
+from setpoint.runtime import fairness, handlers, ratelimit
 from setpoint.runtime import predicates as preds
 from setpoint.runtime import reconcile as rtreconcile
 
@@ -80,6 +80,10 @@ class ControllerOptions:
     rate_limiter: engine.RateLimiterFactory | None = None
     #: watch one namespace only (None: all); cluster-scoped resources ignore it
     namespace: str | None = None
+    #: the order of ready requests: weighted priority classes (None: plain FIFO); see
+    #: :mod:`setpoint.runtime.fairness`
+    priority: fairness.PriorityConfig | None = dataclasses.field(
+        default_factory=fairness.PriorityConfig)
 
     def __post_init__(self) -> None:
         engine.check_workers(self.workers)
@@ -220,9 +224,13 @@ class Controller:
     def with_options(self, *, workers: int | None = None,
                      rate_limiter: engine.RateLimiterFactory
                      | ratelimit.RateLimiter[rtreconcile.Request] | None = None,
-                     namespace: str | None = None) -> Controller:
+                     namespace: str | None = None,
+                     priority: fairness.PriorityConfig | Literal["fifo"] | None = None
+                     ) -> Controller:
         """Change how the controller runs; arguments left out keep their value.
 
+        ``priority``: a :class:`~setpoint.runtime.fairness.PriorityConfig`, or ``"fifo"``
+        for the plain first-in first-out order.
         ``rate_limiter`` is a factory taking the manager's clock (a fresh limiter each time
         the controller starts), or a limiter to reuse as is.
         """
@@ -237,6 +245,12 @@ class Controller:
                 changes["rate_limiter"] = rate_limiter
         if namespace is not None:
             changes["namespace"] = namespace
+        if priority == "fifo":
+            changes["priority"] = None
+        elif priority is not None:
+            if not isinstance(priority, fairness.PriorityConfig):
+                raise TypeError("priority must be a PriorityConfig or 'fifo'")
+            changes["priority"] = priority
         self._options = dataclasses.replace(self._options, **changes)  # type: ignore[arg-type]
         return self
 

@@ -52,7 +52,7 @@ import traceback
 from collections.abc import Callable
 
 from setpoint.runtime import clock as rtclock
-from setpoint.runtime import deadlines, ratelimit, reconcile
+from setpoint.runtime import deadlines, fairness, ratelimit, reconcile
 from setpoint.runtime import history as rthistory
 from setpoint.runtime import metrics as rtmetrics
 from setpoint.runtime import queue as rtqueue
@@ -100,7 +100,8 @@ class Engine:
                  rate_limiter: ratelimit.RateLimiter[reconcile.Request] | None = None,
                  metrics: rtmetrics.MetricsRegistry | None = None,
                  logger: logging.Logger | logging.LoggerAdapter[logging.Logger] | None = None,
-                 history: rthistory.ReconcileHistory | None = None) -> None:
+                 history: rthistory.ReconcileHistory | None = None,
+                 priority: fairness.PriorityConfig | None = None) -> None:
         self.name = name
         self.reconciler = reconciler
         self.workers = check_workers(workers)
@@ -110,7 +111,8 @@ class Engine:
         self.metrics.set_workers(self.workers)
         queue_metrics = rtmetrics.WorkQueueMetrics(registry, name)
         self.queue: rtqueue.WorkQueue[reconcile.Request] = rtqueue.WorkQueue(
-            clock=self._clock, rate_limiter=rate_limiter, metrics=queue_metrics)
+            clock=self._clock, rate_limiter=rate_limiter, metrics=queue_metrics,
+            priority=priority)
         queue_metrics.attach(self.queue)
         self.log = logger or logging.getLogger(f"setpoint.runtime.controller.{name}")
         self.history = history

@@ -102,7 +102,8 @@ class _Term:
                 max_workers=options.workers, thread_name_prefix=f"reconcile-{bound.name}")
         self.engine = engine.Engine(bound.name, controller.reconciler(bound.ctx, self.executor),
                                     workers=options.workers, clock=clock, rate_limiter=limiter,
-                                    metrics=metrics, logger=bound.ctx.logger, history=history)
+                                    metrics=metrics, logger=bound.ctx.logger, history=history,
+                                    priority=options.priority)
         self.subscriptions: list[rtcache.Subscription] = []
         for watch, inf in zip(bound.resolved.watches, bound.informers, strict=True):
             handler = handlers.QueueingHandler(watch.handler, self.engine.enqueue,

@@ -8,8 +8,10 @@ the cache. Its guarantees, as client-go's ``workqueue`` package states them:
 - **Stingy**: a key is never handed to two workers at once. A key added while a worker holds
   it is marked *dirty* and handed out once more after that worker calls :meth:`done`
   (however many times it was added meanwhile).
-- **Fair**: keys are handed out in the order they became ready (FIFO), and waiting workers
-  are served in the order they asked.
+- **Fair**: keys are handed out in the order they became ready (FIFO), or, with a
+  ``priority`` config, by weighted priority classes (:mod:`setpoint.runtime.fairness`:
+  changes before initial-list items and resyncs, but every class keeps a share of the turns,
+  so nothing waits forever); waiting workers are served in the order they asked.
 - **Multiple producers and consumers**: any number of coroutines may add, and any number of
   workers may ``await get()``, all in one event loop.
 - **Delayed adds**: :meth:`add_after` makes a key ready after a delay; a key waiting with
@@ -33,7 +35,7 @@ The internal sets (see the field comments) satisfy: ``ready ⊆ dirty``, ``ready
 = ∅``, each key is at most once in ``ready``, and the keys with pending triggers are dirty
 (held ones: processing; delayed ones: delayed).
 
-Non-guarantees: no priorities; no bound on the number of distinct keys (callers enqueue one
+Non-guarantees: no bound on the number of distinct keys (callers enqueue one
 key per object, so this is bounded by the objects watched); a key waiting in the delay heap
 that is also added directly is processed now *and* again when its delay expires (the delay
 was asked for explicitly); dropping delayed keys at shutdown loses them. All methods must be
@@ -50,7 +52,7 @@ from collections.abc import Hashable
 from typing import Generic, Protocol, TypeVar
 
 from setpoint.runtime import clock as rtclock
-from setpoint.runtime import ratelimit
+from setpoint.runtime import fairness, ratelimit
 from setpoint.runtime import triggers as rttriggers
 
 K = TypeVar("K", bound=Hashable)
@@ -120,13 +122,15 @@ class WorkQueue(Generic[K]):
 
     def __init__(self, *, clock: rtclock.AsyncClock | None = None,
                  rate_limiter: ratelimit.RateLimiter[K] | None = None,
-                 metrics: QueueMetrics | None = None) -> None:
+                 metrics: QueueMetrics | None = None,
+                 priority: fairness.PriorityConfig | None = None) -> None:
         self._clock: rtclock.AsyncClock = clock or rtclock.SystemAsyncClock()
         self._limiter: ratelimit.RateLimiter[K] = (
             rate_limiter or ratelimit.default_controller_rate_limiter(self._clock))
         self._metrics: QueueMetrics = metrics or NoMetrics()
         # keys to hand out, oldest first; each also in _dirty and never in _processing
-        self._ready: deque[K] = deque()
+        self._ready: fairness.ReadyOrder[K] = (
+            fairness.WeightedPriority(priority) if priority is not None else fairness.Fifo())
         # keys that need processing: ready ones, and held ones added again while held
         self._dirty: set[K] = set()
         # keys held by a worker (between get and done), with the time each was handed out
@@ -160,6 +164,8 @@ class WorkQueue(Generic[K]):
         if trigger is not None:
             self._merge_trigger(self._triggers, key, trigger)
         if key in self._dirty:
+            if trigger is not None and key not in self._processing:
+                self._ready.raise_to(key, (trigger.cause,))
             return
         self._dirty.add(key)
         self._added_at[key] = self._clock.monotonic()
@@ -235,7 +241,7 @@ class WorkQueue(Generic[K]):
                 elif waiter in self._getters:
                     self._getters.remove(waiter)
                 raise
-        key = self._ready.popleft()
+        key = self._ready.pop()
         self._dirty.discard(key)
         now = self._clock.monotonic()
         self._processing[key] = now
@@ -327,7 +333,9 @@ class WorkQueue(Generic[K]):
     # --- internals -------------------------------------------------------------------
 
     def _push_ready(self, key: K) -> None:
-        self._ready.append(key)
+        merged = self._triggers.get(key)
+        causes = {t.cause for t in merged.triggers} if merged is not None else ()
+        self._ready.push(key, causes)
         self._metrics.on_depth(len(self._ready))
         self._wake_getter()
 

@@ -23,9 +23,9 @@ registry never starts anything.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import TypeVar
+from typing import Literal, TypeVar
 
-from setpoint.runtime import builder, handlers
+from setpoint.runtime import builder, fairness, handlers
 from setpoint.runtime import controller as engine
 from setpoint.runtime import predicates as preds
 
@@ -54,7 +54,9 @@ class Registry:
                    predicates: Sequence[preds.Predicate] = (), name: str | None = None,
                    workers: int = engine.DEFAULT_WORKERS,
                    rate_limiter: engine.RateLimiterFactory | None = None,
-                   namespace: str | None = None) -> Callable[[F], F]:
+                   namespace: str | None = None,
+                   priority: fairness.PriorityConfig | Literal["fifo"] | None = None
+                   ) -> Callable[[F], F]:
         """Register the decorated ``async def f(request, ctx)`` as a controller (a plain
         ``def`` runs in a worker thread: see :mod:`setpoint.runtime.builder`).
 
@@ -67,7 +69,8 @@ class Registry:
             for resource, handler in watches:
                 c.watches(resource, handler)
             c.with_predicates(*predicates)
-            c.with_options(workers=workers, rate_limiter=rate_limiter, namespace=namespace)
+            c.with_options(workers=workers, rate_limiter=rate_limiter, namespace=namespace,
+                           priority=priority)
             self.add(c)
             return func
         return register
