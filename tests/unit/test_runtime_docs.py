@@ -16,6 +16,7 @@ import setpoint.client
 import setpoint.runtime
 import setpoint.testing
 from setpoint.apimachinery import errors
+from setpoint.runtime import typed
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "runtime.md"
 
@@ -28,8 +29,8 @@ def documented(section: str) -> set[str]:
     return set(re.findall(r"^\| `([A-Za-z_][A-Za-z0-9_]*)` \|", body, flags=re.MULTILINE))
 
 
-@pytest.mark.parametrize("module", [setpoint.runtime, setpoint.testing],
-                         ids=["runtime", "testing"])
+@pytest.mark.parametrize("module", [setpoint.runtime, setpoint.testing, typed],
+                         ids=["runtime", "testing", "typed"])
 def test_reference_matches_all(module: ModuleType) -> None:
     names = set(module.__all__)
     found = documented(module.__name__)
@@ -38,7 +39,7 @@ def test_reference_matches_all(module: ModuleType) -> None:
 
 
 def test_every_name_in_all_exists() -> None:
-    for module in (setpoint.runtime, setpoint.testing):
+    for module in (setpoint.runtime, setpoint.testing, typed):
         for name in module.__all__:
             assert hasattr(module, name), name
 

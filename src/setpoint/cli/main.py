@@ -30,6 +30,7 @@ from typing import Any
 from setpoint import controlplane, process
 from setpoint.audit.log import AuditLogConfig
 from setpoint.cli import controller_manager as controller_manager_command
+from setpoint.cli import crd as crd_command
 from setpoint.cli import datadir
 from setpoint.cli import kubeconfig as kubeconfig_command
 from setpoint.cli import run as run_command
@@ -63,7 +64,8 @@ DESCRIPTION = (
     "'setpoint serve' runs the control plane (the API server and the built-in controllers) "
     "until SIGINT or SIGTERM; 'setpoint run FILE_OR_MODULE' runs the controllers a Python "
     "file or module defines; 'setpoint controller-manager' runs the built-in controllers "
-    "against any cluster; 'setpoint kubeconfig' writes a kubeconfig for a ServiceAccount. "
+    "against any cluster; 'setpoint kubeconfig' writes a kubeconfig for a ServiceAccount; "
+    "'setpoint crd generate MODULE:Model' prints the CRD of a typed resource. "
     "'setpoint COMMAND --help' describes each.")
 
 
@@ -200,6 +202,7 @@ def _parser() -> argparse.ArgumentParser:
     run_command.add_parser(sub)
     controller_manager_command.add_parser(sub)
     kubeconfig_command.add_parser(sub)
+    crd_command.add_parser(sub)
     return parser
 
 
@@ -426,6 +429,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return controller_manager_command.main(args)
     if args.command == "kubeconfig":
         return kubeconfig_command.main(args)
+    if args.command == "crd":
+        return crd_command.main(args)
     return 2
 
 

@@ -135,6 +135,18 @@ class ResolvedController:
         return {w.alias: w.ref for w in self.watches if isinstance(w.alias, Hashable)}
 
 
+def resource_of(resource: ResourceLike | type) -> ResourceLike:
+    """A typed resource model (:mod:`setpoint.runtime.typed`) as its ``(apiVersion, kind)``;
+    anything else as is."""
+    if isinstance(resource, type):
+        named = getattr(resource, "api_version_kind", None)
+        if callable(named):
+            api_version, kind = named()
+            return (str(api_version), str(kind))
+        raise TypeError(f"{resource!r} is not a typed resource model")
+    return resource
+
+
 class _ContextReconciler:
     """A ``(request, ctx)`` function bound to its context: a Reconciler."""
 
@@ -178,7 +190,8 @@ def is_blocking(reconcile: ReconcileLike) -> bool:
 class Controller:
     """A controller's declaration; see the module docstring."""
 
-    def __init__(self, for_: ResourceLike, reconcile: ReconcileLike, *, name: str | None = None,
+    def __init__(self, for_: ResourceLike | type, reconcile: ReconcileLike, *,
+                 name: str | None = None,
                  predicates: Sequence[preds.Predicate] = (), metadata_only: bool = False
                  ) -> None:
         if not (isinstance(reconcile, rtreconcile.Reconciler) or callable(reconcile)):
@@ -187,25 +200,29 @@ class Controller:
         #: a plain ``def`` reconcile, run in a thread pool (see the module docstring)
         self.blocking = is_blocking(reconcile)
         self._name = name
+        #: the typed resource model ``for_`` named, if it named one
+        self.model: type | None = for_ if isinstance(for_, type) else None
         self._watches: list[WatchSpec] = [
-            WatchSpec("for", for_, handlers.EnqueueSelf(), tuple(predicates), metadata_only)]
+            WatchSpec("for", resource_of(for_), handlers.EnqueueSelf(), tuple(predicates),
+                      metadata_only)]
         self._filters: tuple[preds.Predicate, ...] = ()
         self._options = ControllerOptions()
 
     # --- declaring --------------------------------------------------------------------
 
-    def owns(self, resource: ResourceLike, *, predicates: Sequence[preds.Predicate] = (),
+    def owns(self, resource: ResourceLike | type, *, predicates: Sequence[preds.Predicate] = (),
              metadata_only: bool = False) -> Controller:
         """Reconcile the owner when an object of ``resource`` it controls changes."""
-        self._watches.append(WatchSpec("owns", resource, None, tuple(predicates),
+        self._watches.append(WatchSpec("owns", resource_of(resource), None, tuple(predicates),
                                        metadata_only))
         return self
 
-    def watches(self, resource: ResourceLike, handler: handlers.Handler | handlers.Mapper, *,
+    def watches(self, resource: ResourceLike | type, handler: handlers.Handler | handlers.Mapper, *,
                 predicates: Sequence[preds.Predicate] = (),
                 metadata_only: bool = False) -> Controller:
         """Reconcile what ``handler`` maps a changed object of ``resource`` to."""
-        self._watches.append(WatchSpec("watches", resource, handlers.as_handler(handler),
+        self._watches.append(WatchSpec("watches", resource_of(resource),
+                                       handlers.as_handler(handler),
                                        tuple(predicates), metadata_only))
         return self
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Coroutine, Hashable, Mapping
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from setpoint import client as sp_client
 from setpoint.runtime import cache as rtcache
@@ -40,6 +40,18 @@ from setpoint.runtime import deadlines, events, reconcile
 from setpoint.runtime import triggers as rttriggers
 
 T = TypeVar("T")
+M = TypeVar("M", bound="TypedModel")
+
+
+class TypedModel(Protocol):
+    """A typed resource model (:class:`setpoint.runtime.typed.Resource`), as the context
+    needs it: its ``(apiVersion, kind)`` and a parser of API objects."""
+
+    @classmethod
+    def api_version_kind(cls) -> tuple[str, str]: ...
+
+    @classmethod
+    def from_object(cls: type[M], obj: Mapping[str, Any]) -> M: ...
 
 #: how long :meth:`Context.wait_for_cache` waits by default, in seconds
 DEFAULT_CACHE_WAIT = 10.0
@@ -87,6 +99,23 @@ class Context:
     def get(self, request: reconcile.Request) -> Obj | None:
         """The object ``request`` names, from the cache; None when it does not exist."""
         return self.cache.get(request.key)
+
+    def get_as(self, model: type[M], request: reconcile.Request) -> M | None:
+        """The object ``request`` names, from the cache of ``model``'s kind, as a typed
+        :class:`~setpoint.runtime.typed.Resource` (None when it does not exist).
+
+        An object that does not fit the model (the server accepted what the model refuses,
+        e.g. a Python validator the CRD cannot express) raises
+        :class:`~setpoint.runtime.reconcile.TerminalError`: retrying cannot fix it.
+        """
+        obj = self.cache_for(model.api_version_kind()).get(request.key)
+        if obj is None:
+            return None
+        try:
+            return model.from_object(obj)
+        except ValueError as e:  # pydantic's ValidationError is a ValueError
+            raise reconcile.TerminalError(
+                f"{request} does not fit {getattr(model, '__qualname__', model)}: {e}") from e
 
     def cache_for(self, resource: sp_client.ResourceRef | tuple[str, str] | str
                   ) -> rtcache.Cache:

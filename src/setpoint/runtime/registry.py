@@ -47,9 +47,9 @@ class Registry:
             if not any(c is known for known in self._controllers):
                 self._controllers.append(c)
 
-    def controller(self, *, for_: builder.ResourceLike,
-                   owns: Sequence[builder.ResourceLike] = (),
-                   watches: Sequence[tuple[builder.ResourceLike,
+    def controller(self, *, for_: builder.ResourceLike | type,
+                   owns: Sequence[builder.ResourceLike | type] = (),
+                   watches: Sequence[tuple[builder.ResourceLike | type,
                                            handlers.Handler | handlers.Mapper]] = (),
                    predicates: Sequence[preds.Predicate] = (), name: str | None = None,
                    workers: int = engine.DEFAULT_WORKERS,
