@@ -25,6 +25,10 @@ queue), :mod:`~setpoint.runtime.controller` (workers), :mod:`~setpoint.runtime.b
 :mod:`~setpoint.runtime.owners`, :mod:`~setpoint.runtime.conditions`,
 :mod:`~setpoint.runtime.events` and :mod:`~setpoint.runtime.leaderelection`. Work that is not
 a controller (it discovers what to watch as it runs) is a :mod:`~setpoint.runtime.runnable`.
+Why a reconcile ran is :mod:`~setpoint.runtime.triggers` (kept by
+:mod:`~setpoint.runtime.history`), the order of a queue :mod:`~setpoint.runtime.fairness`;
+typed resources from pydantic models are :mod:`setpoint.runtime.typed` (not imported here:
+pydantic is optional).
 """
 
 # Only this module imports names from the others: it is the package's public surface.

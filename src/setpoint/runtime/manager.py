@@ -3,7 +3,10 @@
 :meth:`Manager.run` does, in order:
 
 1. serves ``/healthz``, ``/readyz`` and ``/metrics`` (aiohttp; port 0 picks a free port, see
-   :attr:`Manager.health_url` and :attr:`Manager.metrics_url`);
+   :attr:`Manager.health_url` and :attr:`Manager.metrics_url`), and beside ``/metrics``
+   ``/debug/reconciles``: the bounded history of recent reconciles and their triggers
+   (:mod:`~setpoint.runtime.history`); a port that cannot be listened on raises
+   :class:`ListenError`;
 2. resolves every controller's resources through discovery (retried until
    ``cache_sync_timeout``, so a CRD installed just after start is waited for);
 3. starts one shared informer per (resource, namespace, form) and waits until all have
