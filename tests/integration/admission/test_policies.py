@@ -223,3 +223,41 @@ async def test_variables_request_and_authorizer(http: aiohttp.ClientSession) -> 
     status, body, _ = await request(http, "POST", CONFIGMAPS, configmap("c2", other="1"))
     assert status == 422
     assert body["message"].endswith("denied request: keys must start with app-")
+
+
+async def test_hostile_policies_and_bindings_get_4xx(http: aiohttp.ClientSession) -> None:
+    rules = {"resourceRules": [{"apiGroups": ["*"], "apiVersions": ["*"],
+                                "operations": ["*"], "resources": ["*"]}]}
+    bodies: list[Any] = [
+        {"spec": []}, {"spec": {"validations": "x"}},
+        {"spec": {"matchConstraints": {"resourceRules": "all"}, "validations": [{}]}},
+        {"spec": {"matchConstraints": rules, "validations": [{"expression": 7}]}},
+        {"spec": {"matchConstraints": {**rules, "objectSelector": {"matchExpressions": [
+            {"key": "a", "operator": "Bogus"}]}}, "validations": [{"expression": "true"}]}},
+        {"spec": {"matchConstraints": rules, "validations": [
+            {"expression": "(" * 5000 + "true" + ")" * 5000}]}},
+        {"spec": {"matchConstraints": rules, "validations": [
+            {"expression": "'" + "a" * 200_000 + "' == ''"}]}},
+        {"spec": {"matchConstraints": rules, "variables": [{"name": "1x", "expression": "1"}],
+                  "validations": [{"expression": "variables.nope"}]}},
+    ]
+    for i, spec in enumerate(bodies):
+        body = {"apiVersion": "admissionregistration.k8s.io/v1",
+                "kind": "ValidatingAdmissionPolicy", "metadata": {"name": f"h{i}"}, **spec}
+        status, answer, _ = await request(http, "POST", POLICIES, body)
+        assert 400 <= status < 500, (i, answer)
+    for spec in ({"policyName": 3}, {"paramRef": {"selector": "x"}},
+                 {"policyName": "p", "validationActions": ["Deny"], "matchResources": []}):
+        status, answer, _ = await request(http, "POST", BINDINGS, {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicyBinding", "metadata": {"name": "hb"},
+            "spec": spec})
+        assert 400 <= status < 500, answer
+    # a policy that matches everything and spends its whole budget: a 422, never a hang
+    await install(http, policy("costly", {
+        "expression": "object.data.all(k, object.data.all(j, k != j || true))"},
+        matchConstraints=rules), binding("costly-b", "costly"))
+    status, body, _ = await request(http, "POST", CONFIGMAPS, configmap(
+        "wide", **{f"k{i}": "v" for i in range(3000)}))
+    assert status == 422, body
+    assert "actual cost limit exceeded" in body["message"]
