@@ -58,7 +58,8 @@ def test_get_lists_policies_and_bindings(kubectl: Kubectl) -> None:
     out = kubectl.run("get", "validatingadmissionpolicies").stdout
     assert "demo-policy.example.com" in out
     out = kubectl.run("get", "validatingadmissionpolicybindings").stdout
-    assert "demo-binding-test.example.com" in out and "demo-policy.example.com" in out
+    assert "demo-binding-test.example.com" in out
+    assert "demo-policy.example.com" in out
 
 
 def test_params_deny_and_warn_on_configmaps(kubectl: Kubectl) -> None:

@@ -54,7 +54,8 @@ async def test_a_policy_is_stored_defaulted_and_type_checked(http: aiohttp.Clien
     assert spec["failurePolicy"] == "Fail"
     constraints = spec["matchConstraints"]
     assert constraints["matchPolicy"] == "Equivalent"
-    assert constraints["namespaceSelector"] == {} and constraints["objectSelector"] == {}
+    assert constraints["namespaceSelector"] == {}
+    assert constraints["objectSelector"] == {}
     assert constraints["resourceRules"][0]["scope"] == "*"
     assert body["metadata"]["generation"] == 1
     warnings = body["status"]["typeChecking"]["expressionWarnings"]

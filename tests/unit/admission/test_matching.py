@@ -128,7 +128,8 @@ def test_object_selector_matches_new_or_old_labels() -> None:
 def test_match_policy_equivalent_and_exact() -> None:
     r = req(version="v2", versions=("v1", "v2"))
     got = matching.matches(constraints(rule()), r, None)
-    assert got is not None and got.version == "v1"
+    assert got is not None
+    assert got.version == "v1"
     exact = constraints(rule(), matchPolicy="Exact")
     assert matching.matches(exact, r, None) is None
 

@@ -133,10 +133,12 @@ def test_authorizer_checks_the_user() -> None:
     assert (first.user.name, first.api_group, first.resource, first.subresource,
             first.namespace, first.name, first.verb) == \
         ("alice", "apps", "deployments", "scale", "ns", "web", "get")
-    assert asked[1].user.name == "system:serviceaccount:ns:sa" and asked[1].path == "/x"
+    assert asked[1].user.name == "system:serviceaccount:ns:sa"
+    assert asked[1].path == "/x"
 
 
 def test_a_policy_stored_with_a_broken_expression_fails_that_expression() -> None:
     p = compiled({"expression": "object.x +"}, {"expression": "true"})
     out = messages(pol.evaluate(p, inputs({})))
-    assert len(out) == 1 and out[0].startswith("compilation error: compilation failed:")
+    assert len(out) == 1
+    assert out[0].startswith("compilation error: compilation failed:")
