@@ -5,10 +5,14 @@ type error reported in the policy's status."""
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.compat.conftest import MANIFESTS, Kubectl
+from tests.compat.conftest import MANIFESTS, Kubectl, eventually
+from tests.conftest import start_serve
 
 pytestmark = pytest.mark.compat
 
@@ -121,3 +125,50 @@ def test_an_expression_that_does_not_compile_is_refused(kubectl: Kubectl) -> Non
     assert ('The ValidatingAdmissionPolicy "broken.example.com" is invalid: '
             'spec.validations[0].expression: Invalid value: "object.data.size() >": '
             "compilation failed: ERROR: <input>:1:21: Syntax error:") in result.stderr
+
+
+@pytest.mark.slow
+def test_audit_action_and_annotations_reach_the_audit_log(tmp_path: Path) -> None:
+    if shutil.which("kubectl") is None:
+        pytest.skip("kubectl is not installed")
+    log = tmp_path / "audit" / "audit.log"
+    serve = start_serve(tmp_path / "data", extra_args=["--audit-log-path", str(log)])
+    try:
+        kubectl = Kubectl(serve.kubeconfig, tmp_path / "cache", {})
+        policy = {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicy", "metadata": {"name": "audited"},
+            "spec": {"matchConstraints": {"resourceRules": [{
+                "apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
+                "resources": ["configmaps"]}]},
+                "validations": [{"expression": "!has(object.data) || size(object.data) < 2",
+                                 "message": "too many keys"}],
+                "auditAnnotations": [{"key": "keys", "valueExpression":
+                                      "string(has(object.data) ? size(object.data) : 0)"}]}}
+        binding = {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicyBinding", "metadata": {"name": "audited-b"},
+            "spec": {"policyName": "audited", "validationActions": ["Audit"]}}
+        kubectl.run("apply", "-f", "-", input=json.dumps(policy))
+        kubectl.run("apply", "-f", "-", input=json.dumps(binding))
+        kubectl.run("create", "configmap", "two", "--from-literal=a=1", "--from-literal=b=2")
+
+        def created() -> dict[str, Any] | None:
+            for line in log.read_text().splitlines():
+                event = json.loads(line)
+                if event["verb"] == "create" and event.get("objectRef", {}).get(
+                        "resource") == "configmaps" and event["stage"] == "ResponseComplete" \
+                        and "audited/keys" in event.get("annotations", {}):
+                    return dict(event)
+            return None
+
+        event = eventually(created)
+        annotations = event["annotations"]
+        assert annotations["audited/keys"] == "2"
+        assert json.loads(annotations[
+            "validation.policy.admission.k8s.io/validation_failure"]) == [{
+                "message": "too many keys", "policy": "audited", "binding": "audited-b",
+                "expressionIndex": 0, "validationActions": ["Audit"]}]
+        assert event["responseStatus"]["code"] == 201
+    finally:
+        serve.stop()
