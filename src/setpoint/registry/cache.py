@@ -163,6 +163,15 @@ class Watcher:
                 async with asyncio.timeout(timeout):
                     await self._wakeup.wait()
 
+    def frame(self, event: CacheEvent, key: hist.FrameKey, make: Callable[[], bytes]) -> bytes:
+        """The bytes ``make`` returns for ``event`` as ``key`` says, shared with every other
+        watcher that asks for the same ``key`` of the same event (see
+        :meth:`~setpoint.registry.history.History.frame`); ``key`` must name everything the
+        bytes depend on besides the event."""
+        if event.origin is None:  # an initial ADDED of the current state: no shared entry
+            return make()
+        return self._cache._history.frame(event.origin, key, make)
+
     def _taken(self) -> None:
         if not self._live and not (self._replay and isinstance(self._replay[0], hist.Entry)):
             self._cache._backlogged.discard(self)

@@ -33,7 +33,7 @@ import base64
 import builtins
 import random
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -120,6 +120,37 @@ class ListPage:
     remaining: int | None = None
 
 
+class WatchEvent:
+    """One event of a :class:`WatchStream`: its type as this watch reports it and its object
+    in the watch's version (converted on first use). :meth:`frame` shares the encoded
+    event with every other watch that reports it the same way."""
+
+    __slots__ = ("_event", "_object", "_stream", "type")
+
+    def __init__(self, stream: WatchStream, type: str, event: wc.CacheEvent) -> None:
+        self._stream = stream
+        self._event = event
+        self._object: Obj | None = None
+        self.type = type
+
+    @property
+    def object(self) -> Obj:
+        if self._object is None:
+            stream = self._stream
+            self._object = stream._store.strategy.from_storage(self._event.object,
+                                                               stream._version)
+        return self._object
+
+    def frame(self, form: Hashable, make: Callable[[str, Obj], bytes]) -> bytes:
+        """``make(type, object)``: the bytes a watch sends for this event in the output
+        ``form``, made once per event, type, version, strategy and ``form`` and shared by
+        the watches that send the same (``form`` must name everything else the bytes
+        depend on)."""
+        stream = self._stream
+        key = (self.type, stream._version, form, stream._store.strategy)
+        return stream._watcher.frame(self._event, key, lambda: make(self.type, self.object))
+
+
 class WatchStream:
     """API-level events of one watch: selector transitions applied, in the request version."""
 
@@ -148,6 +179,13 @@ class WatchStream:
         return self.last_revision
 
     async def next(self, timeout: float | None = None) -> tuple[str, Obj] | None:
+        """The next event that passes the selectors, as ``(type, object)``; ``None`` when
+        the watch ended. Raises ``TimeoutError`` when nothing arrived within ``timeout``.
+        """
+        event = await self.next_event(timeout)
+        return None if event is None else (event.type, event.object)
+
+    async def next_event(self, timeout: float | None = None) -> WatchEvent | None:
         """The next event that passes the selectors; ``None`` when the watch ended.
 
         Raises ``TimeoutError`` when nothing arrived within ``timeout``.
@@ -160,7 +198,7 @@ class WatchStream:
             kind = self._classify(event)
             if kind is None:
                 continue
-            return kind, self._store.strategy.from_storage(event.object, self._version)
+            return WatchEvent(self, kind, event)
 
     def _classify(self, event: wc.CacheEvent) -> str | None:
         opts = self._opts
