@@ -15,7 +15,10 @@ form), made by the first watcher that needs one and sent as they are by every ot
 (Kubernetes' watch cache keeps one serialisation per event and encoder too). Frames are
 charged with the entry; one is kept only while the charge stays within ``max_bytes``, at most
 :data:`MAX_FRAMES` per entry, and goes with its entry. Whoever asks for a frame supplies the
-function that makes it; the key must name everything the bytes depend on.
+function that makes it; the key must name everything the bytes depend on. Likewise an entry
+keeps the **verdicts** of the watches' selectors on its event (how a watch with given
+selectors reports it, or that it does not), at most :data:`MAX_VERDICTS`, so that watches
+with the same selectors match an event once.
 
 Invariants:
 
@@ -48,6 +51,8 @@ ENTRY_OVERHEAD: Final = 160
 
 #: frames one entry keeps at most (event types x request versions x output forms in use)
 MAX_FRAMES: Final = 16
+#: selector verdicts one entry keeps at most (distinct selectors of the watches on a resource)
+MAX_VERDICTS: Final = 64
 #: what a kept frame costs besides its bytes
 FRAME_OVERHEAD: Final = 100
 
@@ -145,7 +150,8 @@ class Entry:
     """
 
     __slots__ = ("charge", "frames", "kept", "key", "obj", "prev_obj", "prev_revision",
-                 "prev_value", "revision", "shares_prev", "successor", "type", "value")
+                 "prev_value", "revision", "shares_prev", "successor", "type", "value",
+                 "verdicts")
 
     def __init__(self, type: str, key: str, revision: int, *, obj: Obj, prev_obj: Obj | None,
                  value: bytes | None, prev_value: bytes | None, prev_revision: int,
@@ -164,6 +170,8 @@ class Entry:
         self.charge = 0
         #: the frames of the event, by :data:`FrameKey` (None: none yet)
         self.frames: dict[FrameKey, bytes] | None = None
+        #: how watches report the event, by their selectors (None: none yet)
+        self.verdicts: dict[Hashable, str | None] | None = None
         #: still in the history (frames are kept only then)
         self.kept = True
 
@@ -211,7 +219,7 @@ class History:
     def reset(self, window_start: int) -> None:
         """Forget every entry; watches may start at ``window_start`` or later."""
         for entry in self._entries:
-            entry.frames = None
+            entry.frames = entry.verdicts = None
             entry.kept = False
         self._entries.clear()
         self._newest.clear()
@@ -281,6 +289,21 @@ class History:
             self._recharge(entry)
         return made
 
+    def verdict(self, entry: Entry, key: Hashable, decide: Callable[[], str | None]
+                ) -> str | None:
+        """``decide()`` for ``entry``'s event, kept for the next watch with the same ``key``
+        (its selectors, version and strategy) while the entry is in the history and has
+        fewer than :data:`MAX_VERDICTS`."""
+        verdicts = entry.verdicts
+        if verdicts is not None and key in verdicts:
+            return verdicts[key]
+        made = decide()
+        if entry.kept and (verdicts is None or len(verdicts) < MAX_VERDICTS):
+            if verdicts is None:
+                verdicts = entry.verdicts = {}
+            verdicts[key] = made
+        return made
+
     def _recharge(self, entry: Entry) -> None:
         charge = entry.own_bytes()
         self.bytes += charge - entry.charge
@@ -298,7 +321,7 @@ class History:
             if self._newest.get(oldest.key) is oldest:
                 del self._newest[oldest.key]
             oldest.obj = oldest.prev_obj = None
-            oldest.frames = None
+            oldest.frames = oldest.verdicts = None
             oldest.kept = False
             successor = oldest.successor
             if successor is not None:

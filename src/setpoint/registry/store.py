@@ -160,6 +160,8 @@ class WatchStream:
         self._watcher = watcher
         self._version = version
         self._opts = opts
+        self._unselective = _no_selectors(opts)
+        self._verdict_key = (opts.label_selector, opts.field_selector, version, store.strategy)
         self.last_revision = 0
 
     @property
@@ -201,10 +203,15 @@ class WatchStream:
             return WatchEvent(self, kind, event)
 
     def _classify(self, event: wc.CacheEvent) -> str | None:
-        opts = self._opts
-        if _no_selectors(opts):
+        """How this watch reports ``event`` (None: not at all); decided once per event for
+        every watch with the same selectors, version and strategy."""
+        if self._unselective:
             # every event passes; the previous state (decoded on demand) is not needed
             return event.type
+        return self._watcher.verdict(event, self._verdict_key, lambda: self._decide(event))
+
+    def _decide(self, event: wc.CacheEvent) -> str | None:
+        opts = self._opts
         matches = self._store.matches
         version = self._version
         now = matches(event.object, opts.label_selector, opts.field_selector, version)

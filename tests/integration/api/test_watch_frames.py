@@ -71,6 +71,8 @@ WATCHERS: list[tuple[str, str, str]] = [
     ("v2", JSON, "labelSelector=tier%3Dweb"),
     ("v2", TABLE, "labelSelector=tier%3Dweb"),
     ("v1", PARTIAL, "fieldSelector=metadata.name%3Dt1"),
+    # the same label selector with a field selector too: another verdict
+    ("v1", JSON, "labelSelector=tier%3Dweb&fieldSelector=metadata.name%21%3Dt0"),
 ]
 
 NAMES = ("t0", "t1", "t2")

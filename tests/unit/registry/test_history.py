@@ -226,3 +226,25 @@ def test_reset_drops_the_frames() -> None:
     assert entry.frames is None
     assert not entry.kept
     assert history.bytes == 0
+
+
+def test_a_verdict_is_decided_once_per_key_while_the_entry_is_kept() -> None:
+    history = hist.History(capacity=1, max_bytes=10**9)
+    w = Writer(history)
+    entry = w.put(KEY, value(1))
+    decided: list[str] = []
+
+    def decide(answer: str | None) -> str | None:
+        decided.append(str(answer))
+        return answer
+
+    assert history.verdict(entry, ("tier=web", "v1"), lambda: decide("ADDED")) == "ADDED"
+    assert history.verdict(entry, ("tier=web", "v1"), lambda: decide("DELETED")) == "ADDED"
+    assert history.verdict(entry, ("tier=db", "v1"), lambda: decide(None)) is None
+    assert history.verdict(entry, ("tier=db", "v1"), lambda: decide("ADDED")) is None
+    assert decided == ["ADDED", "None"]
+    w.put("/registry/core/configmaps/ns/b", value(2))  # evicts the entry
+    assert entry.verdicts is None
+    assert history.verdict(entry, ("tier=web", "v1"), lambda: decide("MODIFIED")) == \
+        "MODIFIED"
+    assert entry.verdicts is None
