@@ -11,7 +11,8 @@ Phases, all in one run against one server process started here (port 0, fresh da
    of the same run;
 4. the server's peak RSS (VmHWM from /proc).
 
-The ceilings, same run, same load generator, same concurrency:
+The ceilings, same run, same load generator, same concurrency (and, less sensitive to
+what else runs on the machine than rates, the CPU time each server spent per create):
 
 * the **minimal-work ceiling** (``benchmarks/minimal_server.py``): an aiohttp + uvloop +
   orjson endpoint that parses the posted object, sets uid, resourceVersion and timestamp,
@@ -288,14 +289,16 @@ def start_minimal(tmp: Path, cert: tuple[Path, Path] | None
 
 async def minimal_ceiling(args: argparse.Namespace, tmp: Path,
                           ssl_context: ssl.SSLContext | None, cert: tuple[Path, Path] | None
-                          ) -> tuple[float, list[float]]:
+                          ) -> tuple[float, list[float], float]:
     """N creates at concurrency C through ``benchmarks/minimal_server.py``: the
-    minimal-work ceiling."""
+    minimal-work ceiling (seconds, latencies, the server's CPU seconds)."""
     process, url = start_minimal(tmp, cert)
     try:
         connector = aiohttp.TCPConnector(limit=args.concurrency + 4, ssl=ssl_context or False)
         async with aiohttp.ClientSession(base_url=url, connector=connector) as s:
-            return await create_all(s, args.n, args.concurrency)
+            cpu = cpu_seconds(process.pid)
+            seconds, latencies = await create_all(s, args.n, args.concurrency)
+            return seconds, latencies, cpu_seconds(process.pid) - cpu
     finally:
         process.terminate()
         process.wait(timeout=15)
@@ -388,21 +391,41 @@ class Figures:
     rss: float
     minimal_seconds: float
     minimal_latencies: list[float]
+    cpu: float  # the server's CPU seconds over the creates
+    controllers_cpu: float  # its child processes' (the built-in controllers, as a process)
+    minimal_cpu: float  # the minimal-work server's
+
+
+def children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid``."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if parent == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def children_cpu(pid: int) -> float:
+    """CPU seconds of ``pid``'s child processes (the built-in controllers' process)."""
+    total = 0.0
+    for child in children(pid):
+        with contextlib.suppress(OSError):
+            total += cpu_seconds(child)
+    return total
 
 
 def serve_pid(server: ServeProcess, profiled: bool) -> int:
     """The ``setpoint serve`` process: the child of ``py-spy record`` when profiled."""
     if not profiled:
         return server.process.pid
-    launcher = server.process.pid
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        if parent == launcher:
-            return int(stat.parent.name)
-    raise RuntimeError("py-spy's child process not found")
+    found = children(server.process.pid)
+    if not found:
+        raise RuntimeError("py-spy's child process not found")
+    return found[0]
 
 
 def stop(server: ServeProcess, pid: int) -> None:
@@ -447,7 +470,12 @@ async def measure_api(args: argparse.Namespace, data: Path, secure: bool,
                 if status == 200:
                     break
                 await asyncio.sleep(0.02)
+            cpu, controllers_cpu = cpu_seconds(pid), children_cpu(pid)
             seconds, latencies = await create_all(s, args.n, args.concurrency)
+            cpu = cpu_seconds(pid) - cpu
+            # the controllers see the creates a little later: let them catch up
+            await asyncio.sleep(1.0)
+            controllers_cpu = children_cpu(pid) - controllers_cpu
             lists = await list_times(s, args.n)
             deliveries = [await watch_delivery(s, server.url, ssl_context, pid, count,
                                                args.updates) for count in watcher_counts]
@@ -457,10 +485,10 @@ async def measure_api(args: argparse.Namespace, data: Path, secure: bool,
     if profile is not None:
         print_profile(profile, secure)
     cert = (data / "pki" / "apiserver.crt", data / "pki" / "apiserver.key") if secure else None
-    minimal_seconds, minimal_latencies = await minimal_ceiling(
+    minimal_seconds, minimal_latencies, minimal_cpu = await minimal_ceiling(
         args, data / "minimal", ssl_context, cert)
     return Figures(seconds, latencies, lists, deliveries, rss, minimal_seconds,
-                   minimal_latencies)
+                   minimal_latencies, cpu, controllers_cpu, minimal_cpu)
 
 
 def print_profile(path: Path, secure: bool, top: int = 30) -> None:
@@ -524,6 +552,9 @@ async def measure(args: argparse.Namespace, tmp: Path,
              "minimal-work ceiling creates/s (same run)",
              "  its latency p50 / p99 (ms)",
              "API / minimal-work ceiling",
+             "server CPU per create: API / minimal (µs)",
+             "minimal / API server CPU per create",
+             "  controllers' process CPU per create (µs)",
              f"list {args.n:,} (ms, best / median)"]
     first = next(iter(figures.values()))
     for d in first.deliveries:
@@ -538,6 +569,9 @@ async def measure(args: argparse.Namespace, tmp: Path,
                  f"{pct(f.minimal_latencies, 50) * 1e3:.1f} / "
                  f"{pct(f.minimal_latencies, 99) * 1e3:.1f}",
                  f"{f.minimal_seconds / f.seconds * 100:.0f} %",
+                 f"{f.cpu / args.n * 1e6:.0f} / {f.minimal_cpu / args.n * 1e6:.0f}",
+                 f"{f.minimal_cpu / f.cpu * 100:.0f} %",
+                 f"{f.controllers_cpu / args.n * 1e6:.0f}",
                  f"{min(f.lists) * 1e3:.0f} / {statistics.median(f.lists) * 1e3:.0f}"]
         for d in f.deliveries:
             per_update = d.cpu_seconds / max(d.updates, 1) * 1e6

@@ -404,7 +404,13 @@ class Store:
             await self._namespace_gate(namespace, self.info.qualified, name)
 
     def _output(self, stored: Obj, version: VersionInfo) -> Obj:
+        """A shared stored object (the cache's, or decoded from storage) in ``version``."""
         return self.strategy.from_storage(stored, version.name)
+
+    def _output_owned(self, obj: Obj, version: VersionInfo) -> Obj:
+        """An object this request made (just written, or a dry run's) in ``version``:
+        converted in place, not copied."""
+        return self.strategy.from_storage_owned(obj, version.name)
 
     def _fields(self, version: VersionInfo) -> fieldmanager.FieldManager:
         """Field management (managedFields, server-side apply) of ``version``."""
@@ -590,7 +596,8 @@ class Store:
         except st.StorageError as e:
             raise storageerrors.api_error(e) from e
         stored["metadata"]["resourceVersion"] = str(kv.mod_revision)
-        return WriteResult(self._output(stored, version), created=True, warnings=warnings)
+        return WriteResult(self._output_owned(stored, version), created=True,
+                           warnings=warnings)
 
     # --- update --------------------------------------------------------------------------
 
@@ -640,9 +647,13 @@ class Store:
         """Prepare, validate and compare-and-swap ``new`` over ``current`` (storage form).
 
         Raises :class:`RevisionConflict` when the object moved on; callers retry or 409.
+        ``current`` is the caller's own decoding of the stored value (it is converted in
+        place); ``new`` is the caller's too.
         """
         name = str(current["metadata"].get("name", ""))
-        old = deep_copy(self._output(current, version))
+        # ``current`` was decoded for this write alone: converted in place, not copied; the
+        # hooks below read ``old`` and copy what they take from it
+        old = self._output_owned(current, version)
         old_meta = old["metadata"]
         new_meta = new.setdefault("metadata", {})
         for k in SERVER_OWNED_META:
@@ -677,7 +688,7 @@ class Store:
                 # an earlier write removed the last finalizer but its delete did not happen
                 # (storage failed in between): a client that repeats the write finishes it
                 await self._finish_deletion(kv.key, kv.mod_revision)
-            return WriteResult(self._output(current, version), warnings=warnings)
+            return WriteResult(old, warnings=warnings)
         if opts.dry_run:
             return WriteResult(new, warnings=warnings)
         stored = self.strategy.to_storage(new, version.name)
@@ -693,7 +704,7 @@ class Store:
         stored["metadata"]["resourceVersion"] = str(written.mod_revision)
         if self._deletion_done(stored):
             await self._finish_deletion(key, written.mod_revision)
-        return WriteResult(self._output(stored, version), warnings=warnings)
+        return WriteResult(self._output_owned(stored, version), warnings=warnings)
 
     def _deletion_done(self, obj: Obj) -> bool:
         """Marked for deletion and nothing keeps it: the object is to be removed."""
@@ -914,11 +925,11 @@ class Store:
                                 umeta["generation"] = int(umeta.get("generation") or 0) + 1
                             self.strategy.prepare_for_delete(updated)
                         if opts.dry_run:
-                            return self._output(updated, version), False
+                            return self._output_owned(updated, version), False
                         written = await self._backend.update(kv.key, encode(updated),
                                                              kv.mod_revision)
                         umeta["resourceVersion"] = str(written.mod_revision)
-                        return self._output(updated, version), False
+                        return self._output_owned(updated, version), False
                     if opts.dry_run:
                         return self._success(current), True
                     await self._backend.delete(kv.key, kv.mod_revision)
