@@ -30,6 +30,7 @@ from typing import Any
 from setpoint import controlplane, process
 from setpoint.audit.log import AuditLogConfig
 from setpoint.cli import controller_manager as controller_manager_command
+from setpoint.cli import crd as crd_command
 from setpoint.cli import datadir
 from setpoint.cli import kubeconfig as kubeconfig_command
 from setpoint.cli import run as run_command
@@ -57,8 +58,19 @@ DEFAULT_WATCH_BYTES = watch_cache.DEFAULT_MAX_BYTES
 DEFAULT_LIST_BYTES = listbudget.DEFAULT_MAX_BYTES
 
 
+#: what ``setpoint --help`` says (plain text: the module docstring is for the API docs)
+DESCRIPTION = (
+    "setpoint: a Kubernetes-compatible control plane and controller runtime. "
+    "'setpoint serve' runs the control plane (the API server and the built-in controllers) "
+    "until SIGINT or SIGTERM; 'setpoint run FILE_OR_MODULE' runs the controllers a Python "
+    "file or module defines; 'setpoint controller-manager' runs the built-in controllers "
+    "against any cluster; 'setpoint kubeconfig' writes a kubeconfig for a ServiceAccount; "
+    "'setpoint crd generate MODULE:Model' prints the CRD of a typed resource. "
+    "'setpoint COMMAND --help' describes each.")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="setpoint", description=__doc__)
+    parser = argparse.ArgumentParser(prog="setpoint", description=DESCRIPTION)
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="run the control plane")
     serve.add_argument("--data-dir", type=Path, default=Path(".setpoint"),
@@ -190,6 +202,7 @@ def _parser() -> argparse.ArgumentParser:
     run_command.add_parser(sub)
     controller_manager_command.add_parser(sub)
     kubeconfig_command.add_parser(sub)
+    crd_command.add_parser(sub)
     return parser
 
 
@@ -416,6 +429,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return controller_manager_command.main(args)
     if args.command == "kubeconfig":
         return kubeconfig_command.main(args)
+    if args.command == "crd":
+        return crd_command.main(args)
     return 2
 
 

@@ -4,7 +4,7 @@
 
     setpoint run operator.py [--kubeconfig PATH] [--context NAME] [--namespace NS]
                  [--health-port N] [--metrics-port N] [--bind-address HOST]
-                 [--leader-elect] [--lease-name NAME] [--workers N]
+                 [--leader-elect] [--lease-name NAME] [--workers N] [--resync SECONDS]
 
 Steps: import the target (a path to a ``.py`` file, or a dotted module name), collect its
 controllers with :func:`setpoint.runtime.controllers_in` (every ``Registry`` and
@@ -17,13 +17,18 @@ gracefully (queued work finishes, the Lease is released, the process exits 0).
 ``--namespace`` restricts every controller's watches to that namespace (cluster-scoped
 resources are still watched whole), is the namespace for calls that name none, and holds the
 Lease. ``--workers`` overrides the number of concurrent reconciles of every controller.
+``--resync`` replays every cached object to the controllers every SECONDS (each object is
+reconciled again: a periodic check of what lives outside the cluster), as client-go's
+resync period does; nothing is listed again from the server.
 ``--leader-elect`` competes for the Lease ``--lease-name`` (default: see
 :func:`default_lease_name`), so that of several replicas only one reconciles.
 
 Exit codes: 0 after a graceful stop; 2 for a problem that retrying cannot fix before the
-operator starts: a target that cannot be imported or defines no controllers, an unusable
-kubeconfig, an unreachable server, or a resource the server does not serve (install its
-CustomResourceDefinition first). The message says which, on stderr.
+operator starts: a target that cannot be imported (its exception in one line: the file and
+line where it happened; ``--log-level DEBUG`` adds the traceback) or defines no controllers,
+an unusable kubeconfig, an unreachable server, a resource the server does not serve (install
+its CustomResourceDefinition first), or a probe or metrics port that cannot be listened on.
+The message says which, on stderr.
 
 Invariants: the operator's module is imported exactly once per process and nothing else is
 executed from it; no global state is kept here. Loading a file registers it in
@@ -41,6 +46,7 @@ import importlib.util
 import logging
 import os
 import sys
+import traceback
 from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,6 +62,9 @@ log = logging.getLogger("setpoint.run")
 
 #: seconds to wait for the server's first answer before calling it unreachable
 REACH_TIMEOUT = 10.0
+#: the shortest and longest ``--resync`` period, in seconds
+MIN_RESYNC = 1.0
+MAX_RESYNC = 7 * 24 * 3600.0
 
 
 class UsageError(Exception):
@@ -76,6 +85,7 @@ class RunConfig:
     leader_elect: bool = False
     lease_name: str | None = None
     workers: int | None = None
+    resync: float | None = None
 
     def __post_init__(self) -> None:
         if not self.target:
@@ -89,6 +99,9 @@ class RunConfig:
             raise UsageError("--lease-name needs --leader-elect")
         if self.namespace == "":
             raise UsageError("--namespace must not be empty")
+        if self.resync is not None and not MIN_RESYNC <= self.resync <= MAX_RESYNC:
+            raise UsageError(f"--resync must be between {MIN_RESYNC:g} and {MAX_RESYNC:g} "
+                             f"seconds, not {self.resync:g}")
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -116,6 +129,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                         help="the Lease to compete for (default: <dir>-<file>-leader)")
     parser.add_argument("--workers", type=int, default=None,
                         help="concurrent reconciles per controller (overrides the code)")
+    parser.add_argument("--resync", type=float, default=None, metavar="SECONDS",
+                        help="reconcile every cached object again every SECONDS "
+                             "(default: only on changes)")
     parser.add_argument("--log-level", default="INFO")
     return parser
 
@@ -125,7 +141,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
                      namespace=args.namespace, health_port=args.health_port,
                      metrics_port=args.metrics_port, bind_address=args.bind_address,
                      leader_elect=args.leader_elect, lease_name=args.lease_name,
-                     workers=args.workers)
+                     workers=args.workers, resync=args.resync)
 
 
 # --- loading --------------------------------------------------------------------------
@@ -191,6 +207,19 @@ def load_target(target: str | os.PathLike[str], *, add_to_path: bool = False) ->
         raise
 
 
+def describe_import_error(target: str, error: BaseException) -> str:
+    """One line for an operator that failed to import: what, and where in its own code."""
+    if isinstance(error, SyntaxError) and error.filename:
+        return (f"cannot import {target}: SyntaxError: {error.msg} "
+                f"({error.filename}:{error.lineno})")
+    frames = traceback.extract_tb(error.__traceback__)
+    ours = [f for f in frames if "importlib" not in f.filename
+            and not f.filename.endswith(("/setpoint/cli/run.py", "<frozen importlib._bootstrap>"))]
+    where = f" ({ours[-1].filename}:{ours[-1].lineno})" if ours else ""
+    message = str(error) or "(no message)"
+    return f"cannot import {target}: {type(error).__name__}: {message}{where}"
+
+
 def controllers_of(module: ModuleType) -> list[runtime.Controller]:
     """The module's controllers; :class:`UsageError` when it defines none."""
     found = runtime.controllers_in(vars(module))
@@ -253,24 +282,44 @@ def default_lease_name(target: str | os.PathLike[str]) -> str:
     return f"{cleaned}-leader"
 
 
+def build_manager(config: RunConfig, client: sp_client.Client,
+                  controllers: Sequence[runtime.Controller]) -> runtime.Manager:
+    """The manager ``config`` asks for (options applied to ``controllers``)."""
+    for controller in controllers:
+        controller.with_options(workers=config.workers, namespace=config.namespace)
+    election = None
+    if config.leader_elect:
+        election = runtime.LeaderElectionConfig(
+            lease_name=config.lease_name or default_lease_name(config.target),
+            lease_namespace=config.namespace or client.config.namespace)
+    watcher_config = None
+    if config.resync is not None:
+        watcher_config = runtime.WatcherConfig(resync_period=config.resync)
+    return runtime.Manager(client, controllers, leader_election=election,
+                           health_port=config.health_port, metrics_port=config.metrics_port,
+                           host=config.bind_address, watcher_config=watcher_config)
+
+
+async def banner(config: RunConfig, client: sp_client.Client,
+                 controllers: Sequence[runtime.Controller]) -> str:
+    """The line ``setpoint run`` prints when it starts: each controller's name and kind."""
+    resolved = [await c.resolve(client) for c in controllers]
+    names = ", ".join(f"{r.name} ({r.ref.api_version} {r.ref.kind})" for r in resolved)
+    return (f"setpoint run: {len(controllers)} controller(s) from {config.target} against "
+            f"{client.config.server}: {names}")
+
+
 async def run(config: RunConfig, controllers: Sequence[runtime.Controller]) -> None:
     """Run ``controllers`` as ``config`` says until a stop signal."""
     async with sp_client.Client(client_config(config)) as client:
         await check_server(client, controllers)
-        for controller in controllers:
-            controller.with_options(workers=config.workers, namespace=config.namespace)
-        election = None
-        if config.leader_elect:
-            election = runtime.LeaderElectionConfig(
-                lease_name=config.lease_name or default_lease_name(config.target),
-                lease_namespace=config.namespace or client.config.namespace)
-        manager = runtime.Manager(client, controllers, leader_election=election,
-                                  health_port=config.health_port,
-                                  metrics_port=config.metrics_port, host=config.bind_address)
-        names = ", ".join(repr(c) for c in controllers)
-        print(f"setpoint run: {len(controllers)} controller(s) from {config.target} against "
-              f"{client.config.server}: {names}", flush=True)
-        await manager.run(stop_signals=rtmanager.STOP_SIGNALS)
+        manager = build_manager(config, client, controllers)
+        print(await banner(config, client, controllers), flush=True)
+        try:
+            await manager.run(stop_signals=rtmanager.STOP_SIGNALS)
+        except rtmanager.ListenError as e:
+            raise UsageError(f"{e.strerror} (choose another port, or 0 for any free one)"
+                             ) from e
         log.info("stopped")
 
 
@@ -287,7 +336,13 @@ def main(args: argparse.Namespace) -> int:
     """Run the ``run`` subcommand; returns the exit code."""
     try:
         config = config_from_args(args)
-        module = load_target(config.target, add_to_path=True)
+        try:
+            module = load_target(config.target, add_to_path=True)
+        except UsageError:
+            raise
+        except Exception as e:
+            log.debug("importing %s failed", config.target, exc_info=e)
+            raise UsageError(describe_import_error(config.target, e)) from e
         controllers = controllers_of(module)
         _event_loop_run(run(config, controllers))
     except UsageError as e:

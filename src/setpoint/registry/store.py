@@ -53,6 +53,7 @@ from setpoint.apimachinery.clock import Clock
 from setpoint.registry import cache as wc
 from setpoint.registry import fieldmanager, keylocks, listbudget, scale, storageerrors
 from setpoint.registry.options import (
+    AdmissionAttributes,
     DeleteOptions,
     ListOptions,
     WatchOptions,
@@ -67,9 +68,10 @@ Obj = dict[str, Any]
 
 #: namespace admission: raises NotFound / Forbidden for a namespace that cannot take writes
 NamespaceGate = Callable[[str, str, str], Awaitable[None]]
-#: validating admission of a write: ``(new object, old object or None, options)``, called
-#: after the strategy validated it and before it is stored; raises an ApiError to refuse
-Admission = Callable[[Obj, Obj | None, WriteOptions], Awaitable[None]]
+#: validating admission of a write: ``(new object or None, old object or None, attributes)``,
+#: called after the strategy validated it and before it is stored; raises an ApiError to
+#: refuse. CREATE has no old object, DELETE no new one (both in the request's version).
+Admission = Callable[[Obj | None, Obj | None, AdmissionAttributes], Awaitable[None]]
 
 #: attempts of a write without precondition that keeps losing its compare-and-swap; each lost
 #: attempt means another writer's write landed, so N concurrent writers need at most N
@@ -421,6 +423,42 @@ class Store:
                 status_subresource=self.strategy.has_status(version))
         return found
 
+    # --- admission -----------------------------------------------------------------------
+
+    def _convert(self, obj: Obj, version: str) -> Obj:
+        """``obj`` (in the version its apiVersion names) in ``version``."""
+        stored = self.strategy.to_storage(deep_copy(obj), _version_of(obj.get("apiVersion")))
+        return self.strategy.from_storage(stored, version)
+
+    async def _admit(self, operation: str, new: Obj | None, old: Obj | None,
+                     version: VersionInfo, opts: WriteOptions | DeleteOptions,
+                     subresource: str = "") -> None:
+        """Run the admission hooks on a write that is about to be stored."""
+        if not self.admission:
+            return
+        obj = new if new is not None else old
+        meta = (obj or {}).get("metadata") or {}
+        if operation == "DELETE":
+            options: Obj = {"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1"}
+            if isinstance(opts, DeleteOptions) and opts.propagation_policy:
+                options["propagationPolicy"] = opts.propagation_policy
+        else:
+            options = {"kind": "CreateOptions" if operation == "CREATE" else "UpdateOptions",
+                       "apiVersion": "meta.k8s.io/v1"}
+            if isinstance(opts, WriteOptions) and opts.field_manager:
+                options["fieldManager"] = opts.field_manager
+        if opts.dry_run:
+            options["dryRun"] = ["All"]
+        attrs = AdmissionAttributes(
+            operation=operation, group=self.info.group, version=version.name,
+            resource=self.info.resource, kind=self.info.kind, subresource=subresource,
+            namespace=str(meta.get("namespace") or "") if self.info.namespaced else "",
+            name=str(meta.get("name") or ""), namespaced=self.info.namespaced,
+            user=opts.user, dry_run=opts.dry_run, options=options, sink=opts.sink,
+            versions=tuple(v.name for v in self.info.served_versions), convert=self._convert)
+        for admit in self.admission:
+            await admit(new, old, attrs)
+
     # --- reads ---------------------------------------------------------------------------
 
     async def _read_revision(self, resource_version: str) -> None:
@@ -583,8 +621,7 @@ class Store:
         errs = self.strategy.validate(obj, version)
         if errs:
             raise self._invalid(name, errs)
-        for admit in self.admission:
-            await admit(obj, None, opts)
+        await self._admit("CREATE", obj, None, version, opts)
         if opts.dry_run:
             return WriteResult(obj, created=True, warnings=warnings)
         stored = self.strategy.to_storage(obj, version.name)
@@ -681,8 +718,7 @@ class Store:
             errs = self.strategy.validate_update(new, old, version)
         if errs:
             raise self._invalid(name, errs)
-        for admit in self.admission:
-            await admit(new, old, opts)
+        await self._admit("UPDATE", new, old, version, opts, subresource)
         if new == old and not kv.stale:  # a stale value is rewritten (key rotation)
             if not opts.dry_run and self._deletion_done(current):
                 # an earlier write removed the last finalizer but its delete did not happen
@@ -919,6 +955,8 @@ class Store:
                         else:
                             umeta.pop("finalizers", None)
                         if not umeta.get("deletionTimestamp"):
+                            await self._admit("DELETE", None, self._output(current, version),
+                                              version, opts)
                             umeta["deletionTimestamp"] = self._now()
                             umeta["deletionGracePeriodSeconds"] = 0
                             if self.strategy.uses_generation:
@@ -930,6 +968,8 @@ class Store:
                                                              kv.mod_revision)
                         umeta["resourceVersion"] = str(written.mod_revision)
                         return self._output_owned(updated, version), False
+                    await self._admit("DELETE", None, self._output(current, version), version,
+                                      opts)
                     if opts.dry_run:
                         return self._success(current), True
                     await self._backend.delete(kv.key, kv.mod_revision)

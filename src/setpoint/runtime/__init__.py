@@ -25,6 +25,10 @@ queue), :mod:`~setpoint.runtime.controller` (workers), :mod:`~setpoint.runtime.b
 :mod:`~setpoint.runtime.owners`, :mod:`~setpoint.runtime.conditions`,
 :mod:`~setpoint.runtime.events` and :mod:`~setpoint.runtime.leaderelection`. Work that is not
 a controller (it discovers what to watch as it runs) is a :mod:`~setpoint.runtime.runnable`.
+Why a reconcile ran is :mod:`~setpoint.runtime.triggers` (kept by
+:mod:`~setpoint.runtime.history`), the order of a queue :mod:`~setpoint.runtime.fairness`;
+typed resources from pydantic models are :mod:`setpoint.runtime.typed` (not imported here:
+pydantic is optional).
 """
 
 # Only this module imports names from the others: it is the package's public surface.
@@ -41,8 +45,10 @@ from setpoint.runtime.conditions import (
 from setpoint.runtime.context import Context
 from setpoint.runtime.controller import Engine
 from setpoint.runtime.events import EventRecorder
+from setpoint.runtime.fairness import PriorityConfig
 from setpoint.runtime.finalizers import Finalizer, with_finalizer
 from setpoint.runtime.handlers import EnqueueMapped, EnqueueOwner, EnqueueSelf, Handler
+from setpoint.runtime.history import HistoryConfig, ReconcileHistory
 from setpoint.runtime.informer import ClientListWatcher, Informer, SharedInformers
 from setpoint.runtime.leaderelection import LeaderElectionConfig, LeaderElector
 from setpoint.runtime.listwatch import BackoffConfig, WatcherConfig, run_watcher
@@ -79,6 +85,7 @@ from setpoint.runtime.reconcile import (
 )
 from setpoint.runtime.registry import Registry, controllers_in
 from setpoint.runtime.runnable import Runnable, RunnableContext
+from setpoint.runtime.triggers import Trigger, current_triggers
 
 __all__ = [
     "AlreadyOwnedError",
@@ -101,6 +108,7 @@ __all__ = [
     "FuncReconciler",
     "Handler",
     "Handlers",
+    "HistoryConfig",
     "Informer",
     "ItemExponentialBackoff",
     "LeaderElectionConfig",
@@ -109,7 +117,9 @@ __all__ = [
     "MaxOf",
     "MetricsRegistry",
     "Predicate",
+    "PriorityConfig",
     "RateLimiter",
+    "ReconcileHistory",
     "Reconciler",
     "Registry",
     "Request",
@@ -121,11 +131,13 @@ __all__ = [
     "SystemAsyncClock",
     "TerminalError",
     "TokenBucket",
+    "Trigger",
     "WatcherConfig",
     "WorkQueue",
     "annotations_changed",
     "controller_of",
     "controllers_in",
+    "current_triggers",
     "default_controller_rate_limiter",
     "generation_changed",
     "get_condition",

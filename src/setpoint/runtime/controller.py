@@ -16,7 +16,12 @@ exception                  ``add_rate_limited`` (backoff grows)            error
 =========================  ==============================================  ===============
 
 What feeds the queue (cache handlers) is the builder's and the manager's business: the engine
-only exposes :meth:`Engine.enqueue`.
+only exposes :meth:`Engine.enqueue`. Each add may carry a
+:class:`~setpoint.runtime.triggers.Trigger`; the engine adds its own for requeues and retries,
+makes the merged triggers of a request visible to its reconcile
+(:func:`~setpoint.runtime.triggers.current_triggers`), counts reconciles by cause
+(``controller_runtime_reconcile_triggers_total``) and records each reconcile in the
+manager's :class:`~setpoint.runtime.history.ReconcileHistory` when given one.
 
 Invariants:
 
@@ -40,13 +45,18 @@ run starts from a full relist, so nothing is lost for good).
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
+import os
+import traceback
 from collections.abc import Callable
 
 from setpoint.runtime import clock as rtclock
-from setpoint.runtime import deadlines, ratelimit, reconcile
+from setpoint.runtime import deadlines, fairness, ratelimit, reconcile
+from setpoint.runtime import history as rthistory
 from setpoint.runtime import metrics as rtmetrics
 from setpoint.runtime import queue as rtqueue
+from setpoint.runtime import triggers as rttriggers
 
 #: the most workers one controller may run
 MAX_WORKERS = 256
@@ -54,6 +64,26 @@ MAX_WORKERS = 256
 DEFAULT_WORKERS = 2
 
 RateLimiterFactory = Callable[[rtclock.AsyncClock], ratelimit.RateLimiter[reconcile.Request]]
+
+
+_ASYNCIO_DIR = os.path.dirname(asyncio.__file__) + os.sep
+
+
+def describe_error(error: BaseException) -> str:
+    """A reconcile's exception in one line that is never empty: its type, its message, and
+    for an exception without one (``TimeoutError()`` from ``asyncio.timeout``, a bare
+    ``raise KeyError``) where it was raised."""
+    message = str(error)
+    name = type(error).__name__
+    if message and message != "None":
+        return f"{name}: {message}"
+    every = traceback.extract_tb(error.__traceback__)
+    frames = [f for f in every if not f.filename.startswith(_ASYNCIO_DIR)] or list(every)
+    where = f" at {frames[-1].filename}:{frames[-1].lineno} in {frames[-1].name}" \
+        if frames else ""
+    if isinstance(error, TimeoutError):
+        return f"{name}: a timeout expired (asyncio.timeout, wait_for or a deadline){where}"
+    return f"{name} (without a message){where}"
 
 
 def check_workers(workers: int) -> int:
@@ -69,8 +99,9 @@ class Engine:
                  workers: int = DEFAULT_WORKERS, clock: rtclock.AsyncClock | None = None,
                  rate_limiter: ratelimit.RateLimiter[reconcile.Request] | None = None,
                  metrics: rtmetrics.MetricsRegistry | None = None,
-                 logger: logging.Logger | logging.LoggerAdapter[logging.Logger] | None = None
-                 ) -> None:
+                 logger: logging.Logger | logging.LoggerAdapter[logging.Logger] | None = None,
+                 history: rthistory.ReconcileHistory | None = None,
+                 priority: fairness.PriorityConfig | None = None) -> None:
         self.name = name
         self.reconciler = reconciler
         self.workers = check_workers(workers)
@@ -80,13 +111,17 @@ class Engine:
         self.metrics.set_workers(self.workers)
         queue_metrics = rtmetrics.WorkQueueMetrics(registry, name)
         self.queue: rtqueue.WorkQueue[reconcile.Request] = rtqueue.WorkQueue(
-            clock=self._clock, rate_limiter=rate_limiter, metrics=queue_metrics)
+            clock=self._clock, rate_limiter=rate_limiter, metrics=queue_metrics,
+            priority=priority)
         queue_metrics.attach(self.queue)
         self.log = logger or logging.getLogger(f"setpoint.runtime.controller.{name}")
+        self.history = history
 
-    def enqueue(self, request: reconcile.Request) -> None:
-        """Ask for ``request`` to be reconciled (a no-op if it is already waiting)."""
-        self.queue.add(request)
+    def enqueue(self, request: reconcile.Request,
+                trigger: rttriggers.Trigger | None = None) -> None:
+        """Ask for ``request`` to be reconciled (a no-op if it is already waiting, but
+        ``trigger`` is merged into its reasons)."""
+        self.queue.add(request, trigger)
 
     async def run(self) -> None:
         """Run the workers until the queue is shut down and empty, or until cancelled."""
@@ -106,38 +141,58 @@ class Engine:
     async def process(self, request: reconcile.Request) -> str:
         """Reconcile one request taken from the queue; returns the ``result`` label."""
         started = self._clock.monotonic()
+        started_at = self._clock.now()
+        why = self.queue.triggers(request)
+        merged = self.queue.merged_adds(request)
+        self.metrics.triggered(why)
         self.metrics.worker_started()
         label = rtmetrics.RESULT_ERROR
+        error = ""
+        token = rttriggers.set_current(why)
         try:
             try:
-                result = reconcile.as_result(await self.reconciler.reconcile(request))
+                outcome: object = self.reconciler.reconcile(request)
+                if inspect.isawaitable(outcome):
+                    outcome = await outcome
+                result = reconcile.as_result(outcome)
             except asyncio.CancelledError:
                 raise
             except reconcile.TerminalError as e:
                 self.queue.forget(request)
                 self.metrics.error(terminal=True)
-                self.log.error("terminal error reconciling %s (not retried): %s", request, e,
-                               exc_info=e)
+                error = describe_error(e)
+                self.log.error("terminal error reconciling %s (not retried): %s", request,
+                               error, exc_info=e)
             except Exception as e:
-                self.queue.add_rate_limited(request)
+                self.queue.add_rate_limited(
+                    request, rttriggers.Trigger(rttriggers.CAUSE_RETRY,
+                                                detail=type(e).__name__))
                 self.metrics.error(terminal=False)
+                error = describe_error(e)
                 self.log.error("error reconciling %s (retry %d): %s", request,
-                               self.queue.num_requeues(request), e, exc_info=e)
+                               self.queue.num_requeues(request), error, exc_info=e)
             else:
                 label = self._settle(request, result)
-            self.metrics.reconciled(label, self._clock.monotonic() - started)
+            seconds = self._clock.monotonic() - started
+            self.metrics.reconciled(label, seconds)
+            if self.history is not None:
+                self.history.record(self.name, request.key, rthistory.Entry(
+                    started_at.isoformat(), why, merged, label, seconds, error))
             return label
         finally:
+            rttriggers.reset_current(token)
             self.metrics.worker_finished()
             self.queue.done(request)
 
     def _settle(self, request: reconcile.Request, result: reconcile.Result) -> str:
         if result.requeue_after is not None:
             self.queue.forget(request)
-            self.queue.add_after(request, result.requeue_after)
+            self.queue.add_after(request, result.requeue_after, rttriggers.Trigger(
+                rttriggers.CAUSE_REQUEUE_AFTER, detail=f"{result.requeue_after:g}s"))
             return rtmetrics.RESULT_REQUEUE_AFTER
         if result.requeue:
-            self.queue.add_rate_limited(request)
+            self.queue.add_rate_limited(request,
+                                        rttriggers.Trigger(rttriggers.CAUSE_REQUEUE))
             return rtmetrics.RESULT_REQUEUE
         self.queue.forget(request)
         return rtmetrics.RESULT_SUCCESS

@@ -3,7 +3,10 @@
 :meth:`Manager.run` does, in order:
 
 1. serves ``/healthz``, ``/readyz`` and ``/metrics`` (aiohttp; port 0 picks a free port, see
-   :attr:`Manager.health_url` and :attr:`Manager.metrics_url`);
+   :attr:`Manager.health_url` and :attr:`Manager.metrics_url`), and beside ``/metrics``
+   ``/debug/reconciles``: the bounded history of recent reconciles and their triggers
+   (:mod:`~setpoint.runtime.history`); a port that cannot be listened on raises
+   :class:`ListenError`;
 2. resolves every controller's resources through discovery (retried until
    ``cache_sync_timeout``, so a CRD installed just after start is waited for);
 3. starts one shared informer per (resource, namespace, form) and waits until all have
@@ -32,8 +35,10 @@ or loss of leadership; the next term's full reconcile covers it. See
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import logging
+import os
 import random
 import signal
 from collections.abc import Awaitable, Iterable, Mapping, Sequence
@@ -56,9 +61,12 @@ from setpoint.runtime import cache as rtcache
 from setpoint.runtime import clock as rtclock
 from setpoint.runtime import context as rtcontext
 from setpoint.runtime import controller as engine
+from setpoint.runtime import history as rthistory
 from setpoint.runtime import metrics as rtmetrics
+from setpoint.runtime import reconcile as rtreconcile
 from setpoint.runtime import registry as rtregistry
 from setpoint.runtime import runnable as rtrunnable
+from setpoint.runtime import triggers as rttriggers
 
 logger = logging.getLogger(__name__)
 
@@ -73,6 +81,10 @@ class CacheSyncTimeoutError(TimeoutError):
     """The informers did not list everything within the cache sync timeout."""
 
 
+class ListenError(OSError):
+    """A probe or metrics port could not be listened on (in use, not permitted, ...)."""
+
+
 class _Stopped(Exception):
     """A stop was requested while waiting for something else."""
 
@@ -81,23 +93,42 @@ class _Term:
     """One controller during one leadership term: its engine and cache subscriptions."""
 
     def __init__(self, bound: _Bound, clock: rtclock.AsyncClock,
-                 metrics: rtmetrics.MetricsRegistry) -> None:
-        options = bound.resolved.controller.options
+                 metrics: rtmetrics.MetricsRegistry,
+                 history: rthistory.ReconcileHistory | None = None) -> None:
+        controller = bound.resolved.controller
+        options = controller.options
         limiter = options.rate_limiter(clock) if options.rate_limiter else None
-        self.engine = engine.Engine(bound.name, bound.resolved.controller.reconciler(bound.ctx),
+        #: the threads of a blocking reconcile, one per worker (None for async ones)
+        self.executor: concurrent.futures.ThreadPoolExecutor | None = None
+        if controller.blocking:
+            self.executor = concurrent.futures.ThreadPoolExecutor(
+                max_workers=options.workers, thread_name_prefix=f"reconcile-{bound.name}")
+        self.engine = engine.Engine(bound.name, controller.reconciler(bound.ctx, self.executor),
                                     workers=options.workers, clock=clock, rate_limiter=limiter,
-                                    metrics=metrics, logger=bound.ctx.logger)
+                                    metrics=metrics, logger=bound.ctx.logger, history=history,
+                                    priority=options.priority)
         self.subscriptions: list[rtcache.Subscription] = []
         for watch, inf in zip(bound.resolved.watches, bound.informers, strict=True):
             handler = handlers.QueueingHandler(watch.handler, self.engine.enqueue,
-                                               predicate=watch.predicate, name=bound.name)
-            self.subscriptions.append(inf.cache.subscribe(handler))
+                                               predicate=watch.predicate, name=bound.name,
+                                               watch=f"{watch.role} {watch.ref.kind}")
+            handler.initial = True  # what the cache replays on subscribing is the initial set
+            try:
+                self.subscriptions.append(inf.cache.subscribe(handler))
+            finally:
+                handler.initial = False
 
     def close(self) -> None:
         for subscription in self.subscriptions:
             subscription.cancel()
         self.subscriptions.clear()
         self.engine.shut_down()
+
+    def finish(self) -> None:
+        """After the workers ended: release the threads (a running one is not waited for)."""
+        self.close()
+        if self.executor is not None:
+            self.executor.shutdown(wait=False, cancel_futures=True)
 
 
 class _Bound:
@@ -132,7 +163,8 @@ class Manager:
                  graceful_shutdown_timeout: float = DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT,
                  watcher_config: listwatch.WatcherConfig | None = None,
                  runnables: Iterable[rtrunnable.Runnable] = (),
-                 clients: Mapping[str, sp_client.Client] | None = None) -> None:
+                 clients: Mapping[str, sp_client.Client] | None = None,
+                 history: rthistory.HistoryConfig | None = None) -> None:
         self.client = client
         #: per controller or runnable name, the client its writes and Events go through
         #: (its own identity, as kube-controller-manager gives each controller its own
@@ -159,6 +191,10 @@ class Manager:
         self._sync_timeout = cache_sync_timeout
         self._shutdown_timeout = graceful_shutdown_timeout
         self.metrics = rtmetrics.MetricsRegistry()
+        #: the recent reconciles of each object (served on ``/debug/reconciles``)
+        self.history = rthistory.ReconcileHistory(history)
+        # the engines of the current leadership term, by controller name
+        self._engines: dict[str, engine.Engine] = {}
         self.informers = informer.SharedInformers(client, clock=self._clock,
                                                   config=watcher_config, rng=self._rng)
         self.elector: leaderelection.LeaderElector | None = None
@@ -205,6 +241,20 @@ class Manager:
             if bound.name == name:
                 return bound.ctx
         raise KeyError(f"no running controller named {name!r}")
+
+    def reconcile_now(self, controller: str, request: rtreconcile.Request,
+                      reason: str = "") -> bool:
+        """Ask ``controller`` to reconcile ``request`` now (trigger ``external``, with
+        ``reason`` as its detail). False when this manager does not run the controller at
+        the moment (not started, stopping, or not the leader); ``KeyError`` for a name no
+        controller has."""
+        if controller not in {b.name for b in self._bound}:
+            raise KeyError(f"no controller named {controller!r}")
+        running = self._engines.get(controller)
+        if running is None or running.queue.shutting_down:
+            return False
+        running.enqueue(request, rttriggers.Trigger(rttriggers.CAUSE_EXTERNAL, detail=reason))
+        return True
 
     # --- stopping ----------------------------------------------------------------------
 
@@ -317,7 +367,7 @@ class Manager:
                 name=r.name, client=writer, resource=r.ref, cache=infs[0].cache,
                 recorder=events.EventRecorder(writer, r.name, instance=instance,
                                               clock=self._clock),
-                logger=log, caches=caches, aliases=r.aliases())
+                logger=log, caches=caches, aliases=r.aliases(), clock=self._clock)
             self._bound.append(_Bound(r, infs, ctx))
 
     async def _wait_synced(self) -> None:
@@ -341,7 +391,9 @@ class Manager:
         """Run every controller and runnable until a stop is requested, then drain
         (bounded)."""
         assert self._stop is not None
-        terms = [_Term(bound, self._clock, self.metrics) for bound in self._bound]
+        terms = [_Term(bound, self._clock, self.metrics, self.history)
+                 for bound in self._bound]
+        self._engines = {term.engine.name: term.engine for term in terms}
         stopping = asyncio.Event()
         try:
             async with asyncio.TaskGroup() as group:
@@ -367,8 +419,9 @@ class Manager:
                     for run in runs:
                         run.cancel()
         finally:
+            self._engines = {}
             for term in terms:
-                term.close()
+                term.finish()
 
     async def _campaign(self, group: asyncio.TaskGroup) -> None:
         """Compete for the Lease, lead while holding it, and compete again after a loss."""
@@ -406,11 +459,19 @@ class Manager:
             app.router.add_get("/readyz", self._readyz)
         if "metrics" in endpoints:
             app.router.add_get("/metrics", self._metrics)
+            app.router.add_get("/debug/reconciles", self._debug_reconciles)
         runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
         await runner.setup()
         stack.push_async_callback(runner.cleanup)
         site = web.TCPSite(runner, self._host, port)
-        await site.start()
+        try:
+            await site.start()
+        except OSError as e:
+            what = " and ".join(sorted(endpoints))
+            reason = (os.strerror(e.errno) if e.errno else e.strerror or str(e)
+                      or type(e).__name__)
+            raise ListenError(e.errno, f"cannot serve {what} on {self._host}:{port}: "
+                                       f"{reason}") from e
         sockets: Any = getattr(site._server, "sockets", None) or []
         bound = int(sockets[0].getsockname()[1]) if sockets else port
         host = f"[{self._host}]" if ":" in self._host else self._host
@@ -428,6 +489,34 @@ class Manager:
         response = web.Response(body=self.metrics.render().encode())
         response.headers["Content-Type"] = rtmetrics.CONTENT_TYPE
         return response
+
+
+    async def _debug_reconciles(self, request: web.Request) -> web.Response:
+        """``/debug/reconciles``: the controllers with history; ``?controller=NAME``: the
+        last reconcile of each of its objects; ``&key=NS/NAME``: that object's history."""
+        controller = request.query.get("controller", "")
+        key = request.query.get("key", "")
+        if len(controller) > _MAX_QUERY or len(key) > _MAX_QUERY:
+            return web.json_response({"error": "query values are limited to "
+                                      f"{_MAX_QUERY} characters"}, status=400)
+        if key and not controller:
+            return web.json_response({"error": "key needs controller"}, status=400)
+        if not controller:
+            return web.json_response({"controllers": self.history.controllers(),
+                                      "limits": {"objects": self.history.config.max_objects,
+                                                 "per_object": self.history.config.per_object}})
+        if controller not in {b.name for b in self._bound}:
+            return web.json_response({"error": f"no controller named {controller!r}"},
+                                     status=404)
+        if not key:
+            return web.json_response({"controller": controller,
+                                      "objects": self.history.latest(controller)})
+        return web.json_response({"controller": controller, "key": key,
+                                  "reconciles": self.history.of(controller, key)})
+
+
+#: the longest ``controller`` or ``key`` query value ``/debug/reconciles`` accepts
+_MAX_QUERY = 512
 
 
 def _sole(error: BaseExceptionGroup[BaseException]) -> BaseException:

@@ -53,7 +53,7 @@ from setpoint.registry import actions, escalation, reviews
 from setpoint.registry import cache as wc
 from setpoint.registry import serviceaccounts as sa_registry
 from setpoint.registry.catalog import Catalog
-from setpoint.registry.options import WriteOptions
+from setpoint.registry.options import AdmissionAttributes
 from setpoint.registry.rbacsource import CacheSource
 from setpoint.registry.resources import ResourceInfo, VersionInfo
 from setpoint.registry.store import Admission
@@ -268,6 +268,13 @@ class Secured:
         catalog.add_subresource_action("", "serviceaccounts", "token", token)
         self._install_escalation_checks(catalog)
 
+        def authorize(attrs: Attributes) -> tuple[bool, str]:
+            verdict = authorizer.authorize(attrs)
+            return verdict.allowed, verdict.reason
+
+        # admission policies' ``authorizer`` asks what the server's authorization answers
+        catalog.policies.authorize = authorize
+
     def _install_escalation_checks(self, catalog: Catalog) -> None:
         """Writes of roles and bindings grant nothing the writer does not hold
         (:mod:`setpoint.registry.escalation`); the server's own writes are not checked."""
@@ -283,17 +290,17 @@ class Secured:
             return str((obj.get("metadata") or {}).get("namespace") or "")
 
         def role_check(resource: str) -> Admission:
-            async def admit(new: Any, old: Any, opts: WriteOptions) -> None:
-                if opts.user is not None:
-                    escalation.check_role(opts.user, new, resource=resource,
+            async def admit(new: Any, old: Any, attrs: AdmissionAttributes) -> None:
+                if attrs.user is not None and new is not None:
+                    escalation.check_role(attrs.user, new, resource=resource,
                                           namespace=namespace_of(new), authorizer=authorizer,
                                           resolver=resolver)
             return admit
 
         def binding_check(resource: str) -> Admission:
-            async def admit(new: Any, old: Any, opts: WriteOptions) -> None:
-                if opts.user is not None:
-                    escalation.check_binding(opts.user, new, resource=resource,
+            async def admit(new: Any, old: Any, attrs: AdmissionAttributes) -> None:
+                if attrs.user is not None and new is not None:
+                    escalation.check_binding(attrs.user, new, resource=resource,
                                              namespace=namespace_of(new),
                                              authorizer=authorizer, resolver=resolver,
                                              lookup=lookup)

@@ -149,7 +149,10 @@ def _controller_roles() -> list[Obj]:
             rule(("get", "list", "watch", "patch", "update", "delete"), ["*"], ["*"])],
         "namespace-controller": [
             rule(("get", "list", "watch", "delete"), [""], ["namespaces"]),
-            rule(["update"], [""], ["namespaces/finalize", "namespaces/status"]),
+            rule(["update"], [""], ["namespaces/finalize"]),
+            # Kubernetes' role has update only: this controller writes its conditions
+            # with a merge patch of the status (runtime.set_conditions)
+            rule(["update", "patch"], [""], ["namespaces/status"]),
             rule(("get", "list", "delete", "deletecollection"), ["*"], ["*"])],
         "crd-cleanup-controller": [
             rule(("get", "list", "watch", "update", "patch"), ["apiextensions.k8s.io"],
