@@ -90,7 +90,8 @@ async def test_exec_logs_and_port_forward_through_the_endpoint(tmp_path: Path) -
         assert text.strip() in ("hello", "oops")
         everything = b"".join([c async for c in await n.target.logs(
             streaming.LogOptions(container="c"))]).decode()
-        assert "hello" in everything and "oops" in everything
+        assert "hello" in everything
+        assert "oops" in everything
 
         # exec with stdin and its end, output on both streams, the exit code
         session = await n.target.exec(streaming.ExecOptions(
