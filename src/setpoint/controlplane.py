@@ -100,6 +100,8 @@ class ServeAgentConfig:
     node_name: str
     root_dir: Path
     pod_runtime: str = "process"
+    #: the process runtime's isolation: auto, namespaces or none
+    isolation: str = "auto"
     command: tuple[str, ...] = AGENT_COMMAND
     #: seconds between SIGTERM and SIGKILL when stopping it
     stop_timeout: float = 20.0
@@ -334,6 +336,7 @@ class ControlPlane:
                                                                   self._loopback))
         return (*agent.command, "--kubeconfig", str(kubeconfig), "--name", agent.node_name,
                 "--root-dir", str(agent.root_dir), "--pod-runtime", agent.pod_runtime,
+                "--isolation", agent.isolation,
                 "--port", "0", "--node-labels", f"{CONTROL_PLANE_LABEL}=true",
                 "--shutdown-timeout", f"{max(agent.stop_timeout - 5.0, 1.0):g}",
                 "--log-level", agent.log_level)

@@ -196,6 +196,10 @@ def _parser() -> argparse.ArgumentParser:
     node.add_argument("--pod-runtime", choices=controlplane.POD_RUNTIMES, default="process",
                       help="run pods' containers as processes (default) or simulate them "
                       "(no process: for operator and scale tests)")
+    node.add_argument("--pod-isolation", choices=("auto", "namespaces", "none"),
+                      default="auto",
+                      help="process pods: a network namespace, mounts and cgroups each (as "
+                      "root), or a loopback address each (none; the default when not root)")
     node.add_argument("--node-name", default=None, metavar="NAME",
                       help="the name of this machine's Node (default: the host name)")
     run_command.add_parser(sub)
@@ -356,6 +360,7 @@ def plane_config(args: argparse.Namespace) -> controlplane.ControlPlaneConfig:
     if args.agent:
         agent = controlplane.ServeAgentConfig(
             node_name=args.node_name or default_node_name(), pod_runtime=args.pod_runtime,
+            isolation=args.pod_isolation,
             root_dir=args.data_dir.resolve() / "agent")
     return controlplane.ControlPlaneConfig(
         server=server, agent=agent,

@@ -22,8 +22,9 @@ or answered 403. The serving certificate is the agent's own, self-signed, made a
 with ``--insecure-plain-http``) the endpoint serves plain HTTP with no authentication, and
 only on a loopback address.
 
-Bounds: the streaming limits of :class:`~setpoint.server.streaming.StreamingConfig`; at most
-``max_connections`` connections at once (beyond, new ones are closed at once).
+Bounds: the streaming limits of :class:`~setpoint.server.streaming.StreamingConfig` (the
+runtime bounds concurrent execs). Non-guarantee: connections are not counted; the endpoint
+trusts its one client, the API server.
 """
 
 from __future__ import annotations
@@ -148,13 +149,12 @@ class Endpoint:
     """The running endpoint: ``async with Endpoint(...) as ep`` (``ep.port`` once started)."""
 
     def __init__(self, app: web.Application, host: str, port: int,
-                 context: ssl.SSLContext | None, *, max_connections: int = 1024) -> None:
+                 context: ssl.SSLContext | None) -> None:
         self._app = app
         self.host = host
         self.port = port
         self._context = context
         self._runner: web.AppRunner | None = None
-        self._max_connections = max_connections
 
     async def __aenter__(self) -> Endpoint:
         runner = web.AppRunner(self._app, access_log=None, handle_signals=False,
