@@ -355,8 +355,7 @@ class ControlPlane:
             await asyncio.wait({run})
 
         self._stack.push_async_callback(stop)
-        log.info("node agent %s running in process %s (%s pods)", agent.node_name,
-                 supervisor.pid, agent.pod_runtime)
+        log.info("node agent %s starting (%s pods)", agent.node_name, agent.pod_runtime)
 
     async def _stop_supervisor(self) -> None:
         if self.supervisor is not None:

@@ -185,7 +185,7 @@ class RuntimeTarget:
             raise errors.BadRequest(f'container "{container}" in pod "{self.name}" is not '
                                     "running")
         chunks = self.runtime.logs(self.uid, container,
-                                   LogOptions(tail_lines=0, follow=True))
+                                   LogOptions(since_time=self.clock.now(), follow=True))
         return _AttachSession(chunks)
 
     async def port_forward(self, port: int
