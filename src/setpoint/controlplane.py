@@ -102,6 +102,8 @@ class ServeAgentConfig:
     pod_runtime: str = "process"
     #: the process runtime's isolation: auto, namespaces or none
     isolation: str = "auto"
+    #: the pods' addresses (None: the runtime's default)
+    pod_cidr: str | None = None
     command: tuple[str, ...] = AGENT_COMMAND
     #: seconds between SIGTERM and SIGKILL when stopping it
     stop_timeout: float = 20.0
@@ -337,6 +339,7 @@ class ControlPlane:
         return (*agent.command, "--kubeconfig", str(kubeconfig), "--name", agent.node_name,
                 "--root-dir", str(agent.root_dir), "--pod-runtime", agent.pod_runtime,
                 "--isolation", agent.isolation,
+                *(("--pod-cidr", agent.pod_cidr) if agent.pod_cidr else ()),
                 "--port", "0", "--node-labels", f"{CONTROL_PLANE_LABEL}=true",
                 "--shutdown-timeout", f"{max(agent.stop_timeout - 5.0, 1.0):g}",
                 "--log-level", agent.log_level)

@@ -63,6 +63,10 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                         default="auto",
                         help="process pods: namespaces and cgroups (as root) or a loopback "
                         "address per pod (default: auto)")
+    parser.add_argument("--pod-cidr", default=None, metavar="CIDR",
+                        help="process pods' addresses (default: 10.244.0.0/16 with "
+                        "namespaces, 127.64.0.0/16 without; agents sharing a machine need "
+                        "ranges of their own)")
     parser.add_argument("--node-ip", default="", metavar="IP",
                         help="the node's InternalIP (default: the address this machine "
                         "reaches the API server from)")
@@ -100,7 +104,7 @@ def agent_config(args: argparse.Namespace) -> AgentConfig:
     return AgentConfig(node_name=name, root_dir=root.resolve(), pod_runtime=args.pod_runtime,
                        node_ip=args.node_ip, address=args.address, port=args.port,
                        labels=parse_labels(args.node_labels), max_pods=args.max_pods,
-                       isolation=args.isolation)
+                       isolation=args.isolation, pod_cidr=args.pod_cidr)
 
 
 def client_config(args: argparse.Namespace) -> sp_client.ClientConfig:

@@ -200,6 +200,10 @@ def _parser() -> argparse.ArgumentParser:
                       default="auto",
                       help="process pods: a network namespace, mounts and cgroups each (as "
                       "root), or a loopback address each (none; the default when not root)")
+    node.add_argument("--pod-cidr", default=None, metavar="CIDR",
+                      help="its pods' addresses (default: 10.244.0.0/16 with namespaces, "
+                      "127.64.0.0/16 without; servers sharing a machine need ranges of "
+                      "their own)")
     node.add_argument("--node-name", default=None, metavar="NAME",
                       help="the name of this machine's Node (default: the host name)")
     run_command.add_parser(sub)
@@ -360,7 +364,7 @@ def plane_config(args: argparse.Namespace) -> controlplane.ControlPlaneConfig:
     if args.agent:
         agent = controlplane.ServeAgentConfig(
             node_name=args.node_name or default_node_name(), pod_runtime=args.pod_runtime,
-            isolation=args.pod_isolation,
+            isolation=args.pod_isolation, pod_cidr=args.pod_cidr,
             root_dir=args.data_dir.resolve() / "agent")
     return controlplane.ControlPlaneConfig(
         server=server, agent=agent,

@@ -56,6 +56,8 @@ class AgentConfig:
     labels: Mapping[str, str] = field(default_factory=dict)
     max_pods: int = 110
     isolation: Literal["auto", "namespaces", "none"] = "auto"
+    #: the process pods' addresses (None: the runtime's default for the isolation)
+    pod_cidr: str | None = None
     heartbeat: HeartbeatConfig = field(default_factory=HeartbeatConfig)
     pod_workers: int = 8
     status_workers: int = 16
@@ -107,10 +109,12 @@ class NodeAgent:
     def _make_runtime(self, node_ip: str) -> PodRuntime:
         if self.config.pod_runtime == "simulate":
             return SimulatedRuntime(node_name=self.config.node_name, host_ip=node_ip,
-                                    max_pods=self.config.max_pods)
+                                    max_pods=self.config.max_pods,
+                                    pod_cidr=self.config.pod_cidr or "10.96.0.0/12")
         return ProcessRuntime(ProcessRuntimeConfig(
             root_dir=self.config.root_dir / "pods", node_name=self.config.node_name,
-            host_ip=node_ip, max_pods=self.config.max_pods, isolation=self.config.isolation))
+            host_ip=node_ip, max_pods=self.config.max_pods, isolation=self.config.isolation,
+            pod_cidr=self.config.pod_cidr))
 
     async def run(self, on_ready: Callable[[], None] | None = None) -> None:
         config = self.config
