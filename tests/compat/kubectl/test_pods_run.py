@@ -232,8 +232,10 @@ def test_port_forward_and_cp(kubectl: Kubectl, tmp_path: Path) -> None:
 
 
 def test_restarts_crashloop_and_previous_logs(kubectl: Kubectl) -> None:
-    apply(kubectl, pod("once", "if [ -e /tmp/once-$HOSTNAME-ran ]; then exec sleep 3600; fi; "
-                               "touch /tmp/once-$HOSTNAME-ran; echo first run; exit 1"),
+    apply(kubectl, pod("once", "if [ -e /data/ran ]; then exec sleep 3600; fi; "
+                               "touch /data/ran; echo first run; exit 1",
+                       extra={"volumeMounts": [{"name": "data", "mountPath": "/data"}]},
+                       volumes=[{"name": "data", "emptyDir": {}}]),
           pod("failing", "echo failing; exit 2"))
     status = eventually(lambda: (p := kubectl.json("get", "pod", "once"))
                         and p["status"]["containerStatuses"][0]["restartCount"] == 1
@@ -312,7 +314,8 @@ def test_serve_stopped_leaves_pods_to_the_next_one(tmp_path: Path) -> None:
         eventually(lambda: kubectl.run("exec", "survivor", "--", "true",
                                        check=False).returncode == 0, timeout=60)
         now = pod_processes(uid)
-        assert now == processes, {pid: open(f"/proc/{pid}/cmdline").read() for pid in now}
+        assert now == processes, {pid: Path(f"/proc/{pid}/cmdline").read_bytes()
+                                  for pid in now}
         kubectl.run("delete", "pod", "survivor", "--wait=true", timeout=60)
         assert pod_processes(uid) == set()
     finally:
