@@ -97,8 +97,8 @@ class NodeStrategy(TypedStrategy):
     type_key = ("v1", "Node")
     known_fields = frozenset({"spec", "status"})
     selectable_fields = ("spec.unschedulable",)
-    merge_keys = {"spec.taints": "", "status.conditions": "type", "status.addresses": "type",
-                  "status.images": ""}
+    merge_keys = {"spec.podCIDRs": "", "status.conditions": "type",
+                  "status.addresses": "type"}
 
     def default(self, obj: Obj, version: VersionInfo) -> None:
         spec = obj.get("spec")

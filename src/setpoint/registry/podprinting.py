@@ -52,10 +52,6 @@ def _condition_true(status: Obj, kind: str) -> bool:
                for c in _list(status.get("conditions")))
 
 
-def _has_condition(status: Obj, kind: str) -> bool:
-    return any(_dict(c).get("type") == kind for c in _list(status.get("conditions")))
-
-
 def _later(current: datetime | None, state: Obj) -> datetime | None:
     terminated = _dict(_dict(state.get("lastState")).get("terminated"))
     finished = _time(terminated.get("finishedAt"))
@@ -131,7 +127,7 @@ def pod_row(pod: Obj, now: datetime) -> dict[str, Any]:
                 running = True
                 ready += 1
         if reason == "Completed" and running:
-            reason = "Running" if _has_condition(status, "Ready") else "NotReady"
+            reason = "Running" if _condition_true(status, "Ready") else "NotReady"
     if meta.get("deletionTimestamp") and status.get("reason") == "NodeLost":
         reason = "Unknown"
     elif meta.get("deletionTimestamp") and phase not in ("Succeeded", "Failed"):

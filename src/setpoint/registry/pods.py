@@ -67,13 +67,15 @@ CONTAINER_MERGE_KEYS = {
     "env": "name",
     "volumeMounts": "mountPath",
     "volumeDevices": "devicePath",
-    "resizePolicy": "resourceName",
 }
 STATUS_MERGE_KEYS = {
     "status.conditions": "type",
     "status.podIPs": "ip",
     "status.hostIPs": "ip",
     "status.resourceClaimStatuses": "name",
+    **{f"status.{group}.{field}": key
+       for group in ("containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses")
+       for field, key in (("allocatedResourcesStatus", "name"), ("volumeMounts", "mountPath"))},
 }
 
 
