@@ -340,6 +340,8 @@ class ControlPlane:
                 "--root-dir", str(agent.root_dir), "--pod-runtime", agent.pod_runtime,
                 "--isolation", agent.isolation,
                 *(("--pod-cidr", agent.pod_cidr) if agent.pod_cidr else ()),
+                # simulated pods cost about a KiB each: the node is not the limit
+                *(("--max-pods", "100000") if agent.pod_runtime == "simulate" else ()),
                 "--port", "0", "--node-labels", f"{CONTROL_PLANE_LABEL}=true",
                 "--shutdown-timeout", f"{max(agent.stop_timeout - 5.0, 1.0):g}",
                 "--log-level", agent.log_level)
