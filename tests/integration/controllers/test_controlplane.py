@@ -36,7 +36,9 @@ from tests.integration.controllers.conftest import (
 
 
 def test_parse_controllers() -> None:
-    assert parse_controllers(None) == {"garbagecollector", "namespace", "crd"}
+    assert parse_controllers(None) == {"garbagecollector", "namespace", "crd",
+                                       "clusterrole-aggregation", "serviceaccount",
+                                       "root-ca-cert-publisher"}
     assert parse_controllers("") == frozenset()
     assert parse_controllers(" namespace, crd ") == {"namespace", "crd"}
     with pytest.raises(ValueError, match="unknown controllers: nope"):
