@@ -84,6 +84,38 @@ CONTROLLER_MANAGER_COMMAND: Final = (sys.executable, "-m", "setpoint", "controll
 PROCESS_STOP_MARGIN: Final = 10.0
 #: connections the controller manager's shared client may open to the server
 MAX_CONNECTIONS: Final = 256
+#: how the node agent is started; its options are appended
+AGENT_COMMAND: Final = (sys.executable, "-m", "setpoint", "agent")
+#: what runs the pods of the control plane's own node
+POD_RUNTIMES: Final = ("process", "simulate")
+#: the label of the control plane's own Node (k3s puts it on its server nodes)
+CONTROL_PLANE_LABEL: Final = "node-role.kubernetes.io/control-plane"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServeAgentConfig:
+    """The node agent the control plane runs for its own machine (``setpoint agent`` as a
+    child process, with its own identity ``system:node:NAME``)."""
+
+    node_name: str
+    root_dir: Path
+    pod_runtime: str = "process"
+    #: the process runtime's isolation: auto, namespaces or none
+    isolation: str = "auto"
+    #: the pods' addresses (None: the runtime's default)
+    pod_cidr: str | None = None
+    command: tuple[str, ...] = AGENT_COMMAND
+    #: seconds between SIGTERM and SIGKILL when stopping it
+    stop_timeout: float = 20.0
+    log_level: str = "INFO"
+
+    def __post_init__(self) -> None:
+        if self.pod_runtime not in POD_RUNTIMES:
+            raise ValueError(f"pod_runtime must be one of {', '.join(POD_RUNTIMES)}")
+        if not self.node_name:
+            raise ValueError("node_name is required")
+        if self.stop_timeout <= 0:
+            raise ValueError("stop_timeout must be positive")
 
 
 def parse_controllers(text: str | None) -> frozenset[str]:
@@ -125,8 +157,13 @@ class ControlPlaneConfig:
     max_restart_backoff: float = 30.0
     #: the controller manager process's log level
     log_level: str = "INFO"
+    #: run a node agent for this machine (``setpoint serve`` does unless ``--no-agent``)
+    agent: ServeAgentConfig | None = None
 
     def __post_init__(self) -> None:
+        if self.agent is not None and self.server.kubeconfig_path is None:
+            raise ValueError("the node agent needs server.kubeconfig_path (its credentials "
+                             "are written beside it)")
         unknown = sorted(set(self.controllers) - set(CONTROLLERS))
         if unknown:
             raise ValueError(f"unknown controllers: {', '.join(unknown)}")
@@ -164,6 +201,8 @@ class ControlPlane:
         self.client: sp_client.Client | None = None
         #: the controller manager process's supervisor ("process" mode)
         self.supervisor: process.Supervisor | None = None
+        #: the node agent process's supervisor
+        self.agent_supervisor: process.Supervisor | None = None
         self._stack = contextlib.AsyncExitStack()
         self._run: asyncio.Task[None] | None = None
 
@@ -185,6 +224,11 @@ class ControlPlane:
 
     async def start(self) -> None:
         await self._stack.enter_async_context(self.server)
+        await self._start_controllers()
+        if self.config.agent is not None:
+            await self._start_agent(self.config.agent)
+
+    async def _start_controllers(self) -> None:
         names = [n for n in CONTROLLERS if n in self.config.controllers]
         if not names:
             return
@@ -287,6 +331,37 @@ class ControlPlane:
         log.info("built-in controllers running in process %s: %s", supervisor.pid,
                  ", ".join(names))
 
+    def agent_argv(self, agent: ServeAgentConfig) -> tuple[str, ...]:
+        """The node agent's command line, its kubeconfig (``system:node:NAME``) written."""
+        kubeconfig = agent.root_dir / "kubeconfig"
+        kubeconfigs.write(kubeconfig, self.server.node_kubeconfig(agent.node_name,
+                                                                  self._loopback))
+        return (*agent.command, "--kubeconfig", str(kubeconfig), "--name", agent.node_name,
+                "--root-dir", str(agent.root_dir), "--pod-runtime", agent.pod_runtime,
+                "--isolation", agent.isolation,
+                *(("--pod-cidr", agent.pod_cidr) if agent.pod_cidr else ()),
+                # simulated pods cost about a KiB each: the node is not the limit
+                *(("--max-pods", "100000") if agent.pod_runtime == "simulate" else ()),
+                "--port", "0", "--node-labels", f"{CONTROL_PLANE_LABEL}=true",
+                "--shutdown-timeout", f"{max(agent.stop_timeout - 5.0, 1.0):g}",
+                "--log-level", agent.log_level)
+
+    async def _start_agent(self, agent: ServeAgentConfig) -> None:
+        supervisor = process.Supervisor(process.SupervisorConfig(
+            name="node agent", argv=self.agent_argv(agent), stop_timeout=agent.stop_timeout,
+            restart_backoff=self.config.restart_backoff,
+            max_restart_backoff=self.config.max_restart_backoff))
+        self.agent_supervisor = supervisor
+        group = await self._stack.enter_async_context(asyncio.TaskGroup())
+        run = group.create_task(supervisor.run(), name="node agent process")
+
+        async def stop() -> None:
+            supervisor.stop()
+            await asyncio.wait({run})
+
+        self._stack.push_async_callback(stop)
+        log.info("node agent %s starting (%s pods)", agent.node_name, agent.pod_runtime)
+
     async def _stop_supervisor(self) -> None:
         if self.supervisor is not None:
             self.supervisor.stop()
@@ -294,10 +369,13 @@ class ControlPlane:
             await asyncio.wait({self._run})
 
     def kill_controllers(self) -> None:
-        """SIGKILL the controller manager process, if any: for a process about to end
-        abruptly (safe from a signal handler or another thread)."""
+        """SIGKILL the controller manager and node agent processes, if any: for a process
+        about to end abruptly (safe from a signal handler or another thread). The agent's
+        pods keep running, for the next agent to adopt."""
         if self.supervisor is not None:
             self.supervisor.kill_now()
+        if self.agent_supervisor is not None:
+            self.agent_supervisor.kill_now()
 
     async def _stop_manager(self) -> None:
         if self.manager is not None:

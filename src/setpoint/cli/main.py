@@ -29,11 +29,13 @@ from typing import Any
 
 from setpoint import controlplane, process
 from setpoint.audit.log import AuditLogConfig
+from setpoint.cli import agent as agent_command
 from setpoint.cli import controller_manager as controller_manager_command
 from setpoint.cli import crd as crd_command
 from setpoint.cli import datadir
 from setpoint.cli import kubeconfig as kubeconfig_command
 from setpoint.cli import run as run_command
+from setpoint.node import default_node_name
 from setpoint.pki import files
 from setpoint.pki.authority import Authority
 from setpoint.registry import cache as watch_cache
@@ -211,7 +213,25 @@ def _parser() -> argparse.ArgumentParser:
                        help="after SIGINT/SIGTERM, end the process at once if it has not "
                        f"stopped gracefully within this time (default: "
                        f"{DEFAULT_SHUTDOWN_TIMEOUT:g})")
+    node = serve.add_argument_group(
+        "node", "the node agent serve runs for its own machine (as k3s server does)")
+    node.add_argument("--no-agent", "--disable-agent", dest="agent", action="store_false",
+                      help="run no node agent: this machine runs no pods")
+    node.add_argument("--pod-runtime", choices=controlplane.POD_RUNTIMES, default="process",
+                      help="run pods' containers as processes (default) or simulate them "
+                      "(no process: for operator and scale tests)")
+    node.add_argument("--pod-isolation", choices=("auto", "namespaces", "none"),
+                      default="auto",
+                      help="process pods: a network namespace, mounts and cgroups each (as "
+                      "root), or a loopback address each (none; the default when not root)")
+    node.add_argument("--pod-cidr", default=None, metavar="CIDR",
+                      help="its pods' addresses (default: 10.244.0.0/16 with namespaces, "
+                      "127.64.0.0/16 without; servers sharing a machine need ranges of "
+                      "their own)")
+    node.add_argument("--node-name", default=None, metavar="NAME",
+                      help="the name of this machine's Node (default: the host name)")
     run_command.add_parser(sub)
+    agent_command.add_parser(sub)
     controller_manager_command.add_parser(sub)
     kubeconfig_command.add_parser(sub)
     crd_command.add_parser(sub)
@@ -368,8 +388,15 @@ def plane_config(args: argparse.Namespace) -> controlplane.ControlPlaneConfig:
     """The control plane's configuration; ``ValueError`` for options that do not fit."""
     if args.shutdown_timeout <= 0:
         raise ValueError("--shutdown-timeout must be positive")
+    server = serve_config(args)
+    agent = None
+    if args.agent:
+        agent = controlplane.ServeAgentConfig(
+            node_name=args.node_name or default_node_name(), pod_runtime=args.pod_runtime,
+            isolation=args.pod_isolation, pod_cidr=args.pod_cidr,
+            root_dir=args.data_dir.resolve() / "agent")
     return controlplane.ControlPlaneConfig(
-        server=serve_config(args),
+        server=server, agent=agent,
         controllers=controlplane.parse_controllers(args.controllers),
         leader_election=leader_election(args),
         controllers_mode=args.controllers_mode,
@@ -441,6 +468,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.command == "run":
         return run_command.main(args)
+    if args.command == "agent":
+        return agent_command.main(args)
     if args.command == "controller-manager":
         return controller_manager_command.main(args)
     if args.command == "kubeconfig":

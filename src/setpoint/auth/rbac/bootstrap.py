@@ -177,9 +177,32 @@ def _controller_roles() -> list[Obj]:
 CONTROLLER_MANAGER_USER: Final = "system:kube-controller-manager"
 
 
+#: what a node agent may do (the ClusterRole ``system:node``, bound to ``system:nodes``).
+#: Kubernetes narrows it further with its Node authorizer (a node reads only the Secrets and
+#: ConfigMaps of its own pods, writes only its own Node, Lease and pods' status); setpoint
+#: has no Node authorizer: any node may do this to any node's objects.
+NODE_RULES: Final = (
+    rule(("create", "get", "list", "watch", "update", "patch", "delete"), [""], ["nodes"]),
+    rule(("patch", "update"), [""], ["nodes/status"]),
+    rule(("get", "list", "watch", "delete"), [""], ["pods"]),
+    rule(("patch", "update"), [""], ["pods/status"]),
+    rule(["create"], [""], ["pods/eviction"]),
+    rule(("get", "list", "watch"), [""], ["services", "endpoints", "configmaps", "secrets",
+                                           "persistentvolumeclaims", "persistentvolumes"]),
+    rule(["create"], [""], ["serviceaccounts/token"]),
+    rule(("create", "patch", "update"), ["", "events.k8s.io"], ["events"]),
+    rule(("create", "get", "list", "watch", "update", "patch", "delete"),
+         ["coordination.k8s.io"], ["leases"]),
+    rule(("get", "list", "watch"), ["discovery.k8s.io"], ["endpointslices"]),
+    rule(["create"], ["authentication.k8s.io"], ["tokenreviews"]),
+    rule(["create"], ["authorization.k8s.io"], ["subjectaccessreviews"]),
+)
+
+
 def cluster_roles() -> list[Obj]:
     everything = [rule(["*"], ["*"], ["*"]), rule(["*"], urls=["*"])]
     return [
+        cluster_role("system:node", NODE_RULES),
         cluster_role(CONTROLLER_MANAGER_USER, [
             rule(READ, ["*"], ["*"]),
             rule(("create", "get", "update"), ["coordination.k8s.io"], ["leases"]),
@@ -213,6 +236,7 @@ def cluster_role_bindings() -> list[Obj]:
         cluster_role_binding("system:public-info-viewer", "system:public-info-viewer",
                              [group(users.ALL_AUTHENTICATED),
                               group(users.ALL_UNAUTHENTICATED)]),
+        cluster_role_binding("system:node", "system:node", [group(users.NODES_GROUP)]),
         cluster_role_binding(CONTROLLER_MANAGER_USER, CONTROLLER_MANAGER_USER, [
             {"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
              "name": CONTROLLER_MANAGER_USER}]),
