@@ -126,9 +126,10 @@ def resolve_target_port(service_port: Obj, pod: Obj) -> int | None:
             for port in items(container.get("ports")):
                 if port.get("name") == target and (
                         _str(port.get("protocol")) or "TCP") == protocol:
-                    number = port.get("containerPort")
-                    if isinstance(number, int) and not isinstance(number, bool):
-                        return number
+                    container_port = port.get("containerPort")
+                    if isinstance(container_port, int) and not isinstance(container_port,
+                                                                          bool):
+                        return container_port
     return None
 
 
@@ -411,7 +412,7 @@ def _plan_group(plan: SlicePlan, service: Obj, address: str, ports: list[dict[st
     filling: list[list[dict[str, Any]]] = []
     placed: set[str] = set()
     for obj in slices:
-        kept = []
+        kept: list[dict[str, Any]] = []
         for endpoint in items(obj.get("endpoints")):
             ident = _endpoint_id(endpoint)
             if ident in wanted and ident not in placed and len(kept) < max_per_slice:
