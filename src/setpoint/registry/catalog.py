@@ -17,7 +17,17 @@ from typing import Any
 
 from setpoint.apimachinery import errors, regexp
 from setpoint.apimachinery.clock import Clock
-from setpoint.registry import actions, core, crd, deletion, rbac, serviceaccounts
+from setpoint.registry import (
+    actions,
+    core,
+    crd,
+    deletion,
+    nodes,
+    podactions,
+    pods,
+    rbac,
+    serviceaccounts,
+)
 from setpoint.registry import cache as wc
 from setpoint.registry.customresource import CustomResourceStrategy
 from setpoint.registry.options import DeleteOptions
@@ -63,9 +73,14 @@ class Catalog:
         self._crd_resources: dict[str, tuple[str, str]] = {}
         self.generation = 0
         builtins = [*core.builtin_resources(), *rbac.rbac_resources(),
-                    serviceaccounts.service_account_resource()]
+                    serviceaccounts.service_account_resource(), pods.pod_resource(),
+                    nodes.node_resource()]
         for info, strategy_cls in builtins:
             self._add(Served(self._store(strategy_cls(info))))
+        pod_store = self.store("", "pods")
+        self.add_subresource_action("", "pods", "binding", podactions.binding_action(pod_store))
+        self.add_subresource_action("", "pods", "eviction",
+                                    podactions.eviction_action(pod_store))
         self._add(Served(self._store(crd.CRDStrategy(crd.crd_resource()))))
         cache.add_listener(self._on_event)
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import builtins
+import datetime
 import random
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
@@ -205,6 +206,7 @@ class Store:
         self._namespace_gate = namespace_gate
         self._deletion_finalizers = deletion_finalizers
         self._field_managers: dict[str, fieldmanager.FieldManager] = {}
+        self._merge_keys = {**patch.DEFAULT_MERGE_KEYS, **strategy.merge_keys}
         #: validating admission hooks, in order (see :data:`Admission`)
         self.admission: list[Admission] = []
 
@@ -588,6 +590,28 @@ class Store:
                         raise self._conflict(name) from e
             raise self._conflict(name)
 
+    async def guaranteed_update(self, namespace: str | None, name: str, version_name: str,
+                                mutate: Callable[[Obj, str], None], *, subresource: str,
+                                opts: WriteOptions | None = None) -> WriteResult:
+        """Read the object, let ``mutate(obj, now)`` change a copy of it (or raise an
+        ApiError), and write it back through ``subresource``'s preparation and validation;
+        again from a fresh read when another write came first (Kubernetes'
+        GuaranteedUpdate). Used by subresources that are not a PUT of the object
+        (``pods/binding``)."""
+        version = self._version(version_name)
+        opts = opts or WriteOptions()
+        async with self._writes.hold(self.info.key(namespace, name)):
+            async for _ in self._attempts():
+                kv, current = await self._current(namespace, name)
+                new = deep_copy(self._output(current, version))
+                mutate(new, self._now())
+                try:
+                    return await self._write_update(kv, current, new, version, opts,
+                                                    subresource, [])
+                except st.RevisionConflict:
+                    continue
+            raise self._conflict(name)
+
     async def _write_update(self, kv: st.KeyValue, current: Obj, new: Obj,
                             version: VersionInfo, opts: WriteOptions, subresource: str,
                             warnings: builtins.list[str], *, applied: bool = False
@@ -619,10 +643,7 @@ class Store:
                                          subresource)
         elif "managedFields" in old_meta:
             new["metadata"].setdefault("managedFields", old_meta["managedFields"])
-        if subresource == "status":
-            errs = self.strategy.validate_status_update(new, old, version)
-        else:
-            errs = self.strategy.validate_update(new, old, version)
+        errs = self.strategy.validate_subresource_update(new, old, version, subresource)
         if errs:
             raise self._invalid(name, errs)
         for admit in self.admission:
@@ -734,7 +755,8 @@ class Store:
                     raise errors.BadRequest(
                         "the body of a strategic merge patch must be a JSON object, got "
                         f"{_json_type(body)}")
-                result = patch.strategic_merge_patch(base, body)
+                result = patch.strategic_merge_patch(base, body,
+                                                     merge_keys=self._merge_keys)
             else:
                 raise errors.unsupported_patch_type((PATCH_JSON, PATCH_MERGE, PATCH_APPLY))
         except patch.PatchError as e:
@@ -852,19 +874,24 @@ class Store:
                 finalizers = list(meta.get("finalizers") or [])
                 wanted = self._deletion_finalizers(current, opts) if self._deletion_finalizers \
                     else finalizers
+                graceful = self._graceful(current, opts)
                 try:
-                    if wanted or self.strategy.blocks_deletion(current):
-                        if meta.get("deletionTimestamp") and wanted == finalizers:
+                    updated = deep_copy(current)
+                    umeta = updated["metadata"]
+                    if graceful is not None:
+                        umeta["deletionTimestamp"], umeta["deletionGracePeriodSeconds"] = \
+                            graceful
+                    if wanted or self.strategy.blocks_deletion(updated):
+                        if meta.get("deletionTimestamp") and wanted == finalizers and \
+                                graceful is None:
                             return self._output(current, version), False
-                        updated = deep_copy(current)
-                        umeta = updated["metadata"]
                         if wanted:
                             umeta["finalizers"] = wanted
                         else:
                             umeta.pop("finalizers", None)
-                        if not umeta.get("deletionTimestamp"):
-                            umeta["deletionTimestamp"] = self._now()
-                            umeta["deletionGracePeriodSeconds"] = 0
+                        if not meta.get("deletionTimestamp"):
+                            umeta.setdefault("deletionTimestamp", self._now())
+                            umeta.setdefault("deletionGracePeriodSeconds", 0)
                             if self.strategy.uses_generation:
                                 umeta["generation"] = int(umeta.get("generation") or 0) + 1
                             self.strategy.prepare_for_delete(updated)
@@ -885,6 +912,29 @@ class Store:
                 except st.StorageError as e:
                     raise storageerrors.api_error(e) from e
             raise self._conflict(name)
+
+    def _graceful(self, obj: Obj, opts: DeleteOptions) -> tuple[str, int] | None:
+        """The (deletionTimestamp, deletionGracePeriodSeconds) a DELETE with ``opts`` gives
+        ``obj`` for graceful deletion, or None when they stay as they are (Kubernetes'
+        BeforeDelete): a first graceful DELETE sets them to now + grace; a later one may
+        only shorten the grace, moving the timestamp by as much."""
+        grace = self.strategy.grace_period(obj, opts)
+        if grace is None:
+            return None
+        meta = obj.get("metadata") or {}
+        current = meta.get("deletionGracePeriodSeconds")
+        if meta.get("deletionTimestamp"):
+            if not isinstance(current, int) or grace >= current:
+                return None
+            try:
+                marked = timeutil.parse_time(str(meta["deletionTimestamp"]))
+            except ValueError:
+                marked = self._clock.now() + datetime.timedelta(seconds=current)
+            moved = marked - datetime.timedelta(seconds=current - grace)
+            return timeutil.format_time(moved), grace
+        if grace <= 0:
+            return None
+        return timeutil.format_time(self._clock.now() + datetime.timedelta(seconds=grace)), grace
 
     def _success(self, obj: Obj) -> Obj:
         meta = obj.get("metadata") or {}
