@@ -55,6 +55,9 @@ from setpoint.controllers.serviceaccounts import root_ca_controller, service_acc
 NAMES: Final = ("garbagecollector", "namespace", "crd", "clusterrole-aggregation",
                 "serviceaccount", "root-ca-cert-publisher", "scheduler", "nodelifecycle",
                 "taint-eviction-controller", "endpoint", "endpointslice")
+#: the ones that run unless others are named: all but the Service controllers, which need
+#: the Service, Endpoints and EndpointSlice kinds the server does not serve yet
+DEFAULT_NAMES: Final = tuple(n for n in NAMES if n not in ("endpoint", "endpointslice"))
 #: the Lease the built-in controllers of several servers compete for (in kube-system)
 LEASE_NAME: Final = "setpoint-controller-manager"
 LEASE_NAMESPACE: Final = "kube-system"
@@ -70,7 +73,7 @@ class Settings:
     node_lifecycle: NodeLifecycleConfig = field(default_factory=NodeLifecycleConfig)
 
 
-def builtin(names: Iterable[str] = NAMES, *, ca_pem: str | None = None,
+def builtin(names: Iterable[str] = DEFAULT_NAMES, *, ca_pem: str | None = None,
             settings: Settings | None = None
             ) -> tuple[list[runtime.Controller], list[runtime.Runnable]]:
     """The controllers and runnables for ``names`` (a subset of :data:`NAMES`).
@@ -111,7 +114,7 @@ def builtin(names: Iterable[str] = NAMES, *, ca_pem: str | None = None,
     return controllers, runnables
 
 
-def manager(client: sp_client.Client, names: Iterable[str] = NAMES, *,
+def manager(client: sp_client.Client, names: Iterable[str] = DEFAULT_NAMES, *,
             leader_election: bool = False, graceful_shutdown_timeout: float = 5.0,
             clients: Mapping[str, sp_client.Client] | None = None, ca_pem: str | None = None,
             settings: Settings | None = None) -> runtime.Manager:
@@ -127,7 +130,8 @@ def manager(client: sp_client.Client, names: Iterable[str] = NAMES, *,
                            clients=clients)
 
 
-__all__ = ["LEASE_NAME", "LEASE_NAMESPACE", "NAMES", "USER_AGENT", "GarbageCollector",
-           "NodeLifecycleConfig", "Scheduler", "SchedulerConfig", "Settings", "builtin",
-           "crd_controller", "endpoints_controller", "endpointslice_controller", "manager",
-           "namespace_controller", "node_lifecycle_controller", "taint_eviction_controller"]
+__all__ = ["DEFAULT_NAMES", "LEASE_NAME", "LEASE_NAMESPACE", "NAMES", "USER_AGENT",
+           "GarbageCollector", "NodeLifecycleConfig", "Scheduler", "SchedulerConfig",
+           "Settings", "builtin", "crd_controller", "endpoints_controller",
+           "endpointslice_controller", "manager", "namespace_controller",
+           "node_lifecycle_controller", "taint_eviction_controller"]
