@@ -39,6 +39,11 @@ from setpoint.pki import files
 from setpoint.pki.authority import Authority
 from setpoint.registry import cache as watch_cache
 from setpoint.registry import listbudget
+from setpoint.registry.serviceips import (
+    DEFAULT_CLUSTER_IP_RANGE,
+    ServiceNetworkConfig,
+    parse_port_range,
+)
 from setpoint.server.limits import Limits
 from setpoint.server.securing import SecurityConfig
 from setpoint.server.server import ServerConfig
@@ -132,6 +137,13 @@ def _parser() -> argparse.ArgumentParser:
                        default=limits.idle_timeout,
                        help="a kept-alive connection idle this long is closed (default: "
                        f"{limits.idle_timeout:g})")
+    serve.add_argument("--service-cluster-ip-range", default=DEFAULT_CLUSTER_IP_RANGE,
+                       metavar="CIDR",
+                       help="the addresses Services get their cluster IP from; the first is "
+                            "the kubernetes Service's (default %(default)s)")
+    serve.add_argument("--service-node-port-range", default="30000-32767",
+                       metavar="LOW-HIGH",
+                       help="the ports NodePort Services get (default %(default)s)")
     secure = serve.add_argument_group(
         "security", "TLS with a certificate from DATA_DIR/pki, client certificates, tokens, "
         "RBAC, Secrets encrypted at rest: all on unless --insecure-plain-http")
@@ -268,7 +280,11 @@ def serve_config(args: argparse.Namespace) -> ServerConfig:
                         watch_cache_bytes=args.watch_cache_bytes,
                         list_budget_bytes=args.list_budget_bytes, limits=limits,
                         security=security_config(args, data_dir),
-                        encryption_config=encryption_config(args, data_dir))
+                        encryption_config=encryption_config(args, data_dir),
+                        service_network=ServiceNetworkConfig(
+                            cluster_ip_range=args.service_cluster_ip_range,
+                            node_port_range=parse_port_range(args.service_node_port_range)),
+                        advertise_address=args.advertise_address)
 
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")

@@ -22,11 +22,14 @@ from setpoint.registry import (
     core,
     crd,
     deletion,
+    endpointslices,
     nodes,
     podactions,
     pods,
     rbac,
     serviceaccounts,
+    serviceips,
+    services,
 )
 from setpoint.registry import cache as wc
 from setpoint.registry.customresource import CustomResourceStrategy
@@ -60,7 +63,8 @@ class Catalog:
 
     def __init__(self, backend: st.Backend, cache: wc.WatchCache, *, clock: Clock,
                  rng: random.Random, builtin_groups_first: bool = True,
-                 garbage_collection: bool = False) -> None:
+                 garbage_collection: bool = False,
+                 service_network: serviceips.ServiceNetworkConfig | None = None) -> None:
         self._backend = backend
         self._cache = cache
         self._clock = clock
@@ -74,9 +78,14 @@ class Catalog:
         self.generation = 0
         builtins = [*core.builtin_resources(), *rbac.rbac_resources(),
                     serviceaccounts.service_account_resource(), pods.pod_resource(),
-                    nodes.node_resource()]
+                    nodes.node_resource(), services.service_resource(),
+                    services.endpoints_resource(), endpointslices.endpoint_slice_resource()]
         for info, strategy_cls in builtins:
             self._add(Served(self._store(strategy_cls(info))))
+        #: the ranges Services are allocated from
+        self.service_network = service_network or serviceips.ServiceNetworkConfig()
+        self.store("", "services").allocator = serviceips.ServiceAllocator(
+            self.service_network, backend, cache, clock=clock, rng=rng)
         pod_store = self.store("", "pods")
         self.add_subresource_action("", "pods", "binding", podactions.binding_action(pod_store))
         self.add_subresource_action("", "pods", "eviction",

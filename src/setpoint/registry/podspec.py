@@ -239,7 +239,8 @@ def _validate_resources(resources: Any, path: FieldPath) -> list[FieldError]:
     return errs
 
 
-def _validate_port_name(name: str, path: FieldPath) -> list[FieldError]:
+def port_name_errors(name: str, path: FieldPath) -> list[FieldError]:
+    """What is wrong with a port name (an IANA service name)."""
     problems: list[str] = []
     if len(name) > 15:
         problems.append("must be no more than 15 characters")
@@ -266,7 +267,7 @@ def _validate_ports(ports: Any, path: FieldPath) -> list[FieldError]:
         where = path.index(i)
         name = port.get("name")
         if name:
-            errs.extend(_validate_port_name(name, where.child("name")))
+            errs.extend(port_name_errors(name, where.child("name")))
             if name in names:
                 errs.append(fields.duplicate(where.child("name"), name))
             names.add(name)

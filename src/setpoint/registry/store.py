@@ -36,7 +36,7 @@ import random
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import orjson
 
@@ -71,6 +71,28 @@ NamespaceGate = Callable[[str, str, str], Awaitable[None]]
 #: validating admission of a write: ``(new object, old object or None, options)``, called
 #: after the strategy validated it and before it is stored; raises an ApiError to refuse
 Admission = Callable[[Obj, Obj | None, WriteOptions], Awaitable[None]]
+
+
+class Allocation(Protocol):
+    """What an :class:`Allocator` reserved for one write."""
+
+    async def commit(self) -> None:
+        """The write landed: release what the old object held and the new one does not."""
+
+    async def abort(self) -> None:
+        """The write did not land: release what was reserved for it."""
+
+
+class Allocator(Protocol):
+    """Reserves what objects of a kind hold exclusively (a Service's cluster IP and node
+    ports), in storage, so that every server on the same storage sees the reservation."""
+
+    async def allocate(self, new: Obj, old: Obj | None, dry_run: bool) -> Allocation:
+        """Reserve what ``new`` needs (filling in what it leaves to the server), or raise an
+        ApiError; ``old`` is the object it replaces (None on create)."""
+
+    async def release(self, obj: Obj) -> None:
+        """``obj`` is gone: release what it held."""
 
 #: attempts of a write without precondition that keeps losing its compare-and-swap; each lost
 #: attempt means another writer's write landed, so N concurrent writers need at most N
@@ -209,6 +231,8 @@ class Store:
         self._merge_keys = {**patch.DEFAULT_MERGE_KEYS, **strategy.merge_keys}
         #: validating admission hooks, in order (see :data:`Admission`)
         self.admission: list[Admission] = []
+        #: reservations of what objects hold exclusively (Services), or None
+        self.allocator: Allocator | None = None
 
     # --- helpers -------------------------------------------------------------------------
 
@@ -536,6 +560,8 @@ class Store:
             raise self._invalid(name, errs)
         for admit in self.admission:
             await admit(obj, None, opts)
+        allocation = await self.allocator.allocate(obj, None, opts.dry_run) \
+            if self.allocator is not None else None
         if opts.dry_run:
             return WriteResult(obj, created=True, warnings=warnings)
         stored = self.strategy.to_storage(obj, version.name)
@@ -543,9 +569,16 @@ class Store:
         try:
             kv = await self._backend.create(key, encode(stored))
         except st.KeyExists as e:
+            await _abort(allocation)
             raise errors.already_exists(self.info.resource, self.info.group, name) from e
         except st.StorageError as e:
+            await _abort(allocation)
             raise storageerrors.api_error(e) from e
+        except BaseException:
+            await _abort(allocation)
+            raise
+        if allocation is not None:
+            await allocation.commit()
         stored["metadata"]["resourceVersion"] = str(kv.mod_revision)
         return WriteResult(self._output(stored, version), created=True, warnings=warnings)
 
@@ -652,8 +685,10 @@ class Store:
             if not opts.dry_run and self._deletion_done(current):
                 # an earlier write removed the last finalizer but its delete did not happen
                 # (storage failed in between): a client that repeats the write finishes it
-                await self._finish_deletion(kv.key, kv.mod_revision)
+                await self._finish_deletion(kv.key, kv.mod_revision, current)
             return WriteResult(self._output(current, version), warnings=warnings)
+        allocation = await self.allocator.allocate(new, old, opts.dry_run) \
+            if self.allocator is not None else None
         if opts.dry_run:
             return WriteResult(new, warnings=warnings)
         stored = self.strategy.to_storage(new, version.name)
@@ -661,14 +696,22 @@ class Store:
         try:
             written = await self._backend.update(key, encode(stored), kv.mod_revision)
         except st.RevisionConflict:
+            await _abort(allocation)
             raise
         except st.KeyNotFound as e:
+            await _abort(allocation)
             raise self._not_found(name) from e
         except st.StorageError as e:
+            await _abort(allocation)
             raise storageerrors.api_error(e) from e
+        except BaseException:
+            await _abort(allocation)
+            raise
+        if allocation is not None:
+            await allocation.commit()
         stored["metadata"]["resourceVersion"] = str(written.mod_revision)
         if self._deletion_done(stored):
-            await self._finish_deletion(key, written.mod_revision)
+            await self._finish_deletion(key, written.mod_revision, stored)
         return WriteResult(self._output(stored, version), warnings=warnings)
 
     def _deletion_done(self, obj: Obj) -> bool:
@@ -677,13 +720,15 @@ class Store:
         return bool(meta.get("deletionTimestamp")) and not meta.get("finalizers") and \
             not self.strategy.blocks_deletion(obj)
 
-    async def _finish_deletion(self, key: str, revision: int) -> None:
+    async def _finish_deletion(self, key: str, revision: int, obj: Obj) -> None:
         try:
             await self._backend.delete(key, revision)
         except (st.KeyNotFound, st.RevisionConflict):
-            pass  # someone else finished the deletion
+            return  # someone else finished the deletion
         except st.StorageError as e:
             raise storageerrors.api_error(e) from e
+        if self.allocator is not None:
+            await self.allocator.release(obj)
 
     # --- patch ---------------------------------------------------------------------------
 
@@ -904,6 +949,8 @@ class Store:
                     if opts.dry_run:
                         return self._success(current), True
                     await self._backend.delete(kv.key, kv.mod_revision)
+                    if self.allocator is not None:
+                        await self.allocator.release(current)
                     return self._success(current), True
                 except st.RevisionConflict:
                     continue
@@ -968,6 +1015,11 @@ class Store:
 
 
 # --- small pure helpers ----------------------------------------------------------------------
+
+
+async def _abort(allocation: Allocation | None) -> None:
+    if allocation is not None:
+        await allocation.abort()
 
 
 async def _in_turns(items: Iterable[T]) -> AsyncIterator[T]:
