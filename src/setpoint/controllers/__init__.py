@@ -55,9 +55,8 @@ from setpoint.controllers.serviceaccounts import root_ca_controller, service_acc
 NAMES: Final = ("garbagecollector", "namespace", "crd", "clusterrole-aggregation",
                 "serviceaccount", "root-ca-cert-publisher", "scheduler", "nodelifecycle",
                 "taint-eviction-controller", "endpoint", "endpointslice")
-#: the ones that run unless others are named: all but the Service controllers, which need
-#: the Service, Endpoints and EndpointSlice kinds the server does not serve yet
-DEFAULT_NAMES: Final = tuple(n for n in NAMES if n not in ("endpoint", "endpointslice"))
+#: the ones that run unless others are named (every one)
+DEFAULT_NAMES: Final = NAMES
 #: the Lease the built-in controllers of several servers compete for (in kube-system)
 LEASE_NAME: Final = "setpoint-controller-manager"
 LEASE_NAMESPACE: Final = "kube-system"

@@ -39,7 +39,7 @@ from tests.integration.controllers.conftest import (
 
 def test_parse_controllers() -> None:
     assert parse_controllers(None) == set(DEFAULT_CONTROLLERS)
-    assert set(DEFAULT_CONTROLLERS) < set(CONTROLLERS)
+    assert set(DEFAULT_CONTROLLERS) == set(CONTROLLERS)
     assert parse_controllers("") == frozenset()
     assert parse_controllers(" namespace, crd ") == {"namespace", "crd"}
     with pytest.raises(ValueError, match="unknown controllers: nope"):
