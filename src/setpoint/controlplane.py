@@ -72,6 +72,8 @@ log = logging.getLogger(__name__)
 
 #: every built-in controller, by name
 CONTROLLERS: Final = builtin_controllers.NAMES
+#: the ones run when none are named
+DEFAULT_CONTROLLERS: Final = builtin_controllers.DEFAULT_NAMES
 #: the Lease the built-in controllers of several servers compete for (in kube-system)
 LEASE_NAME: Final = builtin_controllers.LEASE_NAME
 #: where the built-in controllers run (see the module docstring)
@@ -119,12 +121,13 @@ class ServeAgentConfig:
 
 
 def parse_controllers(text: str | None) -> frozenset[str]:
-    """``--controllers`` as given: None means all, ``""`` none, else comma-separated names.
+    """``--controllers`` as given: None means the defaults (:data:`DEFAULT_CONTROLLERS`),
+    ``""`` none, else comma-separated names.
 
     Raises ``ValueError`` naming unknown controllers.
     """
     if text is None:
-        return frozenset(CONTROLLERS)
+        return frozenset(DEFAULT_CONTROLLERS)
     names = [n.strip() for n in text.split(",") if n.strip()]
     unknown = sorted(n for n in names if n not in CONTROLLERS)
     if unknown:
@@ -137,7 +140,10 @@ def parse_controllers(text: str | None) -> frozenset[str]:
 class ControlPlaneConfig:
     server: ServerConfig = field(default_factory=ServerConfig)
     #: the built-in controllers to run (a subset of :data:`CONTROLLERS`)
-    controllers: frozenset[str] = frozenset(CONTROLLERS)
+    controllers: frozenset[str] = frozenset(DEFAULT_CONTROLLERS)
+    #: the options of the built-in controllers (the scheduler's, the node lifecycle's)
+    controller_settings: builtin_controllers.Settings = field(
+        default_factory=builtin_controllers.Settings)
     graceful_shutdown_timeout: float = 5.0
     controllers_ready_timeout: float = 10.0
     #: compete for the Lease ``kube-system/setpoint-controller-manager`` and run the
@@ -246,7 +252,7 @@ class ControlPlane:
         manager = builtin_controllers.manager(
             client, names, leader_election=self.config.leader_election,
             graceful_shutdown_timeout=self.config.graceful_shutdown_timeout,
-            clients=clients, ca_pem=self._ca_pem())
+            clients=clients, ca_pem=self._ca_pem(), settings=self.config.controller_settings)
         self.manager = manager
         group = await self._stack.enter_async_context(asyncio.TaskGroup())
         self._run = group.create_task(manager.run(), name="built-in controllers")
@@ -305,7 +311,9 @@ class ControlPlane:
                 "--server", self._loopback,
                 "--controllers", ",".join(names),
                 "--graceful-shutdown-timeout", f"{self.config.graceful_shutdown_timeout:g}",
-                "--log-level", self.config.log_level]
+                "--log-level", self.config.log_level,
+                "--node-monitor-grace-period",
+                f"{self.config.controller_settings.node_lifecycle.grace_period:g}"]
         if self.config.leader_election:
             argv.append("--leader-elect")
         return tuple(argv)

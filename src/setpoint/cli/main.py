@@ -36,6 +36,8 @@ from setpoint.cli import datadir
 from setpoint.cli import kubeconfig as kubeconfig_command
 from setpoint.cli import run as run_command
 from setpoint.node import default_node_name
+from setpoint.controllers import NodeLifecycleConfig, Settings
+from setpoint.controllers.nodelifecycle import DEFAULT_GRACE_PERIOD
 from setpoint.pki import files
 from setpoint.pki.authority import Authority
 from setpoint.registry import cache as watch_cache
@@ -52,6 +54,8 @@ from setpoint.storage import StorageConfig, create_backend
 from setpoint.storage import Unavailable as StorageUnavailable
 from setpoint.storage.encryption import generate_config as generate_encryption
 from setpoint.storage.encryption import load_config as load_encryption
+
+DEFAULT_NODE_MONITOR_GRACE_PERIOD = DEFAULT_GRACE_PERIOD
 
 log = logging.getLogger("setpoint")
 
@@ -201,8 +205,14 @@ def _parser() -> argparse.ArgumentParser:
                         help="days to keep rotated audit logs (default: 30)")
     serve.add_argument("--log-level", default="INFO")
     serve.add_argument("--controllers", default=None, metavar="NAMES",
-                       help="built-in controllers to run, comma-separated (default: all of "
-                       f"{','.join(controlplane.CONTROLLERS)}; empty: none)")
+                       help="built-in controllers to run, comma-separated, of "
+                       f"{','.join(controlplane.CONTROLLERS)} (default: "
+                       f"{','.join(controlplane.DEFAULT_CONTROLLERS)}; empty: none)")
+    serve.add_argument("--node-monitor-grace-period", type=float,
+                       default=DEFAULT_NODE_MONITOR_GRACE_PERIOD, metavar="SECONDS",
+                       help="how long a node may stay silent before it is marked Unknown "
+                       "and tainted unreachable (default: "
+                       f"{DEFAULT_NODE_MONITOR_GRACE_PERIOD:g})")
     serve.add_argument("--controllers-mode", choices=controlplane.CONTROLLERS_MODES,
                        default="process",
                        help="run the built-in controllers in a child process that the server "
@@ -398,6 +408,8 @@ def plane_config(args: argparse.Namespace) -> controlplane.ControlPlaneConfig:
     return controlplane.ControlPlaneConfig(
         server=server, agent=agent,
         controllers=controlplane.parse_controllers(args.controllers),
+        controller_settings=Settings(node_lifecycle=NodeLifecycleConfig(
+            grace_period=args.node_monitor_grace_period)),
         leader_election=leader_election(args),
         controllers_mode=args.controllers_mode,
         log_level=args.log_level.upper())
