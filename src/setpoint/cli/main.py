@@ -35,9 +35,9 @@ from setpoint.cli import crd as crd_command
 from setpoint.cli import datadir
 from setpoint.cli import kubeconfig as kubeconfig_command
 from setpoint.cli import run as run_command
-from setpoint.node import default_node_name
 from setpoint.controllers import NodeLifecycleConfig, Settings
 from setpoint.controllers.nodelifecycle import DEFAULT_GRACE_PERIOD
+from setpoint.node import default_node_name
 from setpoint.pki import files
 from setpoint.pki.authority import Authority
 from setpoint.registry import cache as watch_cache
