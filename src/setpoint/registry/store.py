@@ -431,6 +431,17 @@ class Store:
             name=str(meta.get("name") or ""), namespaced=self.info.namespaced,
             user=opts.user, dry_run=opts.dry_run, options=options, sink=opts.sink,
             versions=tuple(v.name for v in self.info.served_versions), convert=self._convert)
+        if new is not None:
+            def revalidate(obj: Obj) -> None:
+                # what a mutating hook changed is pruned, defaulted and validated again
+                self.strategy.prune(obj, version)
+                self.strategy.default(obj, version)
+                errs = self.strategy.validate(obj, version) if old is None else \
+                    self.strategy.validate_subresource_update(obj, old, version, subresource)
+                if errs:
+                    raise self._invalid(str((obj.get("metadata") or {}).get("name") or ""),
+                                        errs)
+            attrs.revalidate = revalidate
         for admit in self.admission:
             await admit(new, old, attrs)
 
