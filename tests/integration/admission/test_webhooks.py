@@ -278,3 +278,54 @@ async def test_if_needed_webhooks_are_called_again_after_a_later_change(
     assert body["data"] == {"a": "1", "second": "1", "seen-second": "1"}
     paths = [r["request"]["object"]["data"] for r in webhook.received]
     assert len(paths) == 3
+
+
+HOSTILE: dict[str, Any] = {
+    "/huge": b'{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", '
+             b'"response": {"allowed": true, "x": "' + b"a" * (4 * 1024 * 1024) + b'"}}',
+    "/malformed": b'{"apiVersion": "admission.k8s.io/v1", "kind": ',
+    "/wrong-uid": {"uid": "not-the-request", "allowed": True},
+    "/not-a-review": b'{"kind": "Status", "apiVersion": "v1"}',
+    "/bad-base64": {"allowed": True, "patchType": "JSONPatch", "patch": "%%%"},
+}
+BAD_PATCHES: dict[str, list[dict[str, Any]]] = {
+    "/bad-path": [{"op": "replace", "path": "/no/such/place", "value": 1}],
+    "/bad-op": [{"op": "explode", "path": "/data"}],
+    "/failed-test": [{"op": "test", "path": "/data/a", "value": "other"}],
+}
+
+
+@pytest.mark.parametrize("policy", ["Fail", "Ignore"])
+async def test_hostile_answers_are_internal_errors_or_ignored(
+        webhook: WebhookServer, http: aiohttp.ClientSession, policy: str) -> None:
+    for path, answer in HOSTILE.items():
+        webhook.handlers[path] = lambda review, answer=answer: answer
+    for path, operations in BAD_PATCHES.items():
+        webhook.handlers[path] = lambda review, ops=operations: patch_response(ops)
+    paths = [*HOSTILE, *BAD_PATCHES]
+    for i, path in enumerate(paths):
+        name = f"h{i}-{policy.lower()}"
+        await install(http, configuration(name, hook(
+            f"{path.strip('/')}.example.com", url_client(webhook, path),
+            failurePolicy=policy, objectSelector={"matchLabels": {"hostile": path.strip("/")}}),
+            mutating=True))
+    for path in paths:
+        cm = configmap(f"{path.strip('/')}-{policy.lower()}", a="1")
+        cm["metadata"]["labels"] = {"hostile": path.strip("/")}
+        status, body, _ = await request(http, "POST", CONFIGMAPS, cm)
+        if path in BAD_PATCHES:
+            # a patch that does not apply is an internal error whatever the policy
+            assert status == 500, (path, body)
+            assert body["reason"] == "InternalError"
+            assert body["message"].startswith("Internal error occurred: "), body
+        elif policy == "Ignore":
+            assert status == 201, (path, body)
+        else:
+            assert status == 500, (path, body)
+            assert body["reason"] == "InternalError"
+            assert body["message"].startswith(
+                f'Internal error occurred: failed calling webhook "{path.strip("/")}'
+                '.example.com": '), body
+    # the server still serves
+    status, _, _ = await request(http, "GET", CONFIGMAPS)
+    assert status == 200
