@@ -3,7 +3,8 @@ the ValidatingAdmissionPolicies.
 
 :meth:`WebhookAdmission.mutate` calls the MutatingWebhookConfigurations' webhooks one after
 the other (configurations by name, webhooks in their order), applies each JSONPatch answer
-to the object (in the version the webhook's rule matched, converted back), calls those with
+to the object (in the version the webhook's rule matched, converted back; what names the
+object and what the server owns in its metadata is kept as it was), calls those with
 ``reinvocationPolicy: IfNeeded`` once more when a later webhook changed the object, and then
 has the store prune, default and validate the object again (``attrs.revalidate``), so a
 patch cannot store what the schema refuses. :meth:`WebhookAdmission.validate` calls the
@@ -76,6 +77,9 @@ VALIDATING_PREFIX: Final = f"/registry/{GROUP}/{VALIDATING_WEBHOOKS}/"
 NAMESPACE_PREFIX: Final = "/registry/core/namespaces/"
 SERVICE_PREFIX: Final = "/registry/core/services/"
 ENDPOINTS_PREFIX: Final = "/registry/core/endpoints/"
+#: metadata a patch cannot change (ignored when it does)
+IDENTITY: Final = ("name", "namespace", "uid", "resourceVersion", "creationTimestamp",
+                   "generation", "deletionTimestamp", "managedFields")
 #: webhooks called at once for one request (validating webhooks run concurrently)
 MAX_PARALLEL_CALLS: Final = 16
 
@@ -443,6 +447,7 @@ class WebhookAdmission:
             patched["kind"] = target.get("kind")
             if version != attrs.version and attrs.convert is not None:
                 patched = attrs.convert(patched, attrs.version)
+            _keep_identity(patched, new)
             if patched != new:
                 changed = True
                 new.clear()
@@ -467,6 +472,20 @@ class WebhookAdmission:
             attrs.warn(warning)
         for key, value in response.annotations.items():
             attrs.annotate(f"{hook.name}/{key}", value)
+
+
+def _keep_identity(patched: Obj, original: Obj) -> None:
+    """What names the object and what the server owns stays as it was before the patch
+    (the store has already chosen the object's key)."""
+    before = original.get("metadata") or {}
+    meta = patched.get("metadata")
+    if not isinstance(meta, dict):
+        meta = patched["metadata"] = {}
+    for key in IDENTITY:
+        if key in before:
+            meta[key] = before[key]
+        else:
+            meta.pop(key, None)
 
 
 def _decode_bundle(bundle: Any) -> bytes | None:

@@ -28,11 +28,12 @@ import aiohttp
 from setpoint.registry.webhooks import CallFailed, Target
 
 _JSON: Final = "application/json"
+_SHUTDOWN_GRACE: Final = 0.25
 
 
 @dataclass(frozen=True, slots=True)
 class WebhookClientConfig:
-    #: the largest response read (Kubernetes reads at most 3 MiB... this server the same)
+    #: the largest response read (a longer one fails the call)
     max_response_bytes: int = 3 * 1024 * 1024
     connections_per_configuration: int = 32
     max_sessions: int = 64
@@ -44,6 +45,8 @@ class WebhookClient:
         self._sessions: OrderedDict[str, tuple[bytes | None, aiohttp.ClientSession]] = \
             OrderedDict()
         self._closing: set[asyncio.Task[None]] = set()
+        #: a call was abandoned mid-flight (its connection is closing in the background)
+        self._abandoned = False
 
     def _session(self, target: Target) -> aiohttp.ClientSession:
         found = self._sessions.get(target.pool)
@@ -91,6 +94,7 @@ class WebhookClient:
                             f"the request from succeeding")
                     return data
         except TimeoutError:
+            self._abandoned = True
             raise CallFailed(f'Post "{target.url}": context deadline exceeded') from None
         except aiohttp.ClientConnectorCertificateError as e:
             raise CallFailed(f'Post "{target.url}": tls: failed to verify certificate: '
@@ -127,6 +131,10 @@ class WebhookClient:
             await session.close()
         if self._closing:
             await asyncio.gather(*self._closing, return_exceptions=True)
+        if self._abandoned:
+            # the TLS shutdown of connections abandoned by a timeout is still under way
+            # (a close_notify exchange with the peer); give it a moment before the loop ends
+            await asyncio.sleep(_SHUTDOWN_GRACE)
 
 
 def _excerpt(data: bytes) -> str:

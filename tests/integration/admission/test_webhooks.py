@@ -329,3 +329,21 @@ async def test_hostile_answers_are_internal_errors_or_ignored(
     # the server still serves
     status, _, _ = await request(http, "GET", CONFIGMAPS)
     assert status == 200
+
+
+async def test_a_patch_cannot_rename_the_object(
+        webhook: WebhookServer, http: aiohttp.ClientSession) -> None:
+    webhook.handlers["/rename"] = lambda review: patch_response([
+        {"op": "replace", "path": "/metadata/name", "value": "renamed"},
+        {"op": "add", "path": "/data/b", "value": "2"}])
+    await install(http, configuration("rename", hook(
+        "rename.example.com", url_client(webhook, "/rename")), mutating=True))
+    status, body, _ = await request(http, "POST", CONFIGMAPS, configmap("original", a="1"))
+    assert status == 201, body
+    assert body["metadata"]["name"] == "original"
+    assert body["data"] == {"a": "1", "b": "2"}
+    status, body, _ = await request(http, "GET", f"{CONFIGMAPS}/original")
+    assert status == 200
+    assert body["data"] == {"a": "1", "b": "2"}
+    status, _, _ = await request(http, "GET", f"{CONFIGMAPS}/renamed")
+    assert status == 404
