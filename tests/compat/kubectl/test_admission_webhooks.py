@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.compat.conftest import Kubectl
+from tests.compat.conftest import Kubectl, eventually
+from tests.conftest import start_serve
 from tests.webhookserver import Hang, WebhookServer, patch_response, webhook_server
 
 pytestmark = pytest.mark.compat
@@ -137,3 +139,44 @@ def test_a_service_with_local_endpoints_is_called(kubectl: Kubectl,
     result = kubectl.run("create", "configmap", "x", "-n", "webhook-svc", check=False)
     assert 'admission webhook "service.example.com" denied the request: answered through ' \
         "the service" in result.stderr
+
+
+@pytest.mark.slow
+def test_warnings_reach_kubectl_and_annotations_the_audit_log(
+        tmp_path: Path, webhook: WebhookServer) -> None:
+    log = tmp_path / "audit" / "audit.log"
+    serve = start_serve(tmp_path / "data", extra_args=["--audit-log-path", str(log)])
+    try:
+        kubectl = Kubectl(serve.kubeconfig, tmp_path / "cache", {})
+        webhook.handlers["/annotate"] = lambda review: patch_response(
+            [{"op": "add", "path": "/data/stamped", "value": "yes"}],
+            warnings=["stamped by the webhook"], auditAnnotations={"stamp": "yes"})
+        client = {"url": webhook.url("/annotate"), "caBundle": webhook.ca_bundle}
+        kubectl.run("apply", "-f", "-", input=configuration(
+            "MutatingWebhookConfiguration", "stamp", "default", client))
+        broken = {"url": webhook.url("/no-such-path"), "caBundle": webhook.ca_bundle}
+        kubectl.run("apply", "-f", "-", input=configuration(
+            "ValidatingWebhookConfiguration", "broken", "default", broken,
+            failurePolicy="Ignore"))
+        result = kubectl.run("create", "configmap", "stamped", "--from-literal=a=1")
+        assert "Warning: stamped by the webhook" in result.stderr
+        assert kubectl.json("get", "configmap", "stamped")["data"] == {"a": "1",
+                                                                      "stamped": "yes"}
+
+        def created() -> dict[str, Any] | None:
+            for line in log.read_text().splitlines():
+                event = json.loads(line)
+                if event["verb"] == "create" and event.get("objectRef", {}).get(
+                        "resource") == "configmaps" and event["stage"] == "ResponseComplete" \
+                        and "stamp.example.com/stamp" in event.get("annotations", {}):
+                    return dict(event)
+            return None
+
+        annotations = eventually(created)["annotations"]
+        assert annotations["stamp.example.com/stamp"] == "yes"
+        assert json.loads(annotations["mutation.webhook.admission.k8s.io/round_0_index_0"]) \
+            == {"configuration": "stamp", "webhook": "stamp.example.com", "mutated": True}
+        assert annotations["failed-open.validating.webhook.admission.k8s.io/"
+                           "round_0_index_0"] == "broken.example.com"
+    finally:
+        serve.stop()
