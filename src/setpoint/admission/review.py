@@ -7,7 +7,9 @@ response.patchType``, ``validating webhook may not return response.patch``, ...)
 else. A patch is decoded (base64) and parsed here; it is applied by the caller.
 
 Invariant: never raises anything but :class:`InvalidResponse` on any bytes; the size of the
-body is bounded by the caller (it never reaches here larger than the transport's limit).
+body is bounded by the caller (it never reaches here larger than the transport's limit); a
+patch value nested deeper than an object may be (``decoding.MAX_DEPTH``) is invalid, so
+applying it cannot exhaust the stack.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 import orjson
+
+from setpoint.apimachinery import decoding
 
 API_VERSION: Final = "admission.k8s.io/v1"
 #: warnings kept from one response, and the longest one (longer ones are cut)
@@ -114,6 +118,10 @@ def parse_response(body: bytes, uid: str, *, mutating: bool) -> Response:
         if not isinstance(ops, list):
             raise InvalidResponse("json: cannot unmarshal object into Go value of type "
                                   "jsonpatch.Patch")
+        # the operations list, an operation, then a value no deeper than an object may be
+        if decoding.too_deep(ops, decoding.MAX_DEPTH + 2) is not None:
+            raise InvalidResponse(f"response.patch nests deeper than "
+                                  f"{decoding.MAX_DEPTH} levels")
         out.patch = ops
     elif patch_type not in (None, ""):
         if not mutating:

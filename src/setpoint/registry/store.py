@@ -434,6 +434,7 @@ class Store:
         if new is not None:
             def revalidate(obj: Obj) -> None:
                 # what a mutating hook changed is pruned, defaulted and validated again
+                self._check_depth(obj, str((obj.get("metadata") or {}).get("name") or ""))
                 self.strategy.prune(obj, version)
                 self.strategy.default(obj, version)
                 errs = self.strategy.validate(obj, version) if old is None else \

@@ -347,3 +347,36 @@ async def test_a_patch_cannot_rename_the_object(
     assert body["data"] == {"a": "1", "b": "2"}
     status, _, _ = await request(http, "GET", f"{CONFIGMAPS}/renamed")
     assert status == 404
+
+
+async def test_a_patch_nesting_too_deep_is_invalid(
+        webhook: WebhookServer, http: aiohttp.ClientSession) -> None:
+    await install_widgets(http)
+
+    def nested(levels: int) -> Any:
+        value: Any = "end"
+        for _ in range(levels):
+            value = {"x": value}
+        return value
+
+    webhook.handlers["/deep"] = lambda review: patch_response(
+        [{"op": "add", "path": "/spec/deep", "value": nested(
+            int(review["request"]["object"]["spec"]["size"]))}])
+    await install(http, configuration("deep", hook(
+        "deep.example.com", url_client(webhook, "/deep"), resources=("widgets",),
+        group="example.com"), mutating=True))
+    # deeper than an object may be once applied: refused as any such object is
+    status, body, _ = await request(http, "POST", WIDGETS, widget("w", size=127))
+    assert status == 422, body
+    assert body["reason"] == "Invalid"
+    # a patch deeper than any object may be is not a valid answer
+    status, body, _ = await request(http, "POST", WIDGETS, widget("w", size=600))
+    assert status == 500, body
+    assert body["message"] == (
+        'Internal error occurred: failed calling webhook "deep.example.com": received '
+        "invalid webhook response: response.patch nests deeper than 128 levels")
+    status, body, _ = await request(http, "POST", WIDGETS, widget("w", size=3))
+    assert status == 201, body
+    # what the patch added is pruned as the schema says (the widgets' spec keeps no unknown
+    # fields), as any write's would be
+    assert "deep" not in body["spec"]
