@@ -22,6 +22,7 @@ import ssl
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Final
+from urllib.parse import urlsplit
 
 import aiohttp
 
@@ -79,8 +80,10 @@ class WebhookClient:
     async def post(self, target: Target, body: bytes, timeout: float) -> bytes:
         session = self._session(target)
         host, _, port = target.address.rpartition(":")
-        path = target.url.split("/", 3)[3] if target.url.count("/") >= 3 else ""
-        url = f"https://{host}:{port}/{path}"
+        parts = urlsplit(target.url)
+        url = f"https://{host}:{port}{parts.path or '/'}"
+        if parts.query:
+            url += f"?{parts.query}"
         try:
             async with asyncio.timeout(timeout):
                 async with session.post(

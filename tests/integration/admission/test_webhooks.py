@@ -380,3 +380,15 @@ async def test_a_patch_nesting_too_deep_is_invalid(
     # what the patch added is pruned as the schema says (the widgets' spec keeps no unknown
     # fields), as any write's would be
     assert "deep" not in body["spec"]
+
+
+async def test_a_url_without_a_path_is_called_at_the_root(
+        webhook: WebhookServer, http: aiohttp.ClientSession) -> None:
+    webhook.handlers["/"] = lambda review: {"allowed": False,
+                                            "status": {"message": "from the root"}}
+    client = {"url": f"https://127.0.0.1:{webhook.port}", "caBundle": webhook.ca_bundle}
+    await install(http, configuration("root", hook("root.example.com", client)))
+    status, body, _ = await request(http, "POST", CONFIGMAPS, configmap("r"))
+    assert status == 400, body
+    assert body["message"] == ('admission webhook "root.example.com" denied the request: '
+                               "from the root")
