@@ -47,6 +47,13 @@ KINDS = (
     "io.k8s.api.authorization.v1.SelfSubjectAccessReview",
     "io.k8s.api.authorization.v1.SelfSubjectRulesReview",
     "io.k8s.api.authorization.v1.SubjectAccessReview",
+    "io.k8s.api.core.v1.Pod",
+    "io.k8s.api.core.v1.Binding",
+    "io.k8s.api.policy.v1.Eviction",
+    "io.k8s.api.core.v1.Node",
+    "io.k8s.api.core.v1.Service",
+    "io.k8s.api.core.v1.Endpoints",
+    "io.k8s.api.discovery.v1.EndpointSlice",
 )
 
 #: definitions the operations refer to (responses, request bodies) and the custom resources'

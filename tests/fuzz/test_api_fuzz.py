@@ -63,8 +63,23 @@ KINDS = [  # (collection path under a namespace or cluster-wide, a valid object)
     ("/apis/example.com/v1/namespaces/default/widgets",
      {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"},
       "spec": {"size": 1, "replicas": 2}}),
+    ("/api/v1/namespaces/default/pods",
+     {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+      "spec": {"containers": [{"name": "a", "image": "busybox", "ports": [
+          {"containerPort": 80}], "env": [{"name": "A", "value": "b"}]}],
+               "nodeName": "n1"}}),
+    ("/api/v1/nodes",
+     {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+      "spec": {"taints": [{"key": "a", "effect": "NoSchedule"}]}}),
+    ("/api/v1/namespaces/default/services",
+     {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "svc"},
+      "spec": {"type": "NodePort", "ports": [{"port": 80}], "selector": {"app": "a"}}}),
+    ("/apis/discovery.k8s.io/v1/namespaces/default/endpointslices",
+     {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice", "metadata": {"name": "es"},
+      "addressType": "IPv4", "endpoints": [{"addresses": ["10.0.0.1"]}]}),
 ]
-SUBRESOURCES = ["", "", "", "status", "scale", "finalize", "log", "x", "token"]
+SUBRESOURCES = ["", "", "", "status", "scale", "finalize", "log", "x", "token", "binding",
+                "eviction"]
 CONTENT_TYPES = ["application/json", "application/json", "application/yaml",
                  "application/merge-patch+json", "application/json-patch+json",
                  "application/strategic-merge-patch+json", "application/apply-patch+yaml",
@@ -126,7 +141,9 @@ PATCH_BODIES = {  # a patch of each shape, per kind: which top-level fields it t
     "application/apply-patch+yaml": ["metadata", "data", "spec"],
 }
 SUBRESOURCES_OF = {"namespaces": ["status", "finalize"], "widgets": ["status", "scale"],
-                   "customresourcedefinitions": ["status"]}
+                   "customresourcedefinitions": ["status"],
+                   "pods": ["status", "binding", "eviction"], "nodes": ["status"],
+                   "services": ["status"]}
 
 
 @st.composite
@@ -208,7 +225,8 @@ def requests(draw: st.DrawFn) -> tuple[str, str, dict[str, str], bytes | None, s
         return "DELETE", f"{collection}/{name}", query, _encode(options, "application/json"), \
             "application/json"
     # junk: anything at all, anywhere
-    sub = draw(st.sampled_from(["", "status", "scale", "finalize", "log", "token", "x"]))
+    sub = draw(st.sampled_from(["", "status", "scale", "finalize", "log", "token", "x",
+                                "binding", "eviction"]))
     path = draw(st.sampled_from([collection, f"{collection}/{name}",
                                  f"{collection}/{name}/{sub}", "/api", "/apis/x", "/api/v1/x",
                                  "/openapi/v2", "/version", "/apis/example.com/v9"]))

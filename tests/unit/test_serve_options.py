@@ -84,11 +84,29 @@ def test_compaction_interval_zero_turns_it_off(tmp_path: Path) -> None:
       "ca.crt"), "endpoints are http://"),
     (("--storage", "etcd", "--etcd-endpoints", "https://127.0.0.1:1", "--etcd-cafile",
       "/nonexistent/ca.crt"), "etcd CA file /nonexistent/ca.crt: No such file"),
+    (("--service-cluster-ip-range", "10.0.0.0/8"), "too large: the mask must be at least /12"),
+    (("--service-cluster-ip-range", "10.0.0.0/30"), "too small"),
+    (("--service-cluster-ip-range", "ten"), "invalid service cluster IP range"),
+    (("--service-node-port-range", "32767-30000"), "invalid node port range"),
+    (("--service-node-port-range", "a-b"), "expected LOW-HIGH"),
 ])
 def test_options_that_do_not_fit_together_are_refused(tmp_path: Path, args: tuple[str, ...],
                                                       message: str) -> None:
     with pytest.raises(ValueError, match=message):
         serve_config(parse(tmp_path, *args))
+
+
+def test_service_ranges(tmp_path: Path) -> None:
+    config = serve_config(parse(tmp_path))
+    assert config.service_network.first_ip == "10.96.0.1"
+    assert config.service_network.node_port_range == (30000, 32767)
+    assert config.advertise_address is None
+    config = serve_config(parse(tmp_path, "--service-cluster-ip-range", "172.20.0.0/16",
+                                "--service-node-port-range", "31000-31100",
+                                "--advertise-address", "192.0.2.7"))
+    assert config.service_network.first_ip == "172.20.0.1"
+    assert config.service_network.node_port_range == (31000, 31100)
+    assert config.advertise_address == "192.0.2.7"
 
 
 def test_memory_bounds_have_bounded_defaults_and_take_quantities(tmp_path: Path) -> None:

@@ -24,9 +24,16 @@ from setpoint.registry import (
     core,
     crd,
     deletion,
+    endpointslices,
+    nodes,
+    podactions,
+    pods,
     policies,
     rbac,
     serviceaccounts,
+    serviceips,
+    services,
+    webhooks,
 )
 from setpoint.registry import cache as wc
 from setpoint.registry.customresource import CustomResourceStrategy
@@ -61,7 +68,8 @@ class Catalog:
 
     def __init__(self, backend: st.Backend, cache: wc.WatchCache, *, clock: Clock,
                  rng: random.Random, builtin_groups_first: bool = True,
-                 garbage_collection: bool = False) -> None:
+                 garbage_collection: bool = False,
+                 service_network: serviceips.ServiceNetworkConfig | None = None) -> None:
         self._backend = backend
         self._cache = cache
         self._clock = clock
@@ -75,16 +83,31 @@ class Catalog:
         self.generation = 0
         #: ValidatingAdmissionPolicies, enforced on every store's writes
         self.policies = policies.PolicyAdmission(cache, self._param_source)
+        #: admission webhooks: mutating before the policies, validating after them
+        self.webhooks = webhooks.WebhookAdmission(cache)
         builtins = [*core.builtin_resources(), *rbac.rbac_resources(),
-                    serviceaccounts.service_account_resource()]
+                    serviceaccounts.service_account_resource(), pods.pod_resource(),
+                    nodes.node_resource(), services.service_resource(),
+                    services.endpoints_resource(), endpointslices.endpoint_slice_resource()]
         for info, strategy_cls in builtins:
             self._add(Served(self._store(strategy_cls(info))))
+        #: the ranges Services are allocated from
+        self.service_network = service_network or serviceips.ServiceNetworkConfig()
+        self.store("", "services").allocator = serviceips.ServiceAllocator(
+            self.service_network, backend, cache, clock=clock, rng=rng)
+        pod_store = self.store("", "pods")
+        self.add_subresource_action("", "pods", "binding", podactions.binding_action(pod_store))
+        self.add_subresource_action("", "pods", "eviction",
+                                    podactions.eviction_action(pod_store))
         self._add(Served(self._store(crd.CRDStrategy(crd.crd_resource()))))
         self._add(Served(self._store(admissionregistration.ValidatingAdmissionPolicyStrategy(
             admissionregistration.policy_resource(), self._schema_of))))
         self._add(Served(self._store(
             admissionregistration.ValidatingAdmissionPolicyBindingStrategy(
                 admissionregistration.binding_resource()))))
+        for mutating in (False, True):
+            self._add(Served(self._store(admissionregistration.WebhookConfigurationStrategy(
+                admissionregistration.webhook_configuration_resource(mutating)))))
         cache.add_listener(self._on_event)
 
     def _store(self, strategy: Any) -> Store:
@@ -92,7 +115,8 @@ class Catalog:
                       namespace_gate=self.check_namespace,
                       deletion_finalizers=deletion.gc_finalizers if self.garbage_collection
                       else None)
-        store.admission.append(self.policies.admit)
+        store.admission.extend((self.webhooks.mutate, self.policies.admit,
+                                self.webhooks.validate))
         return store
 
     def _served_kind(self, api_version: str, kind: str) -> tuple[Served, str] | None:

@@ -31,11 +31,12 @@ from __future__ import annotations
 import asyncio
 import base64
 import builtins
+import datetime
 import random
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Iterable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import orjson
 
@@ -72,6 +73,28 @@ NamespaceGate = Callable[[str, str, str], Awaitable[None]]
 #: called after the strategy validated it and before it is stored; raises an ApiError to
 #: refuse. CREATE has no old object, DELETE no new one (both in the request's version).
 Admission = Callable[[Obj | None, Obj | None, AdmissionAttributes], Awaitable[None]]
+
+
+class Allocation(Protocol):
+    """What an :class:`Allocator` reserved for one write."""
+
+    async def commit(self) -> None:
+        """The write landed: release what the old object held and the new one does not."""
+
+    async def abort(self) -> None:
+        """The write did not land: release what was reserved for it."""
+
+
+class Allocator(Protocol):
+    """Reserves what objects of a kind hold exclusively (a Service's cluster IP and node
+    ports), in storage, so that every server on the same storage sees the reservation."""
+
+    async def allocate(self, new: Obj, old: Obj | None, dry_run: bool) -> Allocation:
+        """Reserve what ``new`` needs (filling in what it leaves to the server), or raise an
+        ApiError; ``old`` is the object it replaces (None on create)."""
+
+    async def release(self, obj: Obj) -> None:
+        """``obj`` is gone: release what it held."""
 
 #: attempts of a write without precondition that keeps losing its compare-and-swap; each lost
 #: attempt means another writer's write landed, so N concurrent writers need at most N
@@ -252,8 +275,11 @@ class Store:
         self._namespace_gate = namespace_gate
         self._deletion_finalizers = deletion_finalizers
         self._field_managers: dict[str, fieldmanager.FieldManager] = {}
+        self._merge_keys = {**patch.DEFAULT_MERGE_KEYS, **strategy.merge_keys}
         #: validating admission hooks, in order (see :data:`Admission`)
         self.admission: list[Admission] = []
+        #: reservations of what objects hold exclusively (Services), or None
+        self.allocator: Allocator | None = None
 
     # --- helpers -------------------------------------------------------------------------
 
@@ -456,6 +482,18 @@ class Store:
             name=str(meta.get("name") or ""), namespaced=self.info.namespaced,
             user=opts.user, dry_run=opts.dry_run, options=options, sink=opts.sink,
             versions=tuple(v.name for v in self.info.served_versions), convert=self._convert)
+        if new is not None:
+            def revalidate(obj: Obj) -> None:
+                # what a mutating hook changed is pruned, defaulted and validated again
+                self._check_depth(obj, str((obj.get("metadata") or {}).get("name") or ""))
+                self.strategy.prune(obj, version)
+                self.strategy.default(obj, version)
+                errs = self.strategy.validate(obj, version) if old is None else \
+                    self.strategy.validate_subresource_update(obj, old, version, subresource)
+                if errs:
+                    raise self._invalid(str((obj.get("metadata") or {}).get("name") or ""),
+                                        errs)
+            attrs.revalidate = revalidate
         for admit in self.admission:
             await admit(new, old, attrs)
 
@@ -622,6 +660,8 @@ class Store:
         if errs:
             raise self._invalid(name, errs)
         await self._admit("CREATE", obj, None, version, opts)
+        allocation = await self.allocator.allocate(obj, None, opts.dry_run) \
+            if self.allocator is not None else None
         if opts.dry_run:
             return WriteResult(obj, created=True, warnings=warnings)
         stored = self.strategy.to_storage(obj, version.name)
@@ -629,9 +669,16 @@ class Store:
         try:
             kv = await self._backend.create(key, encode(stored))
         except st.KeyExists as e:
+            await _abort(allocation)
             raise errors.already_exists(self.info.resource, self.info.group, name) from e
         except st.StorageError as e:
+            await _abort(allocation)
             raise storageerrors.api_error(e) from e
+        except BaseException:
+            await _abort(allocation)
+            raise
+        if allocation is not None:
+            await allocation.commit()
         stored["metadata"]["resourceVersion"] = str(kv.mod_revision)
         return WriteResult(self._output_owned(stored, version), created=True,
                            warnings=warnings)
@@ -677,6 +724,28 @@ class Store:
                         raise self._conflict(name) from e
             raise self._conflict(name)
 
+    async def guaranteed_update(self, namespace: str | None, name: str, version_name: str,
+                                mutate: Callable[[Obj, str], None], *, subresource: str,
+                                opts: WriteOptions | None = None) -> WriteResult:
+        """Read the object, let ``mutate(obj, now)`` change a copy of it (or raise an
+        ApiError), and write it back through ``subresource``'s preparation and validation;
+        again from a fresh read when another write came first (Kubernetes'
+        GuaranteedUpdate). Used by subresources that are not a PUT of the object
+        (``pods/binding``)."""
+        version = self._version(version_name)
+        opts = opts or WriteOptions()
+        async with self._writes.hold(self.info.key(namespace, name)):
+            async for _ in self._attempts():
+                kv, current = await self._current(namespace, name)
+                new = deep_copy(self._output(current, version))
+                mutate(new, self._now())
+                try:
+                    return await self._write_update(kv, current, new, version, opts,
+                                                    subresource, [])
+                except st.RevisionConflict:
+                    continue
+            raise self._conflict(name)
+
     async def _write_update(self, kv: st.KeyValue, current: Obj, new: Obj,
                             version: VersionInfo, opts: WriteOptions, subresource: str,
                             warnings: builtins.list[str], *, applied: bool = False
@@ -712,10 +781,7 @@ class Store:
                                          subresource)
         elif "managedFields" in old_meta:
             new["metadata"].setdefault("managedFields", old_meta["managedFields"])
-        if subresource == "status":
-            errs = self.strategy.validate_status_update(new, old, version)
-        else:
-            errs = self.strategy.validate_update(new, old, version)
+        errs = self.strategy.validate_subresource_update(new, old, version, subresource)
         if errs:
             raise self._invalid(name, errs)
         await self._admit("UPDATE", new, old, version, opts, subresource)
@@ -723,8 +789,10 @@ class Store:
             if not opts.dry_run and self._deletion_done(current):
                 # an earlier write removed the last finalizer but its delete did not happen
                 # (storage failed in between): a client that repeats the write finishes it
-                await self._finish_deletion(kv.key, kv.mod_revision)
+                await self._finish_deletion(kv.key, kv.mod_revision, current)
             return WriteResult(old, warnings=warnings)
+        allocation = await self.allocator.allocate(new, old, opts.dry_run) \
+            if self.allocator is not None else None
         if opts.dry_run:
             return WriteResult(new, warnings=warnings)
         stored = self.strategy.to_storage(new, version.name)
@@ -732,14 +800,22 @@ class Store:
         try:
             written = await self._backend.update(key, encode(stored), kv.mod_revision)
         except st.RevisionConflict:
+            await _abort(allocation)
             raise
         except st.KeyNotFound as e:
+            await _abort(allocation)
             raise self._not_found(name) from e
         except st.StorageError as e:
+            await _abort(allocation)
             raise storageerrors.api_error(e) from e
+        except BaseException:
+            await _abort(allocation)
+            raise
+        if allocation is not None:
+            await allocation.commit()
         stored["metadata"]["resourceVersion"] = str(written.mod_revision)
         if self._deletion_done(stored):
-            await self._finish_deletion(key, written.mod_revision)
+            await self._finish_deletion(key, written.mod_revision, stored)
         return WriteResult(self._output_owned(stored, version), warnings=warnings)
 
     def _deletion_done(self, obj: Obj) -> bool:
@@ -748,13 +824,15 @@ class Store:
         return bool(meta.get("deletionTimestamp")) and not meta.get("finalizers") and \
             not self.strategy.blocks_deletion(obj)
 
-    async def _finish_deletion(self, key: str, revision: int) -> None:
+    async def _finish_deletion(self, key: str, revision: int, obj: Obj) -> None:
         try:
             await self._backend.delete(key, revision)
         except (st.KeyNotFound, st.RevisionConflict):
-            pass  # someone else finished the deletion
+            return  # someone else finished the deletion
         except st.StorageError as e:
             raise storageerrors.api_error(e) from e
+        if self.allocator is not None:
+            await self.allocator.release(obj)
 
     # --- patch ---------------------------------------------------------------------------
 
@@ -826,7 +904,8 @@ class Store:
                     raise errors.BadRequest(
                         "the body of a strategic merge patch must be a JSON object, got "
                         f"{_json_type(body)}")
-                result = patch.strategic_merge_patch(base, body)
+                result = patch.strategic_merge_patch(base, body,
+                                                     merge_keys=self._merge_keys)
             else:
                 raise errors.unsupported_patch_type((PATCH_JSON, PATCH_MERGE, PATCH_APPLY))
         except patch.PatchError as e:
@@ -944,21 +1023,26 @@ class Store:
                 finalizers = list(meta.get("finalizers") or [])
                 wanted = self._deletion_finalizers(current, opts) if self._deletion_finalizers \
                     else finalizers
+                graceful = self._graceful(current, opts)
                 try:
-                    if wanted or self.strategy.blocks_deletion(current):
-                        if meta.get("deletionTimestamp") and wanted == finalizers:
+                    updated = deep_copy(current)
+                    umeta = updated["metadata"]
+                    if graceful is not None:
+                        umeta["deletionTimestamp"], umeta["deletionGracePeriodSeconds"] = \
+                            graceful
+                    if wanted or self.strategy.blocks_deletion(updated):
+                        if meta.get("deletionTimestamp") and wanted == finalizers and \
+                                graceful is None:
                             return self._output(current, version), False
-                        updated = deep_copy(current)
-                        umeta = updated["metadata"]
                         if wanted:
                             umeta["finalizers"] = wanted
                         else:
                             umeta.pop("finalizers", None)
-                        if not umeta.get("deletionTimestamp"):
+                        if not meta.get("deletionTimestamp"):
                             await self._admit("DELETE", None, self._output(current, version),
                                               version, opts)
-                            umeta["deletionTimestamp"] = self._now()
-                            umeta["deletionGracePeriodSeconds"] = 0
+                            umeta.setdefault("deletionTimestamp", self._now())
+                            umeta.setdefault("deletionGracePeriodSeconds", 0)
                             if self.strategy.uses_generation:
                                 umeta["generation"] = int(umeta.get("generation") or 0) + 1
                             self.strategy.prepare_for_delete(updated)
@@ -973,6 +1057,8 @@ class Store:
                     if opts.dry_run:
                         return self._success(current), True
                     await self._backend.delete(kv.key, kv.mod_revision)
+                    if self.allocator is not None:
+                        await self.allocator.release(current)
                     return self._success(current), True
                 except st.RevisionConflict:
                     continue
@@ -981,6 +1067,29 @@ class Store:
                 except st.StorageError as e:
                     raise storageerrors.api_error(e) from e
             raise self._conflict(name)
+
+    def _graceful(self, obj: Obj, opts: DeleteOptions) -> tuple[str, int] | None:
+        """The (deletionTimestamp, deletionGracePeriodSeconds) a DELETE with ``opts`` gives
+        ``obj`` for graceful deletion, or None when they stay as they are (Kubernetes'
+        BeforeDelete): a first graceful DELETE sets them to now + grace; a later one may
+        only shorten the grace, moving the timestamp by as much."""
+        grace = self.strategy.grace_period(obj, opts)
+        if grace is None:
+            return None
+        meta = obj.get("metadata") or {}
+        current = meta.get("deletionGracePeriodSeconds")
+        if meta.get("deletionTimestamp"):
+            if not isinstance(current, int) or grace >= current:
+                return None
+            try:
+                marked = timeutil.parse_time(str(meta["deletionTimestamp"]))
+            except ValueError:
+                marked = self._clock.now() + datetime.timedelta(seconds=current)
+            moved = marked - datetime.timedelta(seconds=current - grace)
+            return timeutil.format_time(moved), grace
+        if grace <= 0:
+            return None
+        return timeutil.format_time(self._clock.now() + datetime.timedelta(seconds=grace)), grace
 
     def _success(self, obj: Obj) -> Obj:
         meta = obj.get("metadata") or {}
@@ -1014,6 +1123,11 @@ class Store:
 
 
 # --- small pure helpers ----------------------------------------------------------------------
+
+
+async def _abort(allocation: Allocation | None) -> None:
+    if allocation is not None:
+        await allocation.abort()
 
 
 async def _in_turns(items: Iterable[T]) -> AsyncIterator[T]:

@@ -25,6 +25,7 @@ from typing import Any
 from setpoint.apimachinery import fields, gotypes, typed, validation
 from setpoint.apimachinery.fields import FieldError, FieldPath
 from setpoint.registry import table
+from setpoint.registry.options import DeleteOptions
 from setpoint.registry.resources import ResourceInfo, VersionInfo
 
 Obj = dict[str, Any]
@@ -62,6 +63,9 @@ class Strategy:
     requires_type_meta: bool = False
     #: extra field selectors beyond metadata.name and metadata.namespace
     selectable_fields: tuple[str, ...] = ()
+    #: lists a strategic merge patch merges, by dotted path (see
+    #: :data:`setpoint.apimachinery.patch.DEFAULT_MERGE_KEYS`, which is always included)
+    merge_keys: Mapping[str, str] = {}
 
     def __init__(self, info: ResourceInfo) -> None:
         self.info = info
@@ -188,6 +192,13 @@ class Strategy:
         """Validation of a write through ``/status`` (the rest is the old object's)."""
         return self.validate_update(new, old, version)
 
+    def validate_subresource_update(self, new: Obj, old: Obj, version: VersionInfo,
+                                    subresource: str) -> list[FieldError]:
+        """Validation of an update through ``subresource`` (``""`` for the object itself)."""
+        if subresource == "status":
+            return self.validate_status_update(new, old, version)
+        return self.validate_update(new, old, version)
+
     def check_delete(self, obj: Obj) -> None:
         """Raise an ApiError when ``obj`` may not be deleted at all."""
 
@@ -196,6 +207,13 @@ class Strategy:
         for deletion (a Namespace's ``spec.finalizers``). The store removes a marked object
         only when it has no finalizers and this is False."""
         return False
+
+    def grace_period(self, obj: Obj, opts: DeleteOptions) -> int | None:
+        """The seconds a DELETE with ``opts`` leaves ``obj`` to finish (Pods), or ``None`` for
+        kinds without graceful deletion. With a positive period the store marks the object
+        (``deletionTimestamp`` = now + period) instead of removing it, and
+        :meth:`blocks_deletion` should hold it until a DELETE with period 0."""
+        return None
 
     def prepare_for_delete(self, obj: Obj) -> None:
         """Change ``obj`` (in place) as it is marked for deletion (a Namespace's phase)."""

@@ -32,7 +32,7 @@ from setpoint.registry.store import (
     PATCH_STRATEGIC,
     Store,
 )
-from setpoint.server import limits, negotiation, responses, security
+from setpoint.server import limits, negotiation, nodeproxy, responses, security, streaming
 from setpoint.server.request_info import RequestInfo
 from setpoint.server.watch import WatchConfig, serve_watch
 
@@ -44,8 +44,10 @@ PATCH_TYPES = (PATCH_JSON, PATCH_MERGE, PATCH_STRATEGIC, PATCH_APPLY)
 class ResourceHandler:
     def __init__(self, catalog: Catalog, clock: Clock, watch_config: WatchConfig,
                  lists: listbudget.ListBudget | None = None,
-                 request_limits: limits.Limits | None = None) -> None:
+                 request_limits: limits.Limits | None = None, *,
+                 pod_streams: nodeproxy.PodStreams | None = None) -> None:
         self._catalog = catalog
+        self._pod_streams = pod_streams
         self._clock = clock
         self._watch = watch_config
         self._lists = lists or listbudget.ListBudget()
@@ -73,6 +75,11 @@ class ResourceHandler:
         assert version is not None
         if ri.namespace is not None and not info.namespaced:
             raise self._no_route(ri)
+        if ri.subresource in streaming.SUBRESOURCES and info.group == "" \
+                and info.resource == "pods" and ri.name and ri.namespace \
+                and self._pod_streams is not None:
+            return await self._pod_streams.serve(request, ri.namespace, ri.name,
+                                                 ri.subresource)
         if ri.subresource and ri.subresource not in subresources(info, version):
             if served.custom:
                 # as kube-apiserver's custom resource handler: the object "is not found"

@@ -22,12 +22,13 @@ from aiohttp import web
 
 from setpoint.apimachinery import errors
 from setpoint.apimachinery.clock import Clock, SystemClock
-from setpoint.registry import bootstrap, compactor, core, listbudget
+from setpoint.registry import bootstrap, compactor, core, listbudget, services
 from setpoint.registry import cache as wc
 from setpoint.registry.catalog import Catalog
 from setpoint.registry.crdlifecycle import CRDLifecycle
 from setpoint.registry.options import WriteOptions
-from setpoint.server import connections, health, kubeconfigs
+from setpoint.registry.serviceips import ServiceNetworkConfig
+from setpoint.server import connections, health, kubeconfigs, nodeproxy, webhookclient
 from setpoint.server.app import AppState, build_app
 from setpoint.server.limits import Limits
 from setpoint.server.securing import Secured, SecurityConfig
@@ -72,6 +73,11 @@ class ServerConfig:
     security: SecurityConfig | None = None
     #: an EncryptionConfiguration file: the resources it names are encrypted in storage
     encryption_config: Path | None = None
+    #: the ranges Services get cluster IPs and node ports from
+    service_network: ServiceNetworkConfig = field(default_factory=ServiceNetworkConfig)
+    #: the address the ``kubernetes`` Service's endpoints name (default: the host when it is
+    #: one address, else 127.0.0.1)
+    advertise_address: str | None = None
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
@@ -124,6 +130,16 @@ class Server:
         return f"{self.scheme}://{host}:{self.port}"
 
     @property
+    def advertised_address(self) -> str:
+        """The address the ``kubernetes`` Service's endpoints name."""
+        if self.config.advertise_address:
+            return self.config.advertise_address
+        host = self.config.host
+        if host in ("0.0.0.0", "::", "") or not services.valid_ip(host):
+            return "127.0.0.1"
+        return host
+
+    @property
     def backend(self) -> st.Backend:
         assert self._backend is not None
         return self._backend
@@ -164,7 +180,8 @@ class Server:
             self._spawn(compactor.compact_periodically(backend, self.config.compaction_interval),
                         "compactor")
         catalog = Catalog(backend, cache, clock=self._clock, rng=self._rng,
-                          garbage_collection=self.config.garbage_collection)
+                          garbage_collection=self.config.garbage_collection,
+                          service_network=self.config.service_network)
         catalog.load_existing()
         self.catalog = catalog
         secured = Secured(self.config.security, listen_host=self.config.host, cache=cache,
@@ -181,8 +198,18 @@ class Server:
         self.lists = lists
         self._add_health_checks(backend, cache)
         edge = self.config.limits
+        client_files = secured.kubelet_client_files()
+        dialer = nodeproxy.NodeDialer(
+            secure=secured.secure,
+            cert_file=str(client_files[0]) if client_files is not None else None,
+            key_file=str(client_files[1]) if client_files is not None else None)
+        self._stack.push_async_callback(dialer.close)
+        webhook_client = webhookclient.WebhookClient()
+        catalog.webhooks.transport = webhook_client
+        self._stack.push_async_callback(webhook_client.close)
         state = AppState(catalog=catalog, cache=cache, clock=self._clock, watch=self._watch,
-                         lists=lists, edge_limits=edge, checks=self.health, gate=secured.gate)
+                         lists=lists, edge_limits=edge, checks=self.health, gate=secured.gate,
+                         pod_streams=nodeproxy.PodStreams(catalog, dialer))
         assert state.api_metrics is not None
         guard = connections.ConnectionGuard(
             edge, max_connections=connections.connection_budget(edge.max_connections),
@@ -203,6 +230,11 @@ class Server:
             ssl_context=secured.tls.context if secured.tls is not None else None)
         await site.start()
         self.port = site.port
+        await services.ensure_kubernetes_service(
+            catalog.store("", "services"), catalog.store("", "endpoints"),
+            catalog.store("discovery.k8s.io", "endpointslices"),
+            cluster_ip=self.config.service_network.first_ip,
+            address=self.advertised_address, port=self.port)
         state.ready = True
         self.write_kubeconfigs()
         if secured.secure:
@@ -218,6 +250,11 @@ class Server:
         """A kubeconfig for built-in controller ``controller`` (its own identity)."""
         assert self.secured is not None, "the server has not started"
         return self.secured.controller_kubeconfig(url or self.url, controller)
+
+    def node_kubeconfig(self, node: str, url: str | None = None) -> dict[str, Any]:
+        """A kubeconfig for the agent of node ``node`` (``system:node:<node>``)."""
+        assert self.secured is not None, "the server has not started"
+        return self.secured.node_kubeconfig(url or self.url, node)
 
     def _spawn(self, coro: Any, name: str) -> None:
         assert self._tasks is not None

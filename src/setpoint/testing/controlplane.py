@@ -522,7 +522,7 @@ async def control_plane(tmp_path: str | os.PathLike[str] | None = None,
                 server=ServerConfig(port=0, storage=storage_config, kubeconfig_path=kubeconfig,
                                     security=SecurityConfig(pki_dir=directory / "pki")
                                     if secure else None),
-                controllers=frozenset(sp_controlplane.CONTROLLERS) if controllers is None
+                controllers=frozenset(sp_controlplane.DEFAULT_CONTROLLERS) if controllers is None
                 else sp_controlplane.parse_controllers(",".join(controllers)))))
         server = plane.server
         client = await stack.enter_async_context(

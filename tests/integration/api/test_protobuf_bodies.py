@@ -12,6 +12,7 @@ import copy
 from typing import Any
 
 import aiohttp
+import orjson
 import pytest
 
 from setpoint.apimachinery import protobuf
@@ -34,6 +35,20 @@ def comparable(obj: dict[str, Any]) -> dict[str, Any]:
     out = copy.deepcopy(obj)
     for name in VOLATILE:
         out["metadata"].pop(name, None)
+    # what the server allocates or names per object: a Service's address and node ports, a
+    # pod's token volume (named after its uid)
+    spec = out.get("spec") or {}
+    if out.get("kind") == "Service":
+        spec.pop("clusterIP", None)
+        spec.pop("clusterIPs", None)
+        for port in spec.get("ports") or []:
+            port.pop("nodePort", None)
+    if out.get("kind") == "Pod":
+        text = orjson.dumps(out).decode()
+        for volume in spec.get("volumes") or []:
+            if volume["name"].startswith("kube-api-access-"):
+                text = text.replace(volume["name"], "kube-api-access")
+        out = orjson.loads(text)
     return out
 
 
@@ -74,6 +89,41 @@ SERVED: list[tuple[str, str, dict[str, Any]]] = [
       "reportingInstance": "c-1", "action": "Make", "reason": "Made",
       "regarding": {"kind": "ConfigMap", "namespace": "default", "name": "cm"},
       "note": "made it", "type": "Normal", "deprecatedSource": {}}),
+    ("pod", "/api/v1/namespaces/default/pods",
+     {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x", "labels": {"app": "x"}},
+      "spec": {"containers": [{"name": "app", "image": "python:3.12",
+                               "command": ["python3", "-m", "http.server"],
+                               "ports": [{"containerPort": 8000, "protocol": "TCP"}],
+                               "env": [{"name": "A", "value": "1"}],
+                               "resources": {"limits": {"cpu": "500m", "memory": "64Mi"}},
+                               "volumeMounts": [{"name": "data", "mountPath": "/data"}]}],
+               "volumes": [{"name": "data", "emptyDir": {}}],
+               "terminationGracePeriodSeconds": 5},
+      "status": {}}),
+    ("node", "/api/v1/nodes",
+     {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "x"},
+      "spec": {"podCIDR": "10.244.0.0/24", "podCIDRs": ["10.244.0.0/24"],
+               "taints": [{"key": "k", "value": "v", "effect": "NoSchedule"}]},
+      "status": {"capacity": {"cpu": "2"}, "daemonEndpoints": {"kubeletEndpoint": {"Port": 0}},
+                 "nodeInfo": {"machineID": "", "systemUUID": "", "bootID": "",
+                              "kernelVersion": "", "osImage": "", "containerRuntimeVersion": "",
+                              "kubeletVersion": "v1.32.0", "kubeProxyVersion": "",
+                              "operatingSystem": "linux", "architecture": "amd64"}}}),
+    ("service", "/api/v1/namespaces/default/services",
+     {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "x"},
+      "spec": {"ports": [{"name": "http", "protocol": "TCP", "port": 80,
+                          "targetPort": "http"}], "selector": {"app": "x"},
+               "type": "NodePort"},
+      "status": {"loadBalancer": {}}}),
+    ("endpoints", "/api/v1/namespaces/default/endpoints",
+     {"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "x"},
+      "subsets": [{"addresses": [{"ip": "10.0.0.1"}],
+                   "ports": [{"port": 80, "protocol": "TCP"}]}]}),
+    ("endpointslice", "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices",
+     {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice", "metadata": {"name": "x"},
+      "addressType": "IPv4",
+      "endpoints": [{"addresses": ["10.0.0.1"], "conditions": {"ready": True}}],
+      "ports": [{"name": "http", "protocol": "TCP", "port": 80}]}),
 ]
 
 
