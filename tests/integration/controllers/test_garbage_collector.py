@@ -31,6 +31,7 @@ from tests.integration.controllers.conftest import (
     owner_ref,
     remove_finalizer,
 )
+from tests.integration.controllers.test_malformed_owners import settled_on
 
 pytestmark = pytest.mark.usefixtures("kinds")
 
@@ -180,10 +181,13 @@ async def events_for(client: Client, name: str, namespace: str) -> list[Obj]:
 
 
 async def test_a_reference_to_an_owner_in_another_namespace_is_not_an_owner(
-        client: Client) -> None:
+        plane: ControlPlane, client: Client) -> None:
     await client.create({"apiVersion": "v1", "kind": "Namespace",
                          "metadata": {"name": "elsewhere"}})
     foreign = await client.create(make(WIDGET, "w", namespace="elsewhere"))
+    # the collector must know the owner lives elsewhere to call the reference invalid (one
+    # that has not seen it yet finds no owner and reports nothing, as Kubernetes' does)
+    await settled_on(plane, foreign)
     await client.create(make(CM, "confused", owners=[owner_ref(foreign)]))
     await gone(client, CM, "confused")
 
