@@ -12,8 +12,14 @@ exception                  ``add_rate_limited`` (backoff grows)            error
 :class:`TerminalError`     ``forget`` (not retried)                        error
 ``Result(requeue=True)``   ``add_rate_limited``                            requeue
 ``Result(requeue_after)``  ``forget``, then ``add_after``                  requeue_after
-``Result.done()``          ``forget``                                      success
+``Result.done()``          ``forget`` (then ``add_after`` the poll delay,  success
+                           with a ``poll`` config)
+:class:`BreakerOpenError`  ``add_after`` until the breaker half-opens      requeue_after
 =========================  ==============================================  ===============
+
+(:class:`~setpoint.runtime.budgets.BreakerOpenError`: a budget refused an upstream call; the
+object is not at fault, so its backoff does not grow. The poll cadence is
+:mod:`setpoint.runtime.polling`.)
 
 What feeds the queue (cache handlers) is the builder's and the manager's business: the engine
 only exposes :meth:`Engine.enqueue`. Each add may carry a
@@ -48,11 +54,13 @@ import asyncio
 import inspect
 import logging
 import os
+import random
 import traceback
 from collections.abc import Callable
 
+from setpoint.runtime import budgets as rtbudgets
 from setpoint.runtime import clock as rtclock
-from setpoint.runtime import deadlines, fairness, ratelimit, reconcile
+from setpoint.runtime import deadlines, fairness, polling, ratelimit, reconcile
 from setpoint.runtime import history as rthistory
 from setpoint.runtime import metrics as rtmetrics
 from setpoint.runtime import queue as rtqueue
@@ -101,8 +109,16 @@ class Engine:
                  metrics: rtmetrics.MetricsRegistry | None = None,
                  logger: logging.Logger | logging.LoggerAdapter[logging.Logger] | None = None,
                  history: rthistory.ReconcileHistory | None = None,
-                 priority: fairness.PriorityConfig | None = None) -> None:
+                 priority: fairness.PriorityConfig | None = None,
+                 poll: polling.PollConfig | None = None,
+                 still_exists: Callable[[reconcile.Request], bool] | None = None,
+                 rng: random.Random | None = None) -> None:
         self.name = name
+        #: the poll cadence (None: no polling); ``still_exists`` says whether a request's
+        #: object is still there to poll (default: always)
+        self.poll = poll
+        self._still_exists = still_exists
+        self._rng = rng or random.Random()
         self.reconciler = reconciler
         self.workers = check_workers(workers)
         self._clock: rtclock.AsyncClock = clock or rtclock.SystemAsyncClock()
@@ -157,6 +173,15 @@ class Engine:
                 result = reconcile.as_result(outcome)
             except asyncio.CancelledError:
                 raise
+            except rtbudgets.BreakerOpenError as e:
+                # the upstream is resting: come back when its breaker half-opens (spread a
+                # little, so the waiting objects do not all ask at the same instant)
+                delay = e.retry_after * (1.0 + self._rng.uniform(0.0, 0.1))
+                self.queue.add_after(request, delay, rttriggers.Trigger(
+                    rttriggers.CAUSE_RETRY, detail=f"breaker {e.target} open"))
+                label = rtmetrics.RESULT_REQUEUE_AFTER
+                error = describe_error(e)
+                self.log.info("reconciling %s waits for %s", request, e)
             except reconcile.TerminalError as e:
                 self.queue.forget(request)
                 self.metrics.error(terminal=True)
@@ -195,6 +220,10 @@ class Engine:
                                         rttriggers.Trigger(rttriggers.CAUSE_REQUEUE))
             return rtmetrics.RESULT_REQUEUE
         self.queue.forget(request)
+        if self.poll is not None and (self._still_exists is None
+                                      or self._still_exists(request)):
+            self.queue.add_after(request, self.poll.next_delay(self._rng),
+                                 rttriggers.Trigger(rttriggers.CAUSE_POLL))
         return rtmetrics.RESULT_SUCCESS
 
     def shut_down(self) -> None:

@@ -48,6 +48,7 @@ from aiohttp import web
 
 from setpoint import client as sp_client
 from setpoint.apimachinery import errors
+from setpoint.runtime import budgets as rtbudgets
 from setpoint.runtime import (
     builder,
     deadlines,
@@ -94,7 +95,8 @@ class _Term:
 
     def __init__(self, bound: _Bound, clock: rtclock.AsyncClock,
                  metrics: rtmetrics.MetricsRegistry,
-                 history: rthistory.ReconcileHistory | None = None) -> None:
+                 history: rthistory.ReconcileHistory | None = None,
+                 rng: random.Random | None = None) -> None:
         controller = bound.resolved.controller
         options = controller.options
         limiter = options.rate_limiter(clock) if options.rate_limiter else None
@@ -106,7 +108,9 @@ class _Term:
         self.engine = engine.Engine(bound.name, controller.reconciler(bound.ctx, self.executor),
                                     workers=options.workers, clock=clock, rate_limiter=limiter,
                                     metrics=metrics, logger=bound.ctx.logger, history=history,
-                                    priority=options.priority)
+                                    priority=options.priority, poll=options.poll,
+                                    still_exists=lambda r: bound.ctx.cache.get(r.key)
+                                    is not None, rng=rng)
         self.subscriptions: list[rtcache.Subscription] = []
         for watch, inf in zip(bound.resolved.watches, bound.informers, strict=True):
             handler = handlers.QueueingHandler(watch.handler, self.engine.enqueue,
@@ -164,7 +168,8 @@ class Manager:
                  watcher_config: listwatch.WatcherConfig | None = None,
                  runnables: Iterable[rtrunnable.Runnable] = (),
                  clients: Mapping[str, sp_client.Client] | None = None,
-                 history: rthistory.HistoryConfig | None = None) -> None:
+                 history: rthistory.HistoryConfig | None = None,
+                 budgets: Mapping[str, rtbudgets.BudgetConfig] | None = None) -> None:
         self.client = client
         #: per controller or runnable name, the client its writes and Events go through
         #: (its own identity, as kube-controller-manager gives each controller its own
@@ -193,6 +198,9 @@ class Manager:
         self.metrics = rtmetrics.MetricsRegistry()
         #: the recent reconciles of each object (served on ``/debug/reconciles``)
         self.history = rthistory.ReconcileHistory(history)
+        #: the external-API budgets every controller and runnable of this manager shares,
+        #: by target name (:mod:`~setpoint.runtime.budgets`; ``ctx.budget(name)``)
+        self.budgets = rtbudgets.Budgets(budgets, clock=self._clock, metrics=self.metrics)
         # the engines of the current leadership term, by controller name
         self._engines: dict[str, engine.Engine] = {}
         self.informers = informer.SharedInformers(client, clock=self._clock,
@@ -367,7 +375,8 @@ class Manager:
                 name=r.name, client=writer, resource=r.ref, cache=infs[0].cache,
                 recorder=events.EventRecorder(writer, r.name, instance=instance,
                                               clock=self._clock),
-                logger=log, caches=caches, aliases=r.aliases(), clock=self._clock)
+                logger=log, caches=caches, aliases=r.aliases(), clock=self._clock,
+                budgets=self.budgets)
             self._bound.append(_Bound(r, infs, ctx))
 
     async def _wait_synced(self) -> None:
@@ -391,7 +400,7 @@ class Manager:
         """Run every controller and runnable until a stop is requested, then drain
         (bounded)."""
         assert self._stop is not None
-        terms = [_Term(bound, self._clock, self.metrics, self.history)
+        terms = [_Term(bound, self._clock, self.metrics, self.history, self._rng)
                  for bound in self._bound]
         self._engines = {term.engine.name: term.engine for term in terms}
         stopping = asyncio.Event()
