@@ -20,6 +20,8 @@ Lease. ``--workers`` overrides the number of concurrent reconciles of every cont
 ``--resync`` replays every cached object to the controllers every SECONDS (each object is
 reconciled again: a periodic check of what lives outside the cluster), as client-go's
 resync period does; nothing is listed again from the server.
+A module-level ``budgets`` mapping (target name to :class:`setpoint.runtime.BudgetConfig`)
+declares the external-API budgets its controllers share (``ctx.budget(name)``).
 ``--leader-elect`` competes for the Lease ``--lease-name`` (default: see
 :func:`default_lease_name`), so that of several replicas only one reconciles.
 
@@ -47,7 +49,7 @@ import logging
 import os
 import sys
 import traceback
-from collections.abc import Coroutine, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -230,6 +232,21 @@ def controllers_of(module: ModuleType) -> list[runtime.Controller]:
     return found
 
 
+def budgets_of(module: ModuleType) -> dict[str, runtime.BudgetConfig]:
+    """The external-API budgets the module declares in a global ``budgets`` (a mapping of
+    target name to :class:`~setpoint.runtime.BudgetConfig`); none when it has no such
+    global. :class:`UsageError` when it is not such a mapping."""
+    declared = getattr(module, "budgets", None)
+    if declared is None:
+        return {}
+    if not isinstance(declared, Mapping) or not all(
+            isinstance(k, str) and k and isinstance(v, runtime.BudgetConfig)
+            for k, v in declared.items()):
+        raise UsageError("the module's 'budgets' must map target names to "
+                         "setpoint.runtime.BudgetConfig")
+    return dict(declared)
+
+
 # --- running --------------------------------------------------------------------------
 
 
@@ -283,7 +300,9 @@ def default_lease_name(target: str | os.PathLike[str]) -> str:
 
 
 def build_manager(config: RunConfig, client: sp_client.Client,
-                  controllers: Sequence[runtime.Controller]) -> runtime.Manager:
+                  controllers: Sequence[runtime.Controller],
+                  budgets: Mapping[str, runtime.BudgetConfig] | None = None
+                  ) -> runtime.Manager:
     """The manager ``config`` asks for (options applied to ``controllers``)."""
     for controller in controllers:
         controller.with_options(workers=config.workers, namespace=config.namespace)
@@ -297,7 +316,8 @@ def build_manager(config: RunConfig, client: sp_client.Client,
         watcher_config = runtime.WatcherConfig(resync_period=config.resync)
     return runtime.Manager(client, controllers, leader_election=election,
                            health_port=config.health_port, metrics_port=config.metrics_port,
-                           host=config.bind_address, watcher_config=watcher_config)
+                           host=config.bind_address, watcher_config=watcher_config,
+                           budgets=budgets)
 
 
 async def banner(config: RunConfig, client: sp_client.Client,
@@ -309,11 +329,12 @@ async def banner(config: RunConfig, client: sp_client.Client,
             f"{client.config.server}: {names}")
 
 
-async def run(config: RunConfig, controllers: Sequence[runtime.Controller]) -> None:
+async def run(config: RunConfig, controllers: Sequence[runtime.Controller],
+              budgets: Mapping[str, runtime.BudgetConfig] | None = None) -> None:
     """Run ``controllers`` as ``config`` says until a stop signal."""
     async with sp_client.Client(client_config(config)) as client:
         await check_server(client, controllers)
-        manager = build_manager(config, client, controllers)
+        manager = build_manager(config, client, controllers, budgets)
         print(await banner(config, client, controllers), flush=True)
         try:
             await manager.run(stop_signals=rtmanager.STOP_SIGNALS)
@@ -344,7 +365,7 @@ def main(args: argparse.Namespace) -> int:
             log.debug("importing %s failed", config.target, exc_info=e)
             raise UsageError(describe_import_error(config.target, e)) from e
         controllers = controllers_of(module)
-        _event_loop_run(run(config, controllers))
+        _event_loop_run(run(config, controllers, budgets_of(module)))
     except UsageError as e:
         print(f"setpoint run: error: {e}", file=sys.stderr, flush=True)
         return 2
