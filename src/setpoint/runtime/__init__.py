@@ -27,6 +27,7 @@ queue), :mod:`~setpoint.runtime.controller` (workers), :mod:`~setpoint.runtime.b
 a controller (it discovers what to watch as it runs) is a :mod:`~setpoint.runtime.runnable`.
 Why a reconcile ran is :mod:`~setpoint.runtime.triggers` (kept by
 :mod:`~setpoint.runtime.history`), the order of a queue :mod:`~setpoint.runtime.fairness`;
+active-active replicas that split the keys are :mod:`~setpoint.runtime.sharding`;
 budgets for calls to external APIs (rate, concurrency, circuit breaker) are
 :mod:`~setpoint.runtime.budgets`, a per-object poll cadence :mod:`~setpoint.runtime.polling`;
 typed resources from pydantic models are :mod:`setpoint.runtime.typed` (not imported here:
@@ -101,6 +102,7 @@ from setpoint.runtime.reconcile import (
 )
 from setpoint.runtime.registry import Registry, controllers_in
 from setpoint.runtime.runnable import Runnable, RunnableContext
+from setpoint.runtime.sharding import ShardCoordinator, ShardingConfig
 from setpoint.runtime.triggers import Trigger, current_triggers
 
 __all__ = [
@@ -148,6 +150,8 @@ __all__ = [
     "Result",
     "Runnable",
     "RunnableContext",
+    "ShardCoordinator",
+    "ShardingConfig",
     "SharedInformers",
     "ShutDown",
     "SystemAsyncClock",
