@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from setpoint.client import Client, load_kubeconfig
+from setpoint.testing.waiting import eventually
 from tests.conftest import ServeProcess
 from tests.integration.cli.test_run import EXAMPLES, ROOT, eventually_get, install
 
@@ -101,14 +102,6 @@ def _fake_queue_service() -> Any:
     return module.FakeQueueService()
 
 
-async def eventually(check: Any, timeout: float = 20) -> None:
-    async with asyncio.timeout(timeout):
-        while True:
-            if check():
-                return
-            await asyncio.sleep(0.05)
-
-
 async def test_queue_operator_keeps_its_queues_in_the_fake_service(
         serve_factory: Any, tmp_path: Path) -> None:
     serve: ServeProcess = serve_factory()
@@ -124,8 +117,10 @@ async def test_queue_operator_keeps_its_queues_in_the_fake_service(
             assert created["status"]["url"] == f"{service.url}/queues/default-orders"
             assert service.queues["default-orders"] == {"visibilityTimeout": 60}
             assert service.delete_out_of_band("default-orders")  # behind its back
-            await eventually(lambda: "default-orders" in service.queues)
+            await eventually(lambda: "default-orders" in service.queues,
+                             what="the queue deleted out of band is back")
             await client.delete(QUEUE, "orders")  # the finalizer deletes the queue
             await eventually(lambda: not service.queues and any(
-                c.method == "DELETE" for c in service.calls))
+                c.method == "DELETE" for c in service.calls),
+                what="the finalizer deleted the queue")
             assert service.max_in_window <= 20 + 5
