@@ -5,6 +5,7 @@
     setpoint run operator.py [--kubeconfig PATH] [--context NAME] [--namespace NS]
                  [--health-port N] [--metrics-port N] [--bind-address HOST]
                  [--leader-elect] [--lease-name NAME] [--workers N] [--resync SECONDS]
+                 [--shard-group NAME [--shards N]]
 
 Steps: import the target (a path to a ``.py`` file, or a dotted module name), collect its
 controllers with :func:`setpoint.runtime.controllers_in` (every ``Registry`` and
@@ -20,6 +21,8 @@ Lease. ``--workers`` overrides the number of concurrent reconciles of every cont
 ``--resync`` replays every cached object to the controllers every SECONDS (each object is
 reconciled again: a periodic check of what lives outside the cluster), as client-go's
 resync period does; nothing is listed again from the server.
+``--shard-group NAME`` runs the replicas active-active instead: they split the keys over
+``--shards`` Leases (:mod:`setpoint.runtime.sharding`), in the namespace of the Lease.
 A module-level ``budgets`` mapping (target name to :class:`setpoint.runtime.BudgetConfig`)
 declares the external-API budgets its controllers share (``ctx.budget(name)``).
 ``--leader-elect`` competes for the Lease ``--lease-name`` (default: see
@@ -88,6 +91,8 @@ class RunConfig:
     lease_name: str | None = None
     workers: int | None = None
     resync: float | None = None
+    shard_group: str | None = None
+    shards: int | None = None
 
     def __post_init__(self) -> None:
         if not self.target:
@@ -101,6 +106,17 @@ class RunConfig:
             raise UsageError("--lease-name needs --leader-elect")
         if self.namespace == "":
             raise UsageError("--namespace must not be empty")
+        if self.shard_group is not None and self.leader_elect:
+            raise UsageError("--shard-group and --leader-elect exclude each other: replicas "
+                             "either split the keys or take turns")
+        if self.shards is not None and self.shard_group is None:
+            raise UsageError("--shards needs --shard-group")
+        if self.shard_group is not None:
+            try:
+                runtime.ShardingConfig(name=self.shard_group,
+                                       shards=16 if self.shards is None else self.shards)
+            except ValueError as e:
+                raise UsageError(f"--shard-group/--shards: {e}") from e
         if self.resync is not None and not MIN_RESYNC <= self.resync <= MAX_RESYNC:
             raise UsageError(f"--resync must be between {MIN_RESYNC:g} and {MAX_RESYNC:g} "
                              f"seconds, not {self.resync:g}")
@@ -129,6 +145,11 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                         help="run the controllers only while holding a Lease")
     parser.add_argument("--lease-name", default=None,
                         help="the Lease to compete for (default: <dir>-<file>-leader)")
+    parser.add_argument("--shard-group", default=None, metavar="NAME",
+                        help="run active-active: the replicas of group NAME split the keys, "
+                             "one Lease per shard")
+    parser.add_argument("--shards", type=int, default=None,
+                        help="shards of the group (default 16; at most 1024)")
     parser.add_argument("--workers", type=int, default=None,
                         help="concurrent reconciles per controller (overrides the code)")
     parser.add_argument("--resync", type=float, default=None, metavar="SECONDS",
@@ -143,7 +164,8 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
                      namespace=args.namespace, health_port=args.health_port,
                      metrics_port=args.metrics_port, bind_address=args.bind_address,
                      leader_elect=args.leader_elect, lease_name=args.lease_name,
-                     workers=args.workers, resync=args.resync)
+                     workers=args.workers, resync=args.resync,
+                     shard_group=args.shard_group, shards=args.shards)
 
 
 # --- loading --------------------------------------------------------------------------
@@ -311,13 +333,18 @@ def build_manager(config: RunConfig, client: sp_client.Client,
         election = runtime.LeaderElectionConfig(
             lease_name=config.lease_name or default_lease_name(config.target),
             lease_namespace=config.namespace or client.config.namespace)
+    sharding = None
+    if config.shard_group is not None:
+        sharding = runtime.ShardingConfig(
+            name=config.shard_group, shards=16 if config.shards is None else config.shards,
+            namespace=config.namespace or client.config.namespace)
     watcher_config = None
     if config.resync is not None:
         watcher_config = runtime.WatcherConfig(resync_period=config.resync)
     return runtime.Manager(client, controllers, leader_election=election,
                            health_port=config.health_port, metrics_port=config.metrics_port,
                            host=config.bind_address, watcher_config=watcher_config,
-                           budgets=budgets)
+                           budgets=budgets, sharding=sharding)
 
 
 async def banner(config: RunConfig, client: sp_client.Client,

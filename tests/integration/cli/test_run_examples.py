@@ -30,11 +30,12 @@ CONFIGMAP = ("v1", "ConfigMap")
 
 @asynccontextmanager
 async def operator(example: str, serve: ServeProcess, log: Path,
-                   env: dict[str, str] | None = None) -> AsyncIterator[None]:
+                   env: dict[str, str] | None = None,
+                   extra: tuple[str, ...] = ()) -> AsyncIterator[None]:
     with log.open("wb") as out:
         process = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "setpoint", "run", f"examples/{example}/operator.py",
-            "--kubeconfig", str(serve.kubeconfig), cwd=ROOT, stdout=out,
+            "--kubeconfig", str(serve.kubeconfig), *extra, cwd=ROOT, stdout=out,
             stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
     try:
         yield
@@ -124,3 +125,31 @@ async def test_queue_operator_keeps_its_queues_in_the_fake_service(
                 c.method == "DELETE" for c in service.calls),
                 what="the finalizer deleted the queue")
             assert service.max_in_window <= 20 + 5
+
+
+async def test_two_sharded_replicas_split_the_website_keys(serve_factory: Any,
+                                                           tmp_path: Path) -> None:
+    serve: ServeProcess = serve_factory()
+    shard = ("--shard-group", "websites", "--shards", "16")  # all to one: 2 in 65,536
+    async with Client(load_kubeconfig(serve.kubeconfig)) as client:
+        await install(client, EXAMPLES / "website" / "crd.yaml")
+        async with operator("website", serve, tmp_path / "a.log", extra=shard), \
+                operator("website", serve, tmp_path / "b.log", extra=shard):
+            for i in range(8):
+                await client.create({"apiVersion": "web.example.com/v1", "kind": "Website",
+                                     "metadata": {"name": f"site{i}", "namespace": "default"},
+                                     "spec": {"title": f"Site {i}"}})
+
+            async def holders() -> set[str] | None:
+                leases = await client.list(("coordination.k8s.io/v1", "Lease"),
+                                           namespace="default")
+                found = {item["spec"].get("holderIdentity") for item in leases["items"]
+                         if item["metadata"]["name"].startswith("websites-shard-")}
+                return found if len(found - {"", None}) == 2 else None
+
+            # both replicas hold shards (rendezvous hashing gives each a part of them)
+            await eventually(holders, what="both replicas hold shards")
+            for i in range(8):
+                await eventually_get(client, CONFIGMAP, f"site{i}-site",
+                                     lambda cm: "<h1>Site" in (cm.get("data") or {}).get(
+                                         "index.html", ""), timeout=30)
