@@ -73,3 +73,24 @@ async def test_resync_reaches_the_informers() -> None:
 def test_resync_out_of_range_is_a_usage_error(value: str) -> None:
     with pytest.raises(run_command.UsageError, match="--resync must be between 1 and"):
         parse_run("--resync", value)
+
+
+async def test_a_shard_group_reaches_the_manager() -> None:
+    config = parse_run("--shard-group", "books", "--shards", "8", "-n", "ops")
+    async with Client(ClientConfig(server="http://127.0.0.1:1")) as client:
+        manager = run_command.build_manager(
+            config, client, [Controller(for_=("v1", "ConfigMap"), reconcile=reconcile)])
+        assert manager.sharding is not None
+        assert (manager.sharding.name, manager.sharding.shards,
+                manager.sharding.namespace) == ("books", 8, "ops")
+        assert manager.elector is None
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("--shard-group", "g", "--leader-elect"), "exclude each other"),
+    (("--shards", "4"), "--shards needs --shard-group"),
+    (("--shard-group", "g", "--shards", "0"), "shards must be in"),
+])
+def test_shard_group_misuse_is_a_usage_error(args: tuple[str, ...], message: str) -> None:
+    with pytest.raises(run_command.UsageError, match=message):
+        parse_run(*args)

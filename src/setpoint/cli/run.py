@@ -5,6 +5,7 @@
     setpoint run operator.py [--kubeconfig PATH] [--context NAME] [--namespace NS]
                  [--health-port N] [--metrics-port N] [--bind-address HOST]
                  [--leader-elect] [--lease-name NAME] [--workers N] [--resync SECONDS]
+                 [--shard-group NAME [--shards N]]
 
 Steps: import the target (a path to a ``.py`` file, or a dotted module name), collect its
 controllers with :func:`setpoint.runtime.controllers_in` (every ``Registry`` and
@@ -20,6 +21,10 @@ Lease. ``--workers`` overrides the number of concurrent reconciles of every cont
 ``--resync`` replays every cached object to the controllers every SECONDS (each object is
 reconciled again: a periodic check of what lives outside the cluster), as client-go's
 resync period does; nothing is listed again from the server.
+``--shard-group NAME`` runs the replicas active-active instead: they split the keys over
+``--shards`` Leases (:mod:`setpoint.runtime.sharding`), in the namespace of the Lease.
+A module-level ``budgets`` mapping (target name to :class:`setpoint.runtime.BudgetConfig`)
+declares the external-API budgets its controllers share (``ctx.budget(name)``).
 ``--leader-elect`` competes for the Lease ``--lease-name`` (default: see
 :func:`default_lease_name`), so that of several replicas only one reconciles.
 
@@ -47,7 +52,7 @@ import logging
 import os
 import sys
 import traceback
-from collections.abc import Coroutine, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -86,6 +91,8 @@ class RunConfig:
     lease_name: str | None = None
     workers: int | None = None
     resync: float | None = None
+    shard_group: str | None = None
+    shards: int | None = None
 
     def __post_init__(self) -> None:
         if not self.target:
@@ -99,6 +106,17 @@ class RunConfig:
             raise UsageError("--lease-name needs --leader-elect")
         if self.namespace == "":
             raise UsageError("--namespace must not be empty")
+        if self.shard_group is not None and self.leader_elect:
+            raise UsageError("--shard-group and --leader-elect exclude each other: replicas "
+                             "either split the keys or take turns")
+        if self.shards is not None and self.shard_group is None:
+            raise UsageError("--shards needs --shard-group")
+        if self.shard_group is not None:
+            try:
+                runtime.ShardingConfig(name=self.shard_group,
+                                       shards=16 if self.shards is None else self.shards)
+            except ValueError as e:
+                raise UsageError(f"--shard-group/--shards: {e}") from e
         if self.resync is not None and not MIN_RESYNC <= self.resync <= MAX_RESYNC:
             raise UsageError(f"--resync must be between {MIN_RESYNC:g} and {MAX_RESYNC:g} "
                              f"seconds, not {self.resync:g}")
@@ -127,6 +145,11 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                         help="run the controllers only while holding a Lease")
     parser.add_argument("--lease-name", default=None,
                         help="the Lease to compete for (default: <dir>-<file>-leader)")
+    parser.add_argument("--shard-group", default=None, metavar="NAME",
+                        help="run active-active: the replicas of group NAME split the keys, "
+                             "one Lease per shard")
+    parser.add_argument("--shards", type=int, default=None,
+                        help="shards of the group (default 16; at most 1024)")
     parser.add_argument("--workers", type=int, default=None,
                         help="concurrent reconciles per controller (overrides the code)")
     parser.add_argument("--resync", type=float, default=None, metavar="SECONDS",
@@ -141,7 +164,8 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
                      namespace=args.namespace, health_port=args.health_port,
                      metrics_port=args.metrics_port, bind_address=args.bind_address,
                      leader_elect=args.leader_elect, lease_name=args.lease_name,
-                     workers=args.workers, resync=args.resync)
+                     workers=args.workers, resync=args.resync,
+                     shard_group=args.shard_group, shards=args.shards)
 
 
 # --- loading --------------------------------------------------------------------------
@@ -230,6 +254,21 @@ def controllers_of(module: ModuleType) -> list[runtime.Controller]:
     return found
 
 
+def budgets_of(module: ModuleType) -> dict[str, runtime.BudgetConfig]:
+    """The external-API budgets the module declares in a global ``budgets`` (a mapping of
+    target name to :class:`~setpoint.runtime.BudgetConfig`); none when it has no such
+    global. :class:`UsageError` when it is not such a mapping."""
+    declared = getattr(module, "budgets", None)
+    if declared is None:
+        return {}
+    if not isinstance(declared, Mapping) or not all(
+            isinstance(k, str) and k and isinstance(v, runtime.BudgetConfig)
+            for k, v in declared.items()):
+        raise UsageError("the module's 'budgets' must map target names to "
+                         "setpoint.runtime.BudgetConfig")
+    return dict(declared)
+
+
 # --- running --------------------------------------------------------------------------
 
 
@@ -283,7 +322,9 @@ def default_lease_name(target: str | os.PathLike[str]) -> str:
 
 
 def build_manager(config: RunConfig, client: sp_client.Client,
-                  controllers: Sequence[runtime.Controller]) -> runtime.Manager:
+                  controllers: Sequence[runtime.Controller],
+                  budgets: Mapping[str, runtime.BudgetConfig] | None = None
+                  ) -> runtime.Manager:
     """The manager ``config`` asks for (options applied to ``controllers``)."""
     for controller in controllers:
         controller.with_options(workers=config.workers, namespace=config.namespace)
@@ -292,12 +333,18 @@ def build_manager(config: RunConfig, client: sp_client.Client,
         election = runtime.LeaderElectionConfig(
             lease_name=config.lease_name or default_lease_name(config.target),
             lease_namespace=config.namespace or client.config.namespace)
+    sharding = None
+    if config.shard_group is not None:
+        sharding = runtime.ShardingConfig(
+            name=config.shard_group, shards=16 if config.shards is None else config.shards,
+            namespace=config.namespace or client.config.namespace)
     watcher_config = None
     if config.resync is not None:
         watcher_config = runtime.WatcherConfig(resync_period=config.resync)
     return runtime.Manager(client, controllers, leader_election=election,
                            health_port=config.health_port, metrics_port=config.metrics_port,
-                           host=config.bind_address, watcher_config=watcher_config)
+                           host=config.bind_address, watcher_config=watcher_config,
+                           budgets=budgets, sharding=sharding)
 
 
 async def banner(config: RunConfig, client: sp_client.Client,
@@ -309,11 +356,12 @@ async def banner(config: RunConfig, client: sp_client.Client,
             f"{client.config.server}: {names}")
 
 
-async def run(config: RunConfig, controllers: Sequence[runtime.Controller]) -> None:
+async def run(config: RunConfig, controllers: Sequence[runtime.Controller],
+              budgets: Mapping[str, runtime.BudgetConfig] | None = None) -> None:
     """Run ``controllers`` as ``config`` says until a stop signal."""
     async with sp_client.Client(client_config(config)) as client:
         await check_server(client, controllers)
-        manager = build_manager(config, client, controllers)
+        manager = build_manager(config, client, controllers, budgets)
         print(await banner(config, client, controllers), flush=True)
         try:
             await manager.run(stop_signals=rtmanager.STOP_SIGNALS)
@@ -344,7 +392,7 @@ def main(args: argparse.Namespace) -> int:
             log.debug("importing %s failed", config.target, exc_info=e)
             raise UsageError(describe_import_error(config.target, e)) from e
         controllers = controllers_of(module)
-        _event_loop_run(run(config, controllers))
+        _event_loop_run(run(config, controllers, budgets_of(module)))
     except UsageError as e:
         print(f"setpoint run: error: {e}", file=sys.stderr, flush=True)
         return 2

@@ -58,7 +58,7 @@ from setpoint import client as sp_client
 from setpoint.client import api as client_api
 from setpoint.runtime import context as rtcontext
 from setpoint.runtime import controller as engine
-from setpoint.runtime import fairness, handlers, ratelimit
+from setpoint.runtime import fairness, handlers, polling, ratelimit
 from setpoint.runtime import predicates as preds
 from setpoint.runtime import reconcile as rtreconcile
 
@@ -84,6 +84,9 @@ class ControllerOptions:
     #: :mod:`setpoint.runtime.fairness`
     priority: fairness.PriorityConfig | None = dataclasses.field(
         default_factory=fairness.PriorityConfig)
+    #: reconcile every object again every ``interval`` s ± jitter (None: only on events);
+    #: see :mod:`setpoint.runtime.polling`
+    poll: polling.PollConfig | None = None
 
     def __post_init__(self) -> None:
         engine.check_workers(self.workers)
@@ -242,12 +245,15 @@ class Controller:
                      rate_limiter: engine.RateLimiterFactory
                      | ratelimit.RateLimiter[rtreconcile.Request] | None = None,
                      namespace: str | None = None,
-                     priority: fairness.PriorityConfig | Literal["fifo"] | None = None
+                     priority: fairness.PriorityConfig | Literal["fifo"] | None = None,
+                     poll: polling.PollConfig | float | Literal["off"] | None = None
                      ) -> Controller:
         """Change how the controller runs; arguments left out keep their value.
 
         ``priority``: a :class:`~setpoint.runtime.fairness.PriorityConfig`, or ``"fifo"``
         for the plain first-in first-out order.
+        ``poll``: a :class:`~setpoint.runtime.polling.PollConfig`, a number of seconds (with
+        the default 10 % jitter), or ``"off"``.
         ``rate_limiter`` is a factory taking the manager's clock (a fresh limiter each time
         the controller starts), or a limiter to reuse as is.
         """
@@ -268,6 +274,14 @@ class Controller:
             if not isinstance(priority, fairness.PriorityConfig):
                 raise TypeError("priority must be a PriorityConfig or 'fifo'")
             changes["priority"] = priority
+        if poll == "off":
+            changes["poll"] = None
+        elif isinstance(poll, (int, float)) and not isinstance(poll, bool):
+            changes["poll"] = polling.PollConfig(interval=float(poll))
+        elif isinstance(poll, polling.PollConfig):
+            changes["poll"] = poll
+        elif poll is not None:
+            raise TypeError("poll must be a PollConfig, a number of seconds or 'off'")
         self._options = dataclasses.replace(self._options, **changes)  # type: ignore[arg-type]
         return self
 

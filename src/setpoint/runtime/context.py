@@ -34,6 +34,7 @@ from collections.abc import Awaitable, Coroutine, Hashable, Mapping
 from typing import Any, Protocol, TypeVar
 
 from setpoint import client as sp_client
+from setpoint.runtime import budgets as rtbudgets
 from setpoint.runtime import cache as rtcache
 from setpoint.runtime import clock as rtclock
 from setpoint.runtime import deadlines, events, reconcile
@@ -67,7 +68,8 @@ class Context:
                  logger: logging.Logger | logging.LoggerAdapter[logging.Logger],
                  caches: Mapping[sp_client.ResourceRef, rtcache.Cache] | None = None,
                  aliases: Mapping[Hashable, sp_client.ResourceRef] | None = None,
-                 clock: rtclock.AsyncClock | None = None) -> None:
+                 clock: rtclock.AsyncClock | None = None,
+                 budgets: rtbudgets.Budgets | None = None) -> None:
         self.name = name
         self.client = client
         #: the resource the controller is for
@@ -80,6 +82,7 @@ class Context:
         self._caches.setdefault(resource, cache)
         self._aliases = dict(aliases or {})
         self._clock: rtclock.AsyncClock = clock or rtclock.SystemAsyncClock()
+        self._budgets = budgets if budgets is not None else rtbudgets.Budgets(clock=self._clock)
         try:
             self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:
@@ -95,6 +98,13 @@ class Context:
         """Why the reconcile running now (in this task or worker thread) runs: the triggers
         merged into its request (see :mod:`setpoint.runtime.triggers`)."""
         return rttriggers.current_triggers()
+
+    def budget(self, target: str) -> rtbudgets.Call:
+        """One call to the external ``target`` through its budget (declared with
+        ``Manager(budgets={target: BudgetConfig(...)})``, shared by every controller of the
+        manager): ``async with ctx.budget("queues") as call: ...``. See
+        :mod:`setpoint.runtime.budgets`; ``KeyError`` for an undeclared target."""
+        return self._budgets[target].call()
 
     def get(self, request: reconcile.Request) -> Obj | None:
         """The object ``request`` names, from the cache; None when it does not exist."""

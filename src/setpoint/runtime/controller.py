@@ -12,8 +12,14 @@ exception                  ``add_rate_limited`` (backoff grows)            error
 :class:`TerminalError`     ``forget`` (not retried)                        error
 ``Result(requeue=True)``   ``add_rate_limited``                            requeue
 ``Result(requeue_after)``  ``forget``, then ``add_after``                  requeue_after
-``Result.done()``          ``forget``                                      success
+``Result.done()``          ``forget`` (then ``add_after`` the poll delay,  success
+                           with a ``poll`` config)
+:class:`BreakerOpenError`  ``add_after`` until the breaker half-opens      requeue_after
 =========================  ==============================================  ===============
+
+(:class:`~setpoint.runtime.budgets.BreakerOpenError`: a budget refused an upstream call; the
+object is not at fault, so its backoff does not grow. The poll cadence is
+:mod:`setpoint.runtime.polling`.)
 
 What feeds the queue (cache handlers) is the builder's and the manager's business: the engine
 only exposes :meth:`Engine.enqueue`. Each add may carry a
@@ -37,6 +43,11 @@ Invariants:
   without suspending (a queue with ready keys hands them out without waiting): a reconciler
   that requeues itself at once cannot starve the rest of the loop.
 
+With a ``shards`` gate (a sharded manager, :mod:`setpoint.runtime.sharding`), a request for
+a key whose shard this replica does not hold is skipped (``skipped``, not counted: nothing
+ran), and a reconcile runs in a task of its own that losing the shard cancels (recorded as
+an error, not requeued: the shard's new owner reconciles the key).
+
 Non-guarantees: requests are not ordered across objects beyond the queue's FIFO; a request
 delayed by ``requeue_after`` or a backoff is dropped when the engine shuts down (the next
 run starts from a full relist, so nothing is lost for good).
@@ -48,11 +59,14 @@ import asyncio
 import inspect
 import logging
 import os
+import random
 import traceback
 from collections.abc import Callable
+from typing import Any, Protocol
 
+from setpoint.runtime import budgets as rtbudgets
 from setpoint.runtime import clock as rtclock
-from setpoint.runtime import deadlines, fairness, ratelimit, reconcile
+from setpoint.runtime import deadlines, fairness, polling, ratelimit, reconcile
 from setpoint.runtime import history as rthistory
 from setpoint.runtime import metrics as rtmetrics
 from setpoint.runtime import queue as rtqueue
@@ -86,10 +100,29 @@ def describe_error(error: BaseException) -> str:
     return f"{name} (without a message){where}"
 
 
+#: what :meth:`Engine.process` returns for a key of a shard this replica does not hold (not
+#: counted in the metrics: nothing ran)
+RESULT_SKIPPED = "skipped"
+
+
+class _Fenced(Exception):
+    """The reconcile was cancelled because its key's shard was lost."""
+
+
 def check_workers(workers: int) -> int:
     if not isinstance(workers, int) or not 1 <= workers <= MAX_WORKERS:
         raise ValueError(f"workers must be between 1 and {MAX_WORKERS}, not {workers!r}")
     return workers
+
+
+class ShardGate(Protocol):
+    """What the engine asks a :class:`~setpoint.runtime.sharding.ShardCoordinator`."""
+
+    def owns(self, key: str) -> bool: ...
+
+    def enter(self, key: str, task: asyncio.Task[Any]) -> bool: ...
+
+    def leave(self, key: str, task: asyncio.Task[Any]) -> None: ...
 
 
 class Engine:
@@ -101,8 +134,19 @@ class Engine:
                  metrics: rtmetrics.MetricsRegistry | None = None,
                  logger: logging.Logger | logging.LoggerAdapter[logging.Logger] | None = None,
                  history: rthistory.ReconcileHistory | None = None,
-                 priority: fairness.PriorityConfig | None = None) -> None:
+                 priority: fairness.PriorityConfig | None = None,
+                 poll: polling.PollConfig | None = None,
+                 still_exists: Callable[[reconcile.Request], bool] | None = None,
+                 rng: random.Random | None = None,
+                 shards: ShardGate | None = None) -> None:
         self.name = name
+        #: with sharding: which keys this replica may reconcile now
+        self.shards = shards
+        #: the poll cadence (None: no polling); ``still_exists`` says whether a request's
+        #: object is still there to poll (default: always)
+        self.poll = poll
+        self._still_exists = still_exists
+        self._rng = rng or random.Random()
         self.reconciler = reconciler
         self.workers = check_workers(workers)
         self._clock: rtclock.AsyncClock = clock or rtclock.SystemAsyncClock()
@@ -140,6 +184,11 @@ class Engine:
 
     async def process(self, request: reconcile.Request) -> str:
         """Reconcile one request taken from the queue; returns the ``result`` label."""
+        if self.shards is not None and not self.shards.owns(request.key):
+            # another replica's key (or a shard being handed over): its owner reconciles it
+            self.queue.forget(request)
+            self.queue.done(request)
+            return RESULT_SKIPPED
         started = self._clock.monotonic()
         started_at = self._clock.now()
         why = self.queue.triggers(request)
@@ -151,12 +200,22 @@ class Engine:
         token = rttriggers.set_current(why)
         try:
             try:
-                outcome: object = self.reconciler.reconcile(request)
-                if inspect.isawaitable(outcome):
-                    outcome = await outcome
-                result = reconcile.as_result(outcome)
+                result = await self._call(request)
             except asyncio.CancelledError:
                 raise
+            except _Fenced:
+                self.queue.forget(request)
+                error = "cancelled: this replica no longer holds the key's shard"
+                self.log.info("reconcile of %s cancelled: its shard was lost", request)
+            except rtbudgets.BreakerOpenError as e:
+                # the upstream is resting: come back when its breaker half-opens (spread a
+                # little, so the waiting objects do not all ask at the same instant)
+                delay = e.retry_after * (1.0 + self._rng.uniform(0.0, 0.1))
+                self.queue.add_after(request, delay, rttriggers.Trigger(
+                    rttriggers.CAUSE_RETRY, detail=f"breaker {e.target} open"))
+                label = rtmetrics.RESULT_REQUEUE_AFTER
+                error = describe_error(e)
+                self.log.info("reconciling %s waits for %s", request, e)
             except reconcile.TerminalError as e:
                 self.queue.forget(request)
                 self.metrics.error(terminal=True)
@@ -184,6 +243,32 @@ class Engine:
             self.metrics.worker_finished()
             self.queue.done(request)
 
+    async def _call(self, request: reconcile.Request) -> reconcile.Result:
+        """Call the reconciler; with sharding, in a task of its own that losing the key's
+        shard cancels (raising :class:`_Fenced` here, not cancelling the worker)."""
+        async def call() -> reconcile.Result:
+            outcome: object = self.reconciler.reconcile(request)
+            if inspect.isawaitable(outcome):
+                outcome = await outcome
+            return reconcile.as_result(outcome)
+
+        if self.shards is None:
+            return await call()
+        inner = asyncio.ensure_future(call())
+        if not self.shards.enter(request.key, inner):
+            inner.cancel()
+            await asyncio.wait({inner})
+            raise _Fenced
+        try:
+            return await inner
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if inner.cancelled() and (current is None or not current.cancelling()):
+                raise _Fenced from None
+            raise
+        finally:
+            self.shards.leave(request.key, inner)
+
     def _settle(self, request: reconcile.Request, result: reconcile.Result) -> str:
         if result.requeue_after is not None:
             self.queue.forget(request)
@@ -195,6 +280,10 @@ class Engine:
                                         rttriggers.Trigger(rttriggers.CAUSE_REQUEUE))
             return rtmetrics.RESULT_REQUEUE
         self.queue.forget(request)
+        if self.poll is not None and (self._still_exists is None
+                                      or self._still_exists(request)):
+            self.queue.add_after(request, self.poll.next_delay(self._rng),
+                                 rttriggers.Trigger(rttriggers.CAUSE_POLL))
         return rtmetrics.RESULT_SUCCESS
 
     def shut_down(self) -> None:

@@ -17,9 +17,10 @@ cannot bank turns while idle). The default classes and weights:
 ==============  =================================================  ======
 class           causes                                             weight
 ==============  =================================================  ======
-``urgent``      ``external`` (``Manager.reconcile_now``)           16
+``urgent``      ``external`` (``Manager.reconcile_now``),          16
+                ``reconcile_now`` (the annotation)
 ``change``      ``add``, ``update``, ``delete``; keys without one  8
-``retry``       ``requeue``, ``retry``, ``requeue_after``          2
+``retry``       ``requeue``, ``retry``, ``requeue_after``, ``poll``  2
 ``background``  ``initial``, ``resync``                            1
 ==============  =================================================  ======
 
@@ -60,7 +61,8 @@ K = TypeVar("K", bound=Hashable)
 
 #: the default class of each cause
 DEFAULT_CLASSES: Mapping[str, str] = MappingProxyType({
-    rttriggers.CAUSE_EXTERNAL: "urgent",
+    rttriggers.CAUSE_EXTERNAL: "urgent", rttriggers.CAUSE_RECONCILE_NOW: "urgent",
+    rttriggers.CAUSE_POLL: "retry",
     rttriggers.CAUSE_ADD: "change", rttriggers.CAUSE_UPDATE: "change",
     rttriggers.CAUSE_DELETE: "change",
     rttriggers.CAUSE_REQUEUE: "retry", rttriggers.CAUSE_RETRY: "retry",

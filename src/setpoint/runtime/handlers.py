@@ -25,6 +25,14 @@ Given a ``watch`` label, :class:`QueueingHandler` says why with each add: a
 replay a new subscription hears, ``resync`` for an update whose old and new object are the
 same one) and the changed object's key.
 
+**Reconcile now, by annotation**: an update that sets a new, non-empty value of the
+annotation :data:`RECONCILE_NOW_ANNOTATION` (``setpoint.dev/reconcile-now``; any value, a
+timestamp is customary: ``kubectl annotate book/x setpoint.dev/reconcile-now="$(date +%s)"
+--overwrite``) enqueues with the cause ``reconcile_now`` (``detail``: the value), and passes
+whatever the watch's predicate says (``generation_changed`` would otherwise drop a
+metadata-only change). The reconcile need not remove the annotation: only a *new* value
+triggers.
+
 Non-guarantees: the event itself is not passed on (the request holds only the key and its
 triggers); an owner referenced by a child may not exist (its reconcile finds nothing).
 """
@@ -41,6 +49,9 @@ from setpoint.runtime import reconcile
 from setpoint.runtime import triggers as rttriggers
 
 logger = logging.getLogger(__name__)
+
+#: the annotation whose every new value asks for a reconcile now
+RECONCILE_NOW_ANNOTATION = "setpoint.dev/reconcile-now"
 
 Obj = Mapping[str, Any]
 Mapper = Callable[[Obj], Iterable[reconcile.Request]]
@@ -128,7 +139,7 @@ class QueueingHandler:
         #: adds are the replay of a new subscription (cause ``initial``)
         self.initial = False
 
-    def _enqueue(self, cause: str, *objs: Obj) -> None:
+    def _enqueue(self, cause: str, *objs: Obj, detail: str = "") -> None:
         for obj in objs:
             try:
                 requests = list(self.handler.requests(obj))
@@ -141,7 +152,7 @@ class QueueingHandler:
                 for request in requests:
                     self.add(request)
                 continue
-            trigger = rttriggers.Trigger(cause, self.watch, _key(obj))
+            trigger = rttriggers.Trigger(cause, self.watch, _key(obj), detail)
             for request in requests:
                 self.add(request, trigger)
 
@@ -158,6 +169,10 @@ class QueueingHandler:
                           obj)
 
     def on_update(self, old: Obj, new: Obj) -> None:
+        asked = _reconcile_now_value(new)
+        if asked and asked != _reconcile_now_value(old) and self.watch is not None:
+            self._enqueue(rttriggers.CAUSE_RECONCILE_NOW, new, detail=asked)
+            return
         if self._passes(lambda: self.predicate.update(old, new)):
             if old is new:
                 self._enqueue(rttriggers.CAUSE_RESYNC, new)
@@ -167,6 +182,13 @@ class QueueingHandler:
     def on_delete(self, obj: Obj) -> None:
         if self._passes(lambda: self.predicate.delete(obj)):
             self._enqueue(rttriggers.CAUSE_DELETE, obj)
+
+
+def _reconcile_now_value(obj: Obj) -> str:
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    value = annotations.get(RECONCILE_NOW_ANNOTATION) if isinstance(annotations, Mapping) \
+        else None
+    return value if isinstance(value, str) else ""
 
 
 def _key(obj: Obj) -> str:

@@ -14,8 +14,10 @@
    ``/readyz`` answers 200 from then on, whether or not this replica leads;
 4. without leader election, runs the controllers and the runnables
    (:mod:`~setpoint.runtime.runnable`); with it, competes for the Lease and runs them only
-   while leading. Losing the Lease cancels the controllers at once; the manager then competes
-   again, with its caches still warm;
+   while leading; with ``sharding`` (instead), runs them at once and reconciles only the
+   keys of the shards this replica holds (:mod:`~setpoint.runtime.sharding`). Losing the
+   Lease cancels the controllers at once; the manager then competes again, with its
+   caches still warm;
 5. on :meth:`Manager.stop`, a stop signal, or cancellation of ``run``: stops accepting new
    work, lets the workers finish what is queued within ``graceful_shutdown_timeout`` (then
    cancels them), releases the Lease if configured, stops the informers and the HTTP server.
@@ -48,6 +50,7 @@ from aiohttp import web
 
 from setpoint import client as sp_client
 from setpoint.apimachinery import errors
+from setpoint.runtime import budgets as rtbudgets
 from setpoint.runtime import (
     builder,
     deadlines,
@@ -66,6 +69,7 @@ from setpoint.runtime import metrics as rtmetrics
 from setpoint.runtime import reconcile as rtreconcile
 from setpoint.runtime import registry as rtregistry
 from setpoint.runtime import runnable as rtrunnable
+from setpoint.runtime import sharding as rtsharding
 from setpoint.runtime import triggers as rttriggers
 
 logger = logging.getLogger(__name__)
@@ -94,7 +98,9 @@ class _Term:
 
     def __init__(self, bound: _Bound, clock: rtclock.AsyncClock,
                  metrics: rtmetrics.MetricsRegistry,
-                 history: rthistory.ReconcileHistory | None = None) -> None:
+                 history: rthistory.ReconcileHistory | None = None,
+                 rng: random.Random | None = None,
+                 shards: engine.ShardGate | None = None) -> None:
         controller = bound.resolved.controller
         options = controller.options
         limiter = options.rate_limiter(clock) if options.rate_limiter else None
@@ -106,7 +112,9 @@ class _Term:
         self.engine = engine.Engine(bound.name, controller.reconciler(bound.ctx, self.executor),
                                     workers=options.workers, clock=clock, rate_limiter=limiter,
                                     metrics=metrics, logger=bound.ctx.logger, history=history,
-                                    priority=options.priority)
+                                    priority=options.priority, poll=options.poll,
+                                    still_exists=lambda r: bound.ctx.cache.get(r.key)
+                                    is not None, rng=rng, shards=shards)
         self.subscriptions: list[rtcache.Subscription] = []
         for watch, inf in zip(bound.resolved.watches, bound.informers, strict=True):
             handler = handlers.QueueingHandler(watch.handler, self.engine.enqueue,
@@ -164,7 +172,9 @@ class Manager:
                  watcher_config: listwatch.WatcherConfig | None = None,
                  runnables: Iterable[rtrunnable.Runnable] = (),
                  clients: Mapping[str, sp_client.Client] | None = None,
-                 history: rthistory.HistoryConfig | None = None) -> None:
+                 history: rthistory.HistoryConfig | None = None,
+                 budgets: Mapping[str, rtbudgets.BudgetConfig] | None = None,
+                 sharding: rtsharding.ShardingConfig | None = None) -> None:
         self.client = client
         #: per controller or runnable name, the client its writes and Events go through
         #: (its own identity, as kube-controller-manager gives each controller its own
@@ -183,6 +193,16 @@ class Manager:
             if port is not None and not 0 <= port <= 65535:
                 raise ValueError(f"port out of range: {port}")
         self.leader_election = leader_election
+        if sharding is not None:
+            if leader_election is not None:
+                raise ValueError("a manager is either sharded or leader-elected, not both")
+            blocking = [repr(c) for c in self.controllers if c.blocking]
+            if blocking:
+                raise ValueError(f"sharding cancels the reconciles of a lost shard, which a "
+                                 f"blocking (plain 'def') reconcile cannot be: {blocking}")
+        self.sharding = sharding
+        #: with ``sharding``: this replica's shards (while running)
+        self.shards: rtsharding.ShardCoordinator | None = None
         self._health_port = health_port
         self._metrics_port = metrics_port
         self._host = host
@@ -193,6 +213,9 @@ class Manager:
         self.metrics = rtmetrics.MetricsRegistry()
         #: the recent reconciles of each object (served on ``/debug/reconciles``)
         self.history = rthistory.ReconcileHistory(history)
+        #: the external-API budgets every controller and runnable of this manager shares,
+        #: by target name (:mod:`~setpoint.runtime.budgets`; ``ctx.budget(name)``)
+        self.budgets = rtbudgets.Budgets(budgets, clock=self._clock, metrics=self.metrics)
         # the engines of the current leadership term, by controller name
         self._engines: dict[str, engine.Engine] = {}
         self.informers = informer.SharedInformers(client, clock=self._clock,
@@ -323,7 +346,9 @@ class Manager:
                         await self._until_stopped(group, self._wait_synced())
                         self._ready.set()
                         logger.info("caches synced; starting %d controller(s)", len(self._bound))
-                        if self.elector is None:
+                        if self.sharding is not None:
+                            await self._run_sharded(group, self.sharding)
+                        elif self.elector is None:
                             await self._lead()
                         else:
                             await self._campaign(group)
@@ -367,7 +392,8 @@ class Manager:
                 name=r.name, client=writer, resource=r.ref, cache=infs[0].cache,
                 recorder=events.EventRecorder(writer, r.name, instance=instance,
                                               clock=self._clock),
-                logger=log, caches=caches, aliases=r.aliases(), clock=self._clock)
+                logger=log, caches=caches, aliases=r.aliases(), clock=self._clock,
+                budgets=self.budgets)
             self._bound.append(_Bound(r, infs, ctx))
 
     async def _wait_synced(self) -> None:
@@ -391,7 +417,8 @@ class Manager:
         """Run every controller and runnable until a stop is requested, then drain
         (bounded)."""
         assert self._stop is not None
-        terms = [_Term(bound, self._clock, self.metrics, self.history)
+        terms = [_Term(bound, self._clock, self.metrics, self.history, self._rng,
+                       self.shards)
                  for bound in self._bound]
         self._engines = {term.engine.name: term.engine for term in terms}
         stopping = asyncio.Event()
@@ -422,6 +449,33 @@ class Manager:
             self._engines = {}
             for term in terms:
                 term.finish()
+
+    async def _run_sharded(self, group: asyncio.TaskGroup,
+                           config: rtsharding.ShardingConfig) -> None:
+        """Keep this replica's shard Leases while the controllers run; the controllers
+        reconcile only the keys of the shards held (see :mod:`~setpoint.runtime.sharding`).
+        """
+        self.shards = rtsharding.ShardCoordinator(self.client, config, clock=self._clock,
+                                                  rng=self._rng,
+                                                  on_acquired=self._enqueue_shard)
+        keeper = group.create_task(self.shards.run(), name=f"shards {config.name}")
+        try:
+            await self._lead()
+        finally:
+            keeper.cancel()
+            await asyncio.wait({keeper})
+
+    def _enqueue_shard(self, shard: int) -> None:
+        """A shard was acquired: reconcile every cached object of it (trigger ``initial``)."""
+        assert self.shards is not None
+        for bound in self._bound:
+            running = self._engines.get(bound.name)
+            if running is None:
+                continue
+            for key in bound.ctx.cache.keys():  # noqa: SIM118 (a Cache, not a dict)
+                if self.shards.shard(key) == shard:
+                    running.enqueue(rtreconcile.Request.from_key(key), rttriggers.Trigger(
+                        rttriggers.CAUSE_INITIAL, detail=f"shard {shard} acquired"))
 
     async def _campaign(self, group: asyncio.TaskGroup) -> None:
         """Compete for the Lease, lead while holding it, and compete again after a loss."""

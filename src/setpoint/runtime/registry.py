@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Literal, TypeVar
 
-from setpoint.runtime import builder, fairness, handlers
+from setpoint.runtime import builder, fairness, handlers, polling
 from setpoint.runtime import controller as engine
 from setpoint.runtime import predicates as preds
 
@@ -55,7 +55,8 @@ class Registry:
                    workers: int = engine.DEFAULT_WORKERS,
                    rate_limiter: engine.RateLimiterFactory | None = None,
                    namespace: str | None = None,
-                   priority: fairness.PriorityConfig | Literal["fifo"] | None = None
+                   priority: fairness.PriorityConfig | Literal["fifo"] | None = None,
+                   poll: polling.PollConfig | float | None = None
                    ) -> Callable[[F], F]:
         """Register the decorated ``async def f(request, ctx)`` as a controller (a plain
         ``def`` runs in a worker thread: see :mod:`setpoint.runtime.builder`).
@@ -70,7 +71,7 @@ class Registry:
                 c.watches(resource, handler)
             c.with_predicates(*predicates)
             c.with_options(workers=workers, rate_limiter=rate_limiter, namespace=namespace,
-                           priority=priority)
+                           priority=priority, poll=poll)
             self.add(c)
             return func
         return register

@@ -22,6 +22,9 @@ The causes (:data:`CAUSES`):
 ``requeue``         the previous reconcile returned ``Result(requeue=True)``
 ``retry``           the previous reconcile raised (``detail``: the exception's type)
 ``external``        someone asked: :meth:`setpoint.runtime.Manager.reconcile_now`
+``poll``            the controller's poll cadence came round (:mod:`setpoint.runtime.polling`)
+``reconcile_now``   someone set a new value of the annotation ``setpoint.dev/reconcile-now``
+                    on the object (``detail``: the value; see :mod:`setpoint.runtime.handlers`)
 ==================  ========================================================================
 
 Invariants: a :class:`Trigger` is immutable and hashable; a merged set keeps at most
@@ -48,9 +51,12 @@ CAUSE_REQUEUE_AFTER: Final = "requeue_after"
 CAUSE_REQUEUE: Final = "requeue"
 CAUSE_RETRY: Final = "retry"
 CAUSE_EXTERNAL: Final = "external"
+CAUSE_POLL: Final = "poll"
+CAUSE_RECONCILE_NOW: Final = "reconcile_now"
 #: every cause, in the order metrics list them (a fixed set: bounded label values)
 CAUSES: Final = (CAUSE_INITIAL, CAUSE_ADD, CAUSE_UPDATE, CAUSE_DELETE, CAUSE_RESYNC,
-                 CAUSE_REQUEUE_AFTER, CAUSE_REQUEUE, CAUSE_RETRY, CAUSE_EXTERNAL)
+                 CAUSE_REQUEUE_AFTER, CAUSE_REQUEUE, CAUSE_RETRY, CAUSE_EXTERNAL, CAUSE_POLL,
+                 CAUSE_RECONCILE_NOW)
 
 #: distinct triggers kept per pending key; further ones are counted, not kept
 MAX_TRIGGERS: Final = 16

@@ -388,8 +388,13 @@ class ControlPlane:
         timeout, by default). ``service_account`` (``"namespace/name"``, with
         ``control_plane(secure=True)``) runs it as that account, so that RBAC applies to it;
         otherwise it acts as the admin. ``manager_options`` go to the ``Manager`` (e.g.
-        ``leader_election``, ``health_port=0``, ``clock``).
+        ``leader_election``, ``health_port=0``, ``clock``); a module's global ``budgets``
+        is passed as ``budgets`` unless given, as ``setpoint run`` does.
         """
+        if isinstance(target, str | os.PathLike):
+            target = load_operator(target)
+        if isinstance(target, ModuleType) and "budgets" not in manager_options:
+            manager_options["budgets"] = run_cli.budgets_of(target)
         controllers = operator_controllers(target)
         manager_options.setdefault("cache_sync_timeout", timeout)
         manager_options.setdefault("graceful_shutdown_timeout", TEST_SHUTDOWN_TIMEOUT)

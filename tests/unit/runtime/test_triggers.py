@@ -126,7 +126,7 @@ async def test_the_reconcile_sees_its_triggers_and_the_engine_adds_its_own(
     assert isinstance(by_cause, rtmetrics.Counter)
     assert {c: by_cause.value("books", c) for c in t.CAUSES} == {
         "initial": 0, "add": 1, "update": 1, "delete": 0, "resync": 0, "requeue_after": 1,
-        "requeue": 1, "retry": 1, "external": 0}
+        "requeue": 1, "retry": 1, "external": 0, "poll": 0, "reconcile_now": 0}
     assert "controller_runtime_reconcile_triggers_total" in registry.render()
     entries = history.of("books", "default/a")
     assert [x["result"] for x in entries] == ["requeue_after", "error", "requeue", "success"]
