@@ -29,7 +29,7 @@ def is_int(value: Any) -> bool:
 
 
 def percent_errors(value: Any) -> list[str]:
-    """Why ``value`` is not a non-negative integer or a percent string (ValidatePositiveIntOrPercent)."""
+    """Why ``value`` is not a non-negative integer or a percent string."""
     if is_int(value):
         return [] if value >= 0 else ["must be greater than or equal to 0"]
     if isinstance(value, str):
@@ -61,5 +61,5 @@ def scaled(value: Any, total: int, *, round_up: bool) -> int:
 def is_zero(value: Any) -> bool:
     """Whether ``value`` is 0 or ``"0%"`` (validation's "may not be 0 when ..." test)."""
     if is_int(value):
-        return value == 0
+        return bool(value == 0)
     return isinstance(value, str) and _percent(value) == 0

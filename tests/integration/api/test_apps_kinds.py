@@ -42,7 +42,8 @@ async def test_deployment_defaults(http: aiohttp.ClientSession) -> None:
     assert spec["revisionHistoryLimit"] == 10
     assert spec["progressDeadlineSeconds"] == 600
     pod = spec["template"]["spec"]
-    assert pod["restartPolicy"] == "Always" and pod["dnsPolicy"] == "ClusterFirst"
+    assert pod["restartPolicy"] == "Always"
+    assert pod["dnsPolicy"] == "ClusterFirst"
     assert pod["containers"][0]["imagePullPolicy"] == "IfNotPresent"
     assert obj["metadata"]["generation"] == 1
     assert obj["status"] == {}
@@ -155,4 +156,5 @@ async def test_tables_and_discovery(http: aiohttp.ClientSession) -> None:
     assert by_name["deployments"]["categories"] == ["all"]
     assert by_name["deployments"]["shortNames"] == ["deploy"]
     assert by_name["replicasets"]["shortNames"] == ["rs"]
-    assert "deployments/scale" in by_name and "replicasets/status" in by_name
+    assert "deployments/scale" in by_name
+    assert "replicasets/status" in by_name
