@@ -26,7 +26,7 @@ def test_a_rollout_stays_within_its_bounds_and_finishes(
     old_available = list(olds)
     new, new_available = 0, 0
     pace = [*pace, *[1] * (desired * 4 + 10)]  # then at least one pod a round
-    for round_, ready_now in enumerate(pace):
+    for ready_now in pace:
         # the controller's step: grow the new ReplicaSet, or else shrink the old ones
         grown = rollout.new_replicas(desired, most_surge, Sets(new, new_available),
                                      [Sets(r, a) for r, a in zip(olds, old_available,
@@ -48,7 +48,7 @@ def test_a_rollout_stays_within_its_bounds_and_finishes(
         # the world: some new pods become available
         new_available = min(new, new_available + ready_now)
     else:
-        raise AssertionError(f"not finished after {round_ + 1} rounds")
+        raise AssertionError(f"not finished after {len(pace)} rounds")
 
 
 def test_fenceposts_round_as_kubernetes() -> None:
