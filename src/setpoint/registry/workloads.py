@@ -1,8 +1,8 @@
 """What the apps/v1 kinds share: a label selector over a pod template, and their status.
 
 * :func:`default_template` defaults a pod template's spec as a Pod's is defaulted (but for
-  what only a Pod gets, ``enableServiceLinks``), so that the pods a controller stamps out
-  compare equal to their template.
+  what only a Pod gets, ``enableServiceLinks``) and drops its ``null`` members as Go's
+  decoding does, so that templates compare equal when they mean the same.
 * :func:`validate_selector_and_template`: ``spec.selector`` is required, not empty, a valid
   ``metav1.LabelSelector`` that selects ``spec.template.metadata.labels``; the template's pod
   spec is valid, ``restartPolicy: Always`` and without ``activeDeadlineSeconds`` (Kubernetes'
@@ -35,11 +35,26 @@ def as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
+def drop_nulls(value: Any) -> None:
+    """Remove ``null`` members of objects at every depth (in place): Go decodes them to zero
+    values that are left out when encoded (``metadata: {creationTimestamp: null}``, which
+    kubectl sends in a template it takes from a ReplicaSet)."""
+    if isinstance(value, dict):
+        for key in [k for k, v in value.items() if v is None]:
+            del value[key]
+        for item in value.values():
+            drop_nulls(item)
+    elif isinstance(value, list):
+        for item in value:
+            drop_nulls(item)
+
+
 def default_template(spec: Obj) -> None:
-    """Default ``spec.template.spec`` (in place) as a Pod's spec."""
+    """Default ``spec.template.spec`` (in place) as a Pod's spec, ``null`` members dropped."""
     template = spec.get("template")
     if not isinstance(template, dict):
         return
+    drop_nulls(template)
     pod = template.get("spec")
     if isinstance(pod, dict):
         links = "enableServiceLinks" in pod

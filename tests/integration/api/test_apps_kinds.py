@@ -49,6 +49,16 @@ async def test_deployment_defaults(http: aiohttp.ClientSession) -> None:
     assert obj["status"] == {}
 
 
+async def test_nulls_in_the_template_are_dropped(http: aiohttp.ClientSession) -> None:
+    body = deployment()
+    body["spec"]["template"]["metadata"]["creationTimestamp"] = None
+    body["spec"]["template"]["spec"]["containers"][0]["args"] = None
+    status, obj, _ = await request(http, "POST", DEPLOYMENTS, body)
+    assert status == 201, obj
+    assert obj["spec"]["template"]["metadata"] == {"labels": {"app": "web"}}
+    assert "args" not in obj["spec"]["template"]["spec"]["containers"][0]
+
+
 async def test_replica_set_defaults_and_status(http: aiohttp.ClientSession) -> None:
     status, obj, _ = await request(http, "POST", REPLICASETS, replica_set())
     assert status == 201, obj
