@@ -84,6 +84,10 @@ def test_apply_rolls_out_three_running_pods(kubectl: Kubectl) -> None:
     wide = kubectl.run("get", "replicaset", "-o", "wide").stdout.split("\n")
     assert wide[0].split() == ["NAME", "DESIRED", "CURRENT", "READY", "AGE", "CONTAINERS",
                                "IMAGES", "SELECTOR"]
+    described = kubectl.run("describe", "deployment", "web").stdout
+    assert f"NewReplicaSet:   {rs['metadata']['name']} (3/3 replicas created)" in described
+    assert "RollingUpdateStrategy:  1 max unavailable, 1 max surge" in described
+    assert "ScalingReplicaSet" in described
     everything = kubectl.run("get", "all").stdout
     assert "deployment.apps/web" in everything
     assert f"replicaset.apps/{rs['metadata']['name']}" in everything
