@@ -94,11 +94,14 @@ def _condition(conditions: list[dict[str, Any]], type_: str) -> dict[str, Any] |
     return next((c for c in conditions if c.get("type") == type_), None)
 
 
-def _put(conditions: list[dict[str, Any]], condition: dict[str, Any]) -> None:
+def _put(conditions: list[dict[str, Any]], condition: dict[str, Any], *,
+         refresh: bool = False) -> None:
+    """Set ``condition`` in place of its type's; an unchanged one keeps its times unless
+    ``refresh`` (progress was made: ``lastUpdateTime`` moves, the deadline starts over)."""
     for i, c in enumerate(conditions):
         if c.get("type") == condition["type"]:
             same = all(c.get(k) == condition.get(k) for k in ("status", "reason", "message"))
-            conditions[i] = dict(c) if same else condition
+            conditions[i] = dict(c) if same and not refresh else condition
             return
     conditions.append(condition)
 
@@ -382,7 +385,8 @@ class DeploymentReconciler:
         moved = any(status.get(k, 0) != old_status.get(k, 0) for k in counts)
         if new is not None and (moved or current is None):
             _put(conditions, progressing_condition(current, "True", "ReplicaSetUpdated",
-                                                   f'ReplicaSet "{name}" is progressing.', now))
+                                                   f'ReplicaSet "{name}" is progressing.', now),
+                 refresh=True)
             return float(deadline) if isinstance(deadline, int) else 0.0
         if current is None or not isinstance(deadline, int):
             return 0.0
