@@ -20,7 +20,9 @@ They are ordinary operators: they talk to the API server through a
 - ``nodelifecycle`` and ``taint-eviction-controller``: a silent node becomes Unknown and
   tainted, and the pods that do not tolerate its taints are evicted;
 - ``endpoint`` and ``endpointslice``: a Service's Endpoints and EndpointSlices follow the
-  pods it selects.
+  pods it selects;
+- ``replicaset`` and ``deployment``: a ReplicaSet keeps its pods, a Deployment rolls its
+  template out through ReplicaSets.
 
 :func:`builtin` builds the ones named, fresh each time (they keep per-run state);
 :func:`manager` a :class:`~setpoint.runtime.Manager` that runs them, the same whether it runs
@@ -36,6 +38,7 @@ from typing import Final
 from setpoint import client as sp_client
 from setpoint import runtime
 from setpoint.controllers.crd import crd_controller
+from setpoint.controllers.deployment import deployment_controller
 from setpoint.controllers.endpointcontrollers import (
     endpoints_controller,
     endpointslice_controller,
@@ -48,13 +51,15 @@ from setpoint.controllers.nodelifecycle import (
     taint_eviction_controller,
 )
 from setpoint.controllers.rbacaggregation import aggregation_controller
+from setpoint.controllers.replicaset import replicaset_controller
 from setpoint.controllers.scheduler import Scheduler, SchedulerConfig
 from setpoint.controllers.serviceaccounts import root_ca_controller, service_account_controller
 
 #: every built-in controller, by the name ``setpoint serve --controllers`` takes
 NAMES: Final = ("garbagecollector", "namespace", "crd", "clusterrole-aggregation",
                 "serviceaccount", "root-ca-cert-publisher", "scheduler", "nodelifecycle",
-                "taint-eviction-controller", "endpoint", "endpointslice")
+                "taint-eviction-controller", "endpoint", "endpointslice", "replicaset",
+                "deployment")
 #: the ones that run unless others are named (every one)
 DEFAULT_NAMES: Final = NAMES
 #: the Lease the built-in controllers of several servers compete for (in kube-system)
@@ -110,6 +115,10 @@ def builtin(names: Iterable[str] = DEFAULT_NAMES, *, ca_pem: str | None = None,
         controllers.append(endpoints_controller())
     if "endpointslice" in wanted:
         controllers.append(endpointslice_controller())
+    if "replicaset" in wanted:
+        controllers.append(replicaset_controller())
+    if "deployment" in wanted:
+        controllers.append(deployment_controller())
     return controllers, runnables
 
 
@@ -131,6 +140,6 @@ def manager(client: sp_client.Client, names: Iterable[str] = DEFAULT_NAMES, *,
 
 __all__ = ["DEFAULT_NAMES", "LEASE_NAME", "LEASE_NAMESPACE", "NAMES", "USER_AGENT",
            "GarbageCollector", "NodeLifecycleConfig", "Scheduler", "SchedulerConfig",
-           "Settings", "builtin", "crd_controller", "endpoints_controller",
+           "Settings", "builtin", "crd_controller", "deployment_controller", "endpoints_controller",
            "endpointslice_controller", "manager", "namespace_controller",
-           "node_lifecycle_controller", "taint_eviction_controller"]
+           "node_lifecycle_controller", "replicaset_controller", "taint_eviction_controller"]

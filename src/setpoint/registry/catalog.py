@@ -24,12 +24,14 @@ from setpoint.registry import (
     core,
     crd,
     deletion,
+    deployments,
     endpointslices,
     nodes,
     podactions,
     pods,
     policies,
     rbac,
+    replicasets,
     serviceaccounts,
     serviceips,
     services,
@@ -88,7 +90,8 @@ class Catalog:
         builtins = [*core.builtin_resources(), *rbac.rbac_resources(),
                     serviceaccounts.service_account_resource(), pods.pod_resource(),
                     nodes.node_resource(), services.service_resource(),
-                    services.endpoints_resource(), endpointslices.endpoint_slice_resource()]
+                    services.endpoints_resource(), endpointslices.endpoint_slice_resource(),
+                    replicasets.replica_set_resource(), deployments.deployment_resource()]
         for info, strategy_cls in builtins:
             self._add(Served(self._store(strategy_cls(info))))
         #: the ranges Services are allocated from

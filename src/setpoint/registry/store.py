@@ -961,7 +961,7 @@ class Store:
         version = self._version(version_name)
         spec = self._scale_spec(version)
         obj = await self.get(namespace, name, version.name, resource_version=resource_version)
-        return scale.scale_of(obj, spec)
+        return self._scale_of(obj, spec)
 
     async def update_scale(self, namespace: str | None, name: str, version_name: str,
                            opts: WriteOptions, change: Callable[[Obj], Any]) -> Obj:
@@ -974,7 +974,7 @@ class Store:
             async for _ in self._attempts():
                 kv, current = await self._current(namespace, name)
                 obj = self._output(current, version)
-                wanted = change(scale.scale_of(obj, spec))
+                wanted = change(self._scale_of(obj, spec))
                 _check_name(wanted.get("metadata") if isinstance(wanted.get("metadata"), dict)
                             else {}, name)
                 replicas, errs = scale.replicas_errors(wanted)
@@ -991,8 +991,15 @@ class Store:
                                                       "scale", warnings)
                 except st.RevisionConflict:
                     continue
-                return scale.scale_of(result.object, spec)
+                return self._scale_of(result.object, spec)
             raise self._conflict(name)
+
+    def _scale_of(self, obj: Obj, spec: ScaleSpec) -> Obj:
+        out = scale.scale_of(obj, spec)
+        selector = self.strategy.scale_selector(obj)
+        if selector:
+            out["status"]["selector"] = selector
+        return out
 
     def _scale_spec(self, version: VersionInfo) -> ScaleSpec:
         if version.scale is None:

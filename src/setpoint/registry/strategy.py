@@ -218,6 +218,11 @@ class Strategy:
     def prepare_for_delete(self, obj: Obj) -> None:
         """Change ``obj`` (in place) as it is marked for deletion (a Namespace's phase)."""
 
+    def scale_selector(self, obj: Obj) -> str | None:
+        """The ``status.selector`` of the Scale of ``obj`` (built-in kinds, whose selector is
+        an object, print it in the query syntax); ``None``: the version's scale path."""
+        return None
+
     # --- presentation --------------------------------------------------------------------
 
     def field_labels(self, obj: Obj) -> dict[str, str]:

@@ -44,6 +44,8 @@ CONTROLLER_ACCOUNTS: Final = {
     "taint-eviction-controller": "taint-eviction-controller",
     "endpoint": "endpoint-controller",
     "endpointslice": "endpointslice-controller",
+    "replicaset": "replicaset-controller",
+    "deployment": "deployment-controller",
 }
 #: built-in controllers that act as a user of their own rather than a ServiceAccount
 CONTROLLER_USERS: Final = {"scheduler": "system:kube-scheduler"}
@@ -189,6 +191,19 @@ def _controller_roles() -> list[Obj]:
             rule(READ, [""], ["nodes", "pods", "services"]),
             rule(("create", "delete", "get", "list", "update"), ["discovery.k8s.io"],
                  ["endpointslices"])],
+        "replicaset-controller": [
+            rule(("get", "list", "watch", "update"), ["apps", "extensions"], ["replicasets"]),
+            rule(["update"], ["apps", "extensions"], ["replicasets/status"]),
+            rule(["update"], ["apps", "extensions"], ["replicasets/finalizers"]),
+            rule(("list", "watch", "patch", "create", "delete"), [""], ["pods"])],
+        "deployment-controller": [
+            rule(("get", "list", "watch", "update"), ["apps", "extensions"], ["deployments"]),
+            # Kubernetes' role has update only: a name collision is counted with a patch
+            rule(["update", "patch"], ["apps", "extensions"], ["deployments/status"]),
+            rule(["update"], ["apps", "extensions"], ["deployments/finalizers"]),
+            rule(("get", "list", "watch", "create", "update", "patch", "delete"),
+                 ["apps", "extensions"], ["replicasets"]),
+            rule(("get", "list", "watch", "update"), [""], ["pods"])],
     }
     return [cluster_role(f"system:controller:{name}", [*rules, *events, *leases])
             for name, rules in roles.items()]
