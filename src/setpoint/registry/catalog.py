@@ -23,8 +23,11 @@ from setpoint.registry import (
     admissionregistration,
     core,
     crd,
+    cronjobs,
+    daemonsets,
     deletion,
     endpointslices,
+    jobs,
     nodes,
     podactions,
     pods,
@@ -85,7 +88,9 @@ class Catalog:
         builtins = [*core.builtin_resources(), *rbac.rbac_resources(),
                     serviceaccounts.service_account_resource(), pods.pod_resource(),
                     nodes.node_resource(), services.service_resource(),
-                    services.endpoints_resource(), endpointslices.endpoint_slice_resource()]
+                    services.endpoints_resource(), endpointslices.endpoint_slice_resource(),
+                    jobs.job_resource(), cronjobs.cronjob_resource(),
+                    daemonsets.daemonset_resource()]
         for info, strategy_cls in builtins:
             self._add(Served(self._store(strategy_cls(info))))
         #: the ranges Services are allocated from
