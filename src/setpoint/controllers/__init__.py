@@ -20,7 +20,12 @@ They are ordinary operators: they talk to the API server through a
 - ``nodelifecycle`` and ``taint-eviction-controller``: a silent node becomes Unknown and
   tainted, and the pods that do not tolerate its taints are evicted;
 - ``endpoint`` and ``endpointslice``: a Service's Endpoints and EndpointSlices follow the
-  pods it selects.
+  pods it selects;
+- ``job`` and ``ttl-after-finished``: Jobs run their pods to completion, finished Jobs go
+  after their TTL (:mod:`setpoint.controllers.job`);
+- ``cronjob``: CronJobs create Jobs on their schedules (:mod:`setpoint.controllers.cronjob`);
+- ``daemonset``: one pod of each DaemonSet on every eligible node
+  (:mod:`setpoint.controllers.daemonset`).
 
 :func:`builtin` builds the ones named, fresh each time (they keep per-run state);
 :func:`manager` a :class:`~setpoint.runtime.Manager` that runs them, the same whether it runs
@@ -41,6 +46,7 @@ from setpoint.controllers.endpointcontrollers import (
     endpointslice_controller,
 )
 from setpoint.controllers.garbagecollector import GarbageCollector
+from setpoint.controllers.job import JobConfig, job_controller, ttl_after_finished_controller
 from setpoint.controllers.namespace import namespace_controller
 from setpoint.controllers.nodelifecycle import (
     NodeLifecycleConfig,
@@ -54,7 +60,8 @@ from setpoint.controllers.serviceaccounts import root_ca_controller, service_acc
 #: every built-in controller, by the name ``setpoint serve --controllers`` takes
 NAMES: Final = ("garbagecollector", "namespace", "crd", "clusterrole-aggregation",
                 "serviceaccount", "root-ca-cert-publisher", "scheduler", "nodelifecycle",
-                "taint-eviction-controller", "endpoint", "endpointslice")
+                "taint-eviction-controller", "endpoint", "endpointslice", "job",
+                "ttl-after-finished")
 #: the ones that run unless others are named (every one)
 DEFAULT_NAMES: Final = NAMES
 #: the Lease the built-in controllers of several servers compete for (in kube-system)
@@ -70,6 +77,7 @@ class Settings:
 
     scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
     node_lifecycle: NodeLifecycleConfig = field(default_factory=NodeLifecycleConfig)
+    job: JobConfig = field(default_factory=JobConfig)
 
 
 def builtin(names: Iterable[str] = DEFAULT_NAMES, *, ca_pem: str | None = None,
@@ -110,6 +118,10 @@ def builtin(names: Iterable[str] = DEFAULT_NAMES, *, ca_pem: str | None = None,
         controllers.append(endpoints_controller())
     if "endpointslice" in wanted:
         controllers.append(endpointslice_controller())
+    if "job" in wanted:
+        controllers.append(job_controller(settings.job))
+    if "ttl-after-finished" in wanted:
+        controllers.append(ttl_after_finished_controller())
     return controllers, runnables
 
 
@@ -130,7 +142,7 @@ def manager(client: sp_client.Client, names: Iterable[str] = DEFAULT_NAMES, *,
 
 
 __all__ = ["DEFAULT_NAMES", "LEASE_NAME", "LEASE_NAMESPACE", "NAMES", "USER_AGENT",
-           "GarbageCollector", "NodeLifecycleConfig", "Scheduler", "SchedulerConfig",
+           "GarbageCollector", "JobConfig", "NodeLifecycleConfig", "Scheduler", "SchedulerConfig",
            "Settings", "builtin", "crd_controller", "endpoints_controller",
            "endpointslice_controller", "manager", "namespace_controller",
            "node_lifecycle_controller", "taint_eviction_controller"]
