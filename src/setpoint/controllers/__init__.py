@@ -42,6 +42,7 @@ from setpoint import client as sp_client
 from setpoint import runtime
 from setpoint.controllers.crd import crd_controller
 from setpoint.controllers.cronjob import CronJobConfig, cronjob_controller
+from setpoint.controllers.daemonset import DaemonSetConfig, daemonset_controller
 from setpoint.controllers.endpointcontrollers import (
     endpoints_controller,
     endpointslice_controller,
@@ -62,7 +63,7 @@ from setpoint.controllers.serviceaccounts import root_ca_controller, service_acc
 NAMES: Final = ("garbagecollector", "namespace", "crd", "clusterrole-aggregation",
                 "serviceaccount", "root-ca-cert-publisher", "scheduler", "nodelifecycle",
                 "taint-eviction-controller", "endpoint", "endpointslice", "job",
-                "ttl-after-finished", "cronjob")
+                "ttl-after-finished", "cronjob", "daemonset")
 #: the ones that run unless others are named (every one)
 DEFAULT_NAMES: Final = NAMES
 #: the Lease the built-in controllers of several servers compete for (in kube-system)
@@ -80,6 +81,7 @@ class Settings:
     node_lifecycle: NodeLifecycleConfig = field(default_factory=NodeLifecycleConfig)
     job: JobConfig = field(default_factory=JobConfig)
     cronjob: CronJobConfig = field(default_factory=CronJobConfig)
+    daemonset: DaemonSetConfig = field(default_factory=DaemonSetConfig)
 
 
 def builtin(names: Iterable[str] = DEFAULT_NAMES, *, ca_pem: str | None = None,
@@ -126,6 +128,8 @@ def builtin(names: Iterable[str] = DEFAULT_NAMES, *, ca_pem: str | None = None,
         controllers.append(ttl_after_finished_controller())
     if "cronjob" in wanted:
         controllers.append(cronjob_controller(settings.cronjob))
+    if "daemonset" in wanted:
+        controllers.append(daemonset_controller(settings.daemonset))
     return controllers, runnables
 
 
@@ -145,7 +149,8 @@ def manager(client: sp_client.Client, names: Iterable[str] = DEFAULT_NAMES, *,
                            clients=clients)
 
 
-__all__ = ["DEFAULT_NAMES", "CronJobConfig", "LEASE_NAME", "LEASE_NAMESPACE", "NAMES", "USER_AGENT",
+__all__ = ["DEFAULT_NAMES", "LEASE_NAME", "LEASE_NAMESPACE", "NAMES", "USER_AGENT",
+           "CronJobConfig", "DaemonSetConfig",
            "GarbageCollector", "JobConfig", "NodeLifecycleConfig", "Scheduler", "SchedulerConfig",
            "Settings", "builtin", "crd_controller", "endpoints_controller",
            "endpointslice_controller", "manager", "namespace_controller",
