@@ -26,6 +26,8 @@ from datetime import datetime, timedelta, tzinfo
 
 MAX_LENGTH = 1024
 SEARCH_YEARS = 5
+#: the longest ``@every`` delay (Go's durations end near 292 years)
+MAX_EVERY = 290 * 365 * 86400.0
 
 _MONTHS = {name: i + 1 for i, name in enumerate(
     ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"))}
@@ -189,6 +191,9 @@ def parse(text: str) -> Schedule:
             delay = _parse_duration(text[len("@every "):])
             if delay <= 0:
                 raise CronError(f"failed to parse duration {text}: delay must be positive")
+            if delay > MAX_EVERY:
+                raise CronError(f'failed to parse duration {text}: time: invalid duration '
+                                f'"{text[len("@every "):]}"')
             return Schedule(every=delay)
         if text not in _DESCRIPTORS:
             raise CronError(f"unrecognized descriptor: {text}")

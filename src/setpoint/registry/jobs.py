@@ -43,6 +43,8 @@ COMPLETION_MODES = ("NonIndexed", "Indexed")
 RESTART_POLICIES = ("OnFailure", "Never")
 DEFAULT_BACKOFF_LIMIT = 6
 MAX_INT32 = 2147483647
+#: the most completions (and parallelism) an Indexed Job may have
+MAX_INDEXED = 100000
 _IMMUTABLE = ("template", "selector", "completionMode", "completions")
 
 
@@ -95,6 +97,13 @@ def validate_job_spec(spec: Obj, path: FieldPath, *, check_selector: bool = True
     elif mode == "Indexed" and spec.get("completions") is None:
         errs.append(fields.required(path.child("completions"),
                                     "when completion mode is Indexed"))
+    elif mode == "Indexed":
+        for name in ("completions", "parallelism"):
+            value = spec.get(name)
+            if isinstance(value, int) and value > MAX_INDEXED:
+                errs.append(fields.invalid(path.child(name), value,
+                                           f"must be less than or equal to {MAX_INDEXED} when "
+                                           "completion mode is Indexed"))
     if check_selector:
         if spec.get("selector") is None:
             errs.append(fields.required(path.child("selector")))

@@ -86,6 +86,12 @@ async def test_job_validation_and_immutability(http: aiohttp.ClientSession) -> N
     assert ("spec.completions", "Required value: when completion mode is Indexed") \
         in causes(body)
 
+    status, body, _ = await request(http, "POST", JOBS, job(
+        "huge", completionMode="Indexed", completions=100001))
+    assert status == 422
+    assert ("spec.completions", "Invalid value: 100001: must be less than or equal to 100000 "
+                                "when completion mode is Indexed") in causes(body)
+
     chosen = job("chosen", selector={"matchLabels": {"app": "x"}})
     status, body, _ = await request(http, "POST", JOBS, chosen)
     assert status == 422

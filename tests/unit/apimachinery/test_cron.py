@@ -114,6 +114,23 @@ def test_errors_carry_cron_messages(text: str, message: str) -> None:
     assert str(caught.value) == message
 
 
-def test_long_schedules_are_refused() -> None:
+def test_long_schedules_and_delays_are_refused() -> None:
     with pytest.raises(cron.CronError):
         cron.parse("* " * 1000)
+    with pytest.raises(cron.CronError):
+        cron.parse("@every 99999999999999h")
+    with pytest.raises(cron.CronError):
+        cron.parse("@every 1x")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet="0123456789.hms", max_size=30))
+def test_every_never_overflows(duration: str) -> None:
+    try:
+        schedule = cron.parse(f"@every {duration}")
+    except cron.CronError:
+        return
+    after = datetime(2024, 1, 1, tzinfo=UTC)
+    found = schedule.next(after, UTC)
+    assert found is not None
+    assert found > after
