@@ -79,3 +79,19 @@ def test_wanted_pods_and_backoff() -> None:
                                   "completionMode": "Indexed"}, 0, 1) == 2
     assert [jobpods.backoff_delay(n) for n in range(5)] == [0.0, 10.0, 20.0, 40.0, 80.0]
     assert jobpods.backoff_delay(100) == jobpods.MAX_BACKOFF
+
+
+def test_expectations_hold_until_the_cache_shows_the_writes() -> None:
+    from setpoint.controllers.job import Expectations
+
+    expect = Expectations()
+    expect.created("ns/j", "j-abc")
+    expect.deleted("ns/j", "j-old")
+    old = pod("j-old")
+    old["metadata"]["name"] = "j-old"
+    assert not expect.satisfied("ns/j", [old])  # neither write shows yet
+    new = pod("j-abc")
+    new["metadata"]["name"] = "j-abc"
+    assert not expect.satisfied("ns/j", [old, new])  # the deletion does not show yet
+    assert expect.satisfied("ns/j", [new])
+    assert expect.satisfied("ns/other", [])
