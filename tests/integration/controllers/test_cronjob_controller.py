@@ -4,7 +4,6 @@ the test (writing their status as the Job controller would)."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,6 +19,7 @@ from setpoint.controlplane import ControlPlane, ControlPlaneConfig
 from setpoint.server.securing import SecurityConfig
 from setpoint.server.server import ServerConfig
 from setpoint.storage import StorageConfig
+from setpoint.testing import waiting
 
 Obj = dict[str, Any]
 JOB = ("batch/v1", "Job")
@@ -30,12 +30,8 @@ pytestmark = pytest.mark.slow
 
 
 async def eventually(check: Callable[[], Awaitable[Any]], timeout: float = 30) -> Any:
-    async with asyncio.timeout(timeout):
-        while True:
-            result = await check()
-            if result:
-                return result
-            await asyncio.sleep(0.05)
+    """The suite's wait, with the patience pods on a loaded machine need."""
+    return await waiting.eventually(check, timeout=timeout)
 
 
 @pytest.fixture

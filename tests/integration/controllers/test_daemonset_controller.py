@@ -3,7 +3,6 @@ agent running simulated pods; more nodes join as Node objects written through th
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from setpoint.controlplane import ControlPlane, ControlPlaneConfig, ServeAgentCo
 from setpoint.server.securing import SecurityConfig
 from setpoint.server.server import ServerConfig
 from setpoint.storage import StorageConfig
+from setpoint.testing import waiting
 
 Obj = dict[str, Any]
 POD = ("v1", "Pod")
@@ -26,12 +26,8 @@ pytestmark = pytest.mark.slow
 
 
 async def eventually(check: Callable[[], Awaitable[Any]], timeout: float = 60) -> Any:
-    async with asyncio.timeout(timeout):
-        while True:
-            result = await check()
-            if result:
-                return result
-            await asyncio.sleep(0.1)
+    """The suite's wait, with the patience pods on a loaded machine need."""
+    return await waiting.eventually(check, timeout=timeout)
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@ scheduler and a node agent: simulated pods (scripted exits) and real processes."
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from setpoint.controlplane import ControlPlane, ControlPlaneConfig, ServeAgentCo
 from setpoint.server.securing import SecurityConfig
 from setpoint.server.server import ServerConfig
 from setpoint.storage import StorageConfig
+from setpoint.testing import waiting
 
 Obj = dict[str, Any]
 POD = ("v1", "Pod")
@@ -27,13 +27,9 @@ EVENT = ("v1", "Event")
 pytestmark = pytest.mark.slow
 
 
-async def eventually(check: Callable[[], Awaitable[Any]], timeout: float = 60) -> Any:
-    async with asyncio.timeout(timeout):
-        while True:
-            result = await check()
-            if result:
-                return result
-            await asyncio.sleep(0.1)
+async def eventually(check: Callable[[], Awaitable[Any]], timeout: float = 90) -> Any:
+    """The suite's wait, with the patience pods on a loaded machine need."""
+    return await waiting.eventually(check, timeout=timeout)
 
 
 async def _plane(tmp_path: Path, runtime: str) -> AsyncIterator[Client]:
