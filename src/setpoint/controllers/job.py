@@ -21,6 +21,9 @@ controller does:
 - ``suspend: true`` deletes the active pods and sets ``Suspended`` (``JobSuspended``);
   resuming sets it False (``JobResumed``) and starts the clock again.
 
+A Job being deleted, or gone, holds none of its pods back: the tracking finalizer is removed
+from its pods (and from pods whose Job of that name is another one now).
+
 Expectations: the pods created and deleted by a reconcile are remembered until the pod cache
 shows them, so a cache that lags behind the controller's own writes never makes it create
 a pod twice (nor count one twice).
@@ -221,10 +224,18 @@ class JobReconciler:
 
     async def __call__(self, request: runtime.Request, ctx: runtime.Context) -> runtime.Result:
         job = ctx.get(request)
+        orphans = self._orphans(ctx, request, job)
+        if orphans:
+            await self._release(ctx, request.namespace, orphans)
         if job is None:
             self.expectations.forget(request.key)
-            return runtime.Result.done()
+            return runtime.Result(requeue=True) if orphans else runtime.Result.done()
         pods = self._pods(ctx, job)
+        if jobpods.meta(job).get("deletionTimestamp"):
+            # a Job being deleted creates nothing and holds none of its pods back
+            held = [p for p in pods if jobpods.has_finalizer(p)]
+            await self._release(ctx, request.namespace, held)
+            return runtime.Result(requeue=True) if held else runtime.Result.done()
         if not self.expectations.satisfied(request.key, pods):
             return runtime.Result.after(CATCH_UP_DELAY)
         try:
@@ -233,6 +244,34 @@ class JobReconciler:
             return runtime.Result(requeue=True)
         except errors.NotFound:
             return runtime.Result(requeue=True)
+
+    @staticmethod
+    def _orphans(ctx: runtime.Context, request: runtime.Request, job: Obj | None
+                 ) -> list[Obj]:
+        """Pods with the tracking finalizer whose Job of this name is gone (or is another
+        Job now): nobody will count them, so their finalizer goes."""
+        uid = jobpods.uid_of(job) if job is not None else None
+        found = []
+        for pod in ctx.cache_for(POD).by_index("namespace", request.namespace):
+            if not jobpods.has_finalizer(pod) or list(_job_of_pod(pod)) != [request]:
+                continue
+            if uid is None or not jobpods.owned_by(pod, uid):
+                found.append(pod)
+        return found
+
+    @staticmethod
+    async def _release(ctx: runtime.Context, namespace: str, pods: Iterable[Obj]) -> None:
+        """Remove the tracking finalizer from ``pods`` (conditional on what was read)."""
+        for pod in pods:
+            finalizers = [f for f in _list(jobpods.meta(pod).get("finalizers"))
+                          if f != jobpods.TRACKING_FINALIZER]
+            try:
+                await ctx.client.patch(POD, str(jobpods.meta(pod).get("name")), {
+                    "metadata": {"finalizers": finalizers or None,
+                                 "resourceVersion": jobpods.meta(pod).get("resourceVersion")}},
+                    namespace=namespace, patch_type=PatchType.MERGE)
+            except (errors.NotFound, errors.Conflict):
+                pass  # gone, or changed: the next reconcile looks again
 
     async def _sync(self, request: runtime.Request, ctx: runtime.Context, job: Obj,
                     pods: list[Obj]) -> runtime.Result:
@@ -336,16 +375,7 @@ class JobReconciler:
         if status != dict(old_status):
             await ctx.client.update_status({**job, "status": status}, resource=JOB)
         namespace = request.namespace
-        for pod in counted.release:
-            finalizers = [f for f in _list(jobpods.meta(pod).get("finalizers"))
-                          if f != jobpods.TRACKING_FINALIZER]
-            try:
-                await ctx.client.patch(POD, str(jobpods.meta(pod).get("name")), {
-                    "metadata": {"finalizers": finalizers or None,
-                                 "resourceVersion": jobpods.meta(pod).get("resourceVersion")}},
-                    namespace=namespace, patch_type=PatchType.MERGE)
-            except errors.NotFound:
-                pass
+        await self._release(ctx, namespace, counted.release)
         for pod in to_delete:
             name = str(jobpods.meta(pod).get("name"))
             self.expectations.deleted(request.key, name)

@@ -215,3 +215,30 @@ async def test_real_processes_succeed_and_fail(processes: Client) -> None:
     assert [p["status"]["phase"] for p in pods] == ["Failed"]
     terminated = pods[0]["status"]["containerStatuses"][0]["state"]["terminated"]
     assert terminated["exitCode"] == 1
+
+
+async def test_a_deleted_job_leaves_no_pod_held_by_its_finalizer(simulated: Client) -> None:
+    client = simulated
+    await client.create(simulated_job("gone", after=3600, parallelism=2, completions=4))
+    await client.create(simulated_job("fg", after=3600))
+
+    async def running(name: str) -> list[Obj] | None:
+        pods = await pods_of(client, name)
+        return pods if pods and all(p["status"].get("phase") == "Running"
+                                    for p in pods) else None
+    assert len(await eventually(lambda: running("gone"))) == 2
+    await eventually(lambda: running("fg"))
+    await client.delete(JOB, "gone", namespace="default", propagation_policy="Background")
+    await client.delete(JOB, "fg", namespace="default", propagation_policy="Foreground")
+
+    async def no_pods() -> bool:
+        return not await pods_of(client, "gone") and not await pods_of(client, "fg")
+    await eventually(no_pods)
+
+    async def job_gone() -> bool:
+        try:
+            await client.get(JOB, "fg", namespace="default")
+        except errors.NotFound:
+            return True
+        return False
+    await eventually(job_gone)
