@@ -114,6 +114,13 @@ def test_jobs_cronjobs_and_daemonsets(tmp_path: Path) -> None:
         eventually(lambda: desired(1), timeout=60)
         eventually(lambda: len(kubectl.json("get", "pods", "-l", "app=node-agent")[
             "items"]) == 1, timeout=60)
+        rollout = kubectl.run("rollout", "status", "daemonset/node-agent", "--timeout=90s",
+                              timeout=100)
+        assert 'daemon set "node-agent" successfully rolled out' in rollout.stdout
+        everything = kubectl.run("get", "all").stdout
+        for shown in ("job.batch/five", "cronjob.batch/every-minute",
+                      "daemonset.apps/node-agent"):
+            assert shown in everything, everything
 
         # the schedule itself, on the real clock: a Job within a minute or so of creation
         def scheduled() -> list[Obj]:
