@@ -31,7 +31,8 @@ JSON = st.recursive(
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
         st.sampled_from(["schedule", "timeZone", "completions", "parallelism",
                          "completionMode", "selector", "matchLabels", "updateStrategy",
-                         "maxUnavailable", "name", "image", "port", "ports", "containerPort", "nodePort",
+                         "maxUnavailable", "name", "image", "port", "ports",
+                         "containerPort", "nodePort",
                          "protocol", "value", "valueFrom", "fieldRef", "key", "effect",
                          "operator", "limits", "requests", "cpu", "emptyDir", "hostPath",
                          "path", "ip", "addresses", "state", "waiting", "reason",
