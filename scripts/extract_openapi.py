@@ -56,6 +56,9 @@ KINDS = (
     "io.k8s.api.discovery.v1.EndpointSlice",
     "io.k8s.api.apps.v1.ReplicaSet",
     "io.k8s.api.apps.v1.Deployment",
+    "io.k8s.api.batch.v1.Job",
+    "io.k8s.api.batch.v1.CronJob",
+    "io.k8s.api.apps.v1.DaemonSet",
 )
 
 #: definitions the operations refer to (responses, request bodies) and the custom resources'

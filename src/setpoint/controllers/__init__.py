@@ -23,6 +23,11 @@ They are ordinary operators: they talk to the API server through a
   pods it selects;
 - ``replicaset`` and ``deployment``: a ReplicaSet keeps its pods, a Deployment rolls its
   template out through ReplicaSets.
+- ``job`` and ``ttl-after-finished``: Jobs run their pods to completion, finished Jobs go
+  after their TTL (:mod:`setpoint.controllers.job`);
+- ``cronjob``: CronJobs create Jobs on their schedules (:mod:`setpoint.controllers.cronjob`);
+- ``daemonset``: one pod of each DaemonSet on every eligible node
+  (:mod:`setpoint.controllers.daemonset`).
 
 :func:`builtin` builds the ones named, fresh each time (they keep per-run state);
 :func:`manager` a :class:`~setpoint.runtime.Manager` that runs them, the same whether it runs
@@ -38,12 +43,15 @@ from typing import Final
 from setpoint import client as sp_client
 from setpoint import runtime
 from setpoint.controllers.crd import crd_controller
+from setpoint.controllers.cronjob import CronJobConfig, cronjob_controller
+from setpoint.controllers.daemonset import DaemonSetConfig, daemonset_controller
 from setpoint.controllers.deployment import deployment_controller
 from setpoint.controllers.endpointcontrollers import (
     endpoints_controller,
     endpointslice_controller,
 )
 from setpoint.controllers.garbagecollector import GarbageCollector
+from setpoint.controllers.job import JobConfig, job_controller, ttl_after_finished_controller
 from setpoint.controllers.namespace import namespace_controller
 from setpoint.controllers.nodelifecycle import (
     NodeLifecycleConfig,
@@ -59,7 +67,7 @@ from setpoint.controllers.serviceaccounts import root_ca_controller, service_acc
 NAMES: Final = ("garbagecollector", "namespace", "crd", "clusterrole-aggregation",
                 "serviceaccount", "root-ca-cert-publisher", "scheduler", "nodelifecycle",
                 "taint-eviction-controller", "endpoint", "endpointslice", "replicaset",
-                "deployment")
+                "deployment", "job", "ttl-after-finished", "cronjob", "daemonset")
 #: the ones that run unless others are named (every one)
 DEFAULT_NAMES: Final = NAMES
 #: the Lease the built-in controllers of several servers compete for (in kube-system)
@@ -75,6 +83,9 @@ class Settings:
 
     scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
     node_lifecycle: NodeLifecycleConfig = field(default_factory=NodeLifecycleConfig)
+    job: JobConfig = field(default_factory=JobConfig)
+    cronjob: CronJobConfig = field(default_factory=CronJobConfig)
+    daemonset: DaemonSetConfig = field(default_factory=DaemonSetConfig)
 
 
 def builtin(names: Iterable[str] = DEFAULT_NAMES, *, ca_pem: str | None = None,
@@ -119,6 +130,14 @@ def builtin(names: Iterable[str] = DEFAULT_NAMES, *, ca_pem: str | None = None,
         controllers.append(replicaset_controller())
     if "deployment" in wanted:
         controllers.append(deployment_controller())
+    if "job" in wanted:
+        controllers.append(job_controller(settings.job))
+    if "ttl-after-finished" in wanted:
+        controllers.append(ttl_after_finished_controller())
+    if "cronjob" in wanted:
+        controllers.append(cronjob_controller(settings.cronjob))
+    if "daemonset" in wanted:
+        controllers.append(daemonset_controller(settings.daemonset))
     return controllers, runnables
 
 
@@ -139,7 +158,9 @@ def manager(client: sp_client.Client, names: Iterable[str] = DEFAULT_NAMES, *,
 
 
 __all__ = ["DEFAULT_NAMES", "LEASE_NAME", "LEASE_NAMESPACE", "NAMES", "USER_AGENT",
-           "GarbageCollector", "NodeLifecycleConfig", "Scheduler", "SchedulerConfig",
-           "Settings", "builtin", "crd_controller", "deployment_controller", "endpoints_controller",
+           "CronJobConfig", "DaemonSetConfig",
+           "GarbageCollector", "JobConfig", "NodeLifecycleConfig", "Scheduler", "SchedulerConfig",
+           "Settings", "builtin", "crd_controller", "deployment_controller",
+           "endpoints_controller",
            "endpointslice_controller", "manager", "namespace_controller",
            "node_lifecycle_controller", "replicaset_controller", "taint_eviction_controller"]

@@ -23,9 +23,12 @@ from setpoint.registry import (
     admissionregistration,
     core,
     crd,
+    cronjobs,
+    daemonsets,
     deletion,
     deployments,
     endpointslices,
+    jobs,
     nodes,
     podactions,
     pods,
@@ -91,7 +94,9 @@ class Catalog:
                     serviceaccounts.service_account_resource(), pods.pod_resource(),
                     nodes.node_resource(), services.service_resource(),
                     services.endpoints_resource(), endpointslices.endpoint_slice_resource(),
-                    replicasets.replica_set_resource(), deployments.deployment_resource()]
+                    replicasets.replica_set_resource(), deployments.deployment_resource(),
+                    jobs.job_resource(), cronjobs.cronjob_resource(),
+                    daemonsets.daemonset_resource()]
         for info, strategy_cls in builtins:
             self._add(Served(self._store(strategy_cls(info))))
         #: the ranges Services are allocated from

@@ -70,6 +70,10 @@ def no_warnings(stderr: str) -> None:
     ("crd.spec.versions.schema.openAPIV3Schema",
      "openAPIV3Schema is the OpenAPI v3 schema to use for validation and pruning."),
     ("gizmo.spec.mode", "How fast it runs."),
+    ("job.spec.backoffLimit", "Specifies the number of retries before marking this job failed."),
+    ("cronjob.spec.schedule", "The schedule in Cron format"),
+    ("daemonset.spec.updateStrategy",
+     "An update strategy to replace existing DaemonSet pods with new pods."),
 ], ids=lambda v: v if "." in v and " " not in v else "")
 def test_explain_prints_the_published_descriptions(kubectl: Kubectl, field: str,
                                                    expected: str) -> None:

@@ -1,5 +1,5 @@
-"""Property-based fuzzing of the Pod, Node, Service, Endpoints, EndpointSlice, ReplicaSet and
-Deployment strategies.
+"""Property-based fuzzing of the Pod, Node, Service, Endpoints, EndpointSlice, ReplicaSet,
+Deployment, Job, CronJob and DaemonSet strategies.
 
 A valid object has values at random paths replaced by random JSON (wrong types, nulls,
 junk strings, deep nesting). Whatever comes of it, each hook the store calls either refuses
@@ -18,17 +18,31 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from setpoint.registry import deployments, endpointslices, nodes, pods, replicasets, services
+from setpoint.registry import (
+    cronjobs,
+    daemonsets,
+    deployments,
+    endpointslices,
+    jobs,
+    nodes,
+    pods,
+    replicasets,
+    services,
+)
 from setpoint.registry.options import DeleteOptions
 from setpoint.registry.strategy import Strategy
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers(min_value=-(2**64), max_value=2**64)
     | st.floats(allow_nan=False) | st.text(max_size=12)
-    | st.sampled_from(["", "None", "Always", "TCP", "10.96.0.5", "1Gi", "-1", "a=b",
+    | st.sampled_from(["*/5 * * * *", "@hourly", "Europe/Paris", "Indexed", "TZ=UTC",
+                       "", "None", "Always", "TCP", "10.96.0.5", "1Gi", "-1", "a=b",
                        "NodePort", "ExternalName", "Exists", "NoExecute"]),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
-        st.sampled_from(["name", "image", "port", "ports", "containerPort", "nodePort",
+        st.sampled_from(["schedule", "timeZone", "completions", "parallelism",
+                         "completionMode", "selector", "matchLabels", "updateStrategy",
+                         "maxUnavailable", "name", "image", "port", "ports",
+                         "containerPort", "nodePort",
                          "protocol", "value", "valueFrom", "fieldRef", "key", "effect",
                          "operator", "limits", "requests", "cpu", "emptyDir", "hostPath",
                          "path", "ip", "addresses", "state", "waiting", "reason",
@@ -80,6 +94,28 @@ DEPLOYMENT = {"apiVersion": "apps/v1", "kind": "Deployment",
                   {"type": "Available", "status": "True"}]}}
 REPLICA_SET = {**DEPLOYMENT, "kind": "ReplicaSet",
                "spec": {k: v for k, v in DEPLOYMENT["spec"].items() if k != "strategy"}}
+TEMPLATE = {"metadata": {"labels": {"app": "x"}},
+            "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "b"}]}}
+JOB = {"apiVersion": "batch/v1", "kind": "Job",
+       "metadata": {"name": "j", "namespace": "default", "uid": "u-2"},
+       "spec": {"completions": 3, "parallelism": 2, "completionMode": "Indexed",
+                "activeDeadlineSeconds": 10, "template": TEMPLATE},
+       "status": {"succeeded": 1, "completedIndexes": "0", "startTime": "2026-01-01T00:00:00Z",
+                  "conditions": [{"type": "Complete", "status": "True"}]}}
+CRONJOB = {"apiVersion": "batch/v1", "kind": "CronJob",
+           "metadata": {"name": "c", "namespace": "default"},
+           "spec": {"schedule": "*/5 * * * *", "timeZone": "Europe/Paris",
+                    "jobTemplate": {"spec": {"template": TEMPLATE}}},
+           "status": {"lastScheduleTime": "2026-01-01T00:00:00Z", "active": [{"name": "x"}]}}
+DAEMONSET = {"apiVersion": "apps/v1", "kind": "DaemonSet",
+             "metadata": {"name": "d", "namespace": "default"},
+             "spec": {"selector": {"matchLabels": {"app": "x"}},
+                      "template": {"metadata": {"labels": {"app": "x"}}, "spec": {
+                          "nodeSelector": {"a": "b"},
+                          "containers": [{"name": "c", "image": "b"}]}},
+                      "updateStrategy": {"type": "RollingUpdate",
+                                         "rollingUpdate": {"maxUnavailable": "10%"}}},
+             "status": {"numberReady": 1}}
 
 STRATEGIES: list[tuple[Strategy, dict[str, Any]]] = [
     (pods.PodStrategy(pods.pod_resource()[0]), POD),
@@ -89,6 +125,9 @@ STRATEGIES: list[tuple[Strategy, dict[str, Any]]] = [
     (endpointslices.EndpointSliceStrategy(endpointslices.endpoint_slice_resource()[0]), SLICE),
     (replicasets.ReplicaSetStrategy(replicasets.replica_set_resource()[0]), REPLICA_SET),
     (deployments.DeploymentStrategy(deployments.deployment_resource()[0]), DEPLOYMENT),
+    (jobs.JobStrategy(jobs.job_resource()[0]), JOB),
+    (cronjobs.CronJobStrategy(cronjobs.cronjob_resource()[0]), CRONJOB),
+    (daemonsets.DaemonSetStrategy(daemonsets.daemonset_resource()[0]), DAEMONSET),
 ]
 
 

@@ -46,6 +46,10 @@ CONTROLLER_ACCOUNTS: Final = {
     "endpointslice": "endpointslice-controller",
     "replicaset": "replicaset-controller",
     "deployment": "deployment-controller",
+    "job": "job-controller",
+    "ttl-after-finished": "ttl-after-finished-controller",
+    "cronjob": "cronjob-controller",
+    "daemonset": "daemon-set-controller",
 }
 #: built-in controllers that act as a user of their own rather than a ServiceAccount
 CONTROLLER_USERS: Final = {"scheduler": "system:kube-scheduler"}
@@ -204,6 +208,29 @@ def _controller_roles() -> list[Obj]:
             rule(("get", "list", "watch", "create", "update", "patch", "delete"),
                  ["apps", "extensions"], ["replicasets"]),
             rule(("get", "list", "watch", "update"), [""], ["pods"])],
+        "job-controller": [
+            rule(("get", "list", "watch", "update", "patch"), ["batch"], ["jobs"]),
+            rule(["update", "patch"], ["batch"], ["jobs/status"]),
+            rule(["update"], ["batch"], ["jobs/finalizers"]),
+            rule(("list", "watch", "create", "delete", "patch"), [""], ["pods"])],
+        "ttl-after-finished-controller": [
+            rule(("delete", "get", "list", "watch"), ["batch"], ["jobs"])],
+        "cronjob-controller": [
+            rule(("get", "list", "watch", "update"), ["batch"], ["cronjobs"]),
+            rule(("get", "list", "watch", "create", "update", "delete", "patch"), ["batch"],
+                 ["jobs"]),
+            rule(["update"], ["batch"], ["cronjobs/status"]),
+            rule(["update"], ["batch"], ["cronjobs/finalizers"]),
+            rule(("list", "delete"), [""], ["pods"])],
+        "daemon-set-controller": [
+            rule(("get", "list", "watch"), ["apps"], ["daemonsets"]),
+            rule(["update"], ["apps"], ["daemonsets/status"]),
+            rule(["update"], ["apps"], ["daemonsets/finalizers"]),
+            rule(("get", "list", "watch"), [""], ["nodes"]),
+            rule(("list", "watch", "create", "delete", "patch"), [""], ["pods"]),
+            rule(["create"], [""], ["pods/binding"]),
+            rule(("create", "delete", "update", "patch", "list", "watch"), ["apps"],
+                 ["controllerrevisions"])],
     }
     return [cluster_role(f"system:controller:{name}", [*rules, *events, *leases])
             for name, rules in roles.items()]
