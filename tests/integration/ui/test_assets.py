@@ -20,6 +20,7 @@ ASSETS = {
     "/ui/dom.js": "text/javascript; charset=utf-8",
     "/ui/health.js": "text/javascript; charset=utf-8",
     "/ui/app.css": "text/css; charset=utf-8",
+    "/ui/favicon.svg": "image/svg+xml",
 }
 
 
@@ -69,9 +70,11 @@ def test_index_has_no_inline_script_and_loads_only_local_modules(cluster: UiClus
     assert scripts, "the index loads the app"
     for script in scripts:
         opening, _, rest = script.partition(">")
-        assert 'src="' in opening and "//" not in opening
+        assert 'src="' in opening
+        assert "//" not in opening
         assert rest.startswith("</script>"), "no inline script"
-    assert "http://" not in html and "https://" not in html
+    assert "http://" not in html
+    assert "https://" not in html
 
 
 @pytest.mark.parametrize("path", [

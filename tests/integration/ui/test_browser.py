@@ -1,0 +1,224 @@
+"""The UI in a real headless browser (Debian's chromium and chromedriver, driven by selenium)
+against a ``setpoint serve`` process: sign in with a token, find a custom resource through
+discovery and its Table, see why it is not ready, watch its owner tree change live, and find
+that a ``view`` user's edit is refused by the API with its 403 message shown.
+
+Skipped, with the reason, when selenium, chromium or chromedriver is not installed
+(``.ci/run`` installs them)."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.ui.cluster import ADMIN_TOKEN, VIEW_TOKEN, WIDGETS_CRD, UiCluster, start
+
+pytestmark = pytest.mark.slow
+
+webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
+from selenium.common.exceptions import (  # noqa: E402
+    NoSuchElementException,
+    StaleElementReferenceException,
+    TimeoutException,
+    WebDriverException,
+)
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMEDRIVER = shutil.which("chromedriver") or (
+    "/usr/bin/chromedriver" if Path("/usr/bin/chromedriver").exists() else None)
+WAIT = 30.0
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[UiCluster]:
+    c = start(tmp_path_factory.mktemp("ui-browser") / "serve")
+    try:
+        c.ok("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", WIDGETS_CRD)
+        wait_for(lambda: c.call("GET", "/apis/example.com/v1/widgets")[0] == 200,
+                 "the Widget CRD is served")
+        yield c
+    finally:
+        c.serve.stop()
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    if CHROMIUM is None or CHROMEDRIVER is None:
+        pytest.skip("chromium and chromedriver are not installed (apt-get install chromium "
+                    "chromium-driver)")
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--window-size=1280,1000", "--no-first-run",
+                f"--user-data-dir={tmp_path_factory.mktemp('chromium')}"):
+        options.add_argument(arg)
+    options.accept_insecure_certs = True  # the cluster's own CA signed the server certificate
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    try:
+        driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
+    except WebDriverException as e:
+        pytest.skip(f"chromium does not start here: {e.msg}")
+    try:
+        yield driver
+    finally:
+        for entry in driver.get_log("browser"):
+            print("browser:", entry.get("level"), entry.get("message"))
+        driver.quit()
+
+
+def wait_for(condition: Callable[[], Any], what: str, timeout: float = WAIT) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            result = condition()
+        except (NoSuchElementException, StaleElementReferenceException):
+            result = None
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting until {what}")
+        time.sleep(0.05)
+
+
+def until(driver: Any, condition: Callable[[Any], Any], what: str) -> Any:
+    try:
+        return WebDriverWait(driver, WAIT, ignored_exceptions=(
+            NoSuchElementException, StaleElementReferenceException)).until(condition)
+    except TimeoutException as e:
+        error = driver.find_elements(By.ID, "error")
+        shown = error[0].text if error else ""
+        raise AssertionError(f"timed out waiting until {what} (error shown: {shown!r})") from e
+
+
+def sign_in(driver: Any, cluster: UiCluster, token: str) -> None:
+    driver.get(cluster.url + "/ui/")
+    driver.execute_script("sessionStorage.clear()")
+    driver.get(cluster.url + "/ui/#/")
+    field = until(driver, lambda d: d.find_element(By.ID, "token"), "the sign-in form shows")
+    field.send_keys(token)
+    driver.find_element(By.CSS_SELECTOR, "#signin button[type=submit]").click()
+
+
+def create_widget(cluster: UiCluster, name: str, conditions: list[dict[str, Any]]) -> Any:
+    cluster.ok("POST", "/apis/example.com/v1/namespaces/default/widgets", {
+        "apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": name},
+        "spec": {"size": 3}})
+    return cluster.ok("PATCH", f"/apis/example.com/v1/namespaces/default/widgets/{name}/status",
+                      {"status": {"conditions": conditions}},
+                      content_type="application/merge-patch+json")
+
+
+def test_sign_in_list_a_custom_kind_and_see_why_an_object_is_not_ready(
+        cluster: UiCluster, browser: Any) -> None:
+    create_widget(cluster, "broken", [{
+        "type": "Ready", "status": "False", "reason": "NoCapacity",
+        "message": "no capacity left in pool blue", "lastTransitionTime": "2026-01-01T00:00:00Z"}])
+    create_widget(cluster, "fine", [{
+        "type": "Ready", "status": "True", "reason": "Provisioned", "message": "all good",
+        "lastTransitionTime": "2026-01-01T00:00:00Z"}])
+    sign_in(browser, cluster, ADMIN_TOKEN)
+    until(browser, lambda d: d.find_element(By.ID, "who").text == "alice", "alice is signed in")
+    link = until(browser, lambda d: d.find_element(By.CSS_SELECTOR, "#kinds a[data-kind=Widget]"),
+                 "discovery lists the custom kind")
+    link.click()
+
+    def row(name: str) -> Any:
+        return browser.find_element(By.CSS_SELECTOR, f"#table tr[data-name={name}]")
+
+    until(browser, lambda d: row("broken"), "the table lists the widget")
+    headers = [th.text for th in browser.find_elements(By.CSS_SELECTOR, "#table th")]
+    assert headers[:2] == ["Name", "Size"], headers  # the CRD's printer column
+    assert "3" in [td.text for td in row("broken").find_elements(By.TAG_NAME, "td")]
+    assert row("broken").find_element(By.CSS_SELECTOR, "[data-health]") \
+        .get_attribute("data-health") == "not-ready"
+    assert row("fine").find_element(By.CSS_SELECTOR, "[data-health]") \
+        .get_attribute("data-health") == "ready"
+
+    browser.find_element(By.ID, "notready").click()
+    until(browser, lambda d: not d.find_elements(By.CSS_SELECTOR, "#table tr[data-name=fine]")
+          and d.find_elements(By.CSS_SELECTOR, "#table tr[data-name=broken]"),
+          "the not-ready filter keeps only the broken widget")
+
+    row("broken").find_element(By.LINK_TEXT, "broken").click()
+    message = until(browser, lambda d: d.find_element(By.ID, "health-message"),
+                    "the object's health shows")
+    assert "no capacity left in pool blue" in message.text
+    assert "NoCapacity" in message.text
+    assert browser.find_element(By.CSS_SELECTOR, "#health [data-health]") \
+        .get_attribute("data-health") == "not-ready"
+    # managedFields are folded away from the object's text
+    folded = browser.find_element(By.ID, "managed-fields")
+    assert folded.get_attribute("open") is None
+    assert "managedFields" not in browser.find_element(By.ID, "object-json").text
+    assert '"size": 3' in browser.find_element(By.ID, "object-json").text
+
+
+def test_owner_tree_updates_live_when_a_child_is_deleted(
+        cluster: UiCluster, browser: Any) -> None:
+    owner = create_widget(cluster, "parent", [{
+        "type": "Ready", "status": "True", "reason": "Ok", "message": "ok",
+        "lastTransitionTime": "2026-01-01T00:00:00Z"}])
+    ref = {"apiVersion": "example.com/v1", "kind": "Widget", "name": "parent",
+           "uid": owner["metadata"]["uid"], "controller": True}
+    for name in ("parent-config", "parent-extra"):
+        cluster.ok("POST", "/api/v1/namespaces/default/configmaps", {
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "ownerReferences": [ref]}, "data": {"k": "v"}})
+    sign_in(browser, cluster, ADMIN_TOKEN)
+    until(browser, lambda d: d.find_element(By.ID, "kinds"), "signed in")
+    # up: a child's tree starts at its owner
+    browser.get(cluster.url + "/ui/#/o/core/v1/configmaps/default/parent-config")
+    until(browser, lambda d: d.find_element(
+        By.CSS_SELECTOR, "#tree li[data-kind=Widget][data-name=parent] "
+                         "li.self[data-name=parent-config]"), "the owner is above the child")
+    # down, and live
+    browser.get(cluster.url + "/ui/#/o/example.com/v1/widgets/default/parent")
+    tree_child = "#tree li[data-name=parent] li[data-kind=ConfigMap][data-name={}]"
+    until(browser, lambda d: d.find_element(By.CSS_SELECTOR, tree_child.format("parent-config"))
+          and d.find_element(By.CSS_SELECTOR, tree_child.format("parent-extra")),
+          "the tree shows both children")
+    status, _, _ = cluster.call("DELETE", "/api/v1/namespaces/default/configmaps/parent-config")
+    assert status == 200
+    until(browser, lambda d: not d.find_elements(By.CSS_SELECTOR,
+                                                 tree_child.format("parent-config"))
+          and d.find_elements(By.CSS_SELECTOR, tree_child.format("parent-extra")),
+          "the deleted child leaves the tree, the other stays")
+    # and a new one appears
+    cluster.ok("POST", "/api/v1/namespaces/default/configmaps", {
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "parent-new", "ownerReferences": [ref]}, "data": {"k": "v"}})
+    until(browser, lambda d: d.find_element(By.CSS_SELECTOR, tree_child.format("parent-new")),
+          "a new child joins the tree")
+
+
+def test_a_view_user_cannot_edit_and_sees_the_apis_403(
+        cluster: UiCluster, browser: Any) -> None:
+    cluster.ok("POST", "/api/v1/namespaces/default/configmaps", {
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "readonly"},
+        "data": {"colour": "blue"}})
+    sign_in(browser, cluster, VIEW_TOKEN)
+    until(browser, lambda d: d.find_element(By.ID, "who").text == "viewer", "viewer signed in")
+    browser.get(cluster.url + "/ui/#/o/core/v1/configmaps/default/readonly")
+    until(browser, lambda d: "blue" in d.find_element(By.ID, "object-json").text,
+          "the viewer reads the object")
+    browser.find_element(By.ID, "edit").click()
+    editor = until(browser, lambda d: d.find_element(By.ID, "editor"), "the editor opens")
+    text = editor.get_attribute("value").replace('"blue"', '"red"')
+    editor.clear()
+    editor.send_keys(text)
+    browser.find_element(By.ID, "save").click()
+    error = until(browser, lambda d: d.find_element(By.ID, "error").text, "an error shows")
+    assert error.startswith("403 Forbidden: ")
+    assert 'configmaps "readonly" is forbidden: User "viewer" cannot update resource ' \
+           '"configmaps"' in error
+    assert cluster.ok("GET", "/api/v1/namespaces/default/configmaps/readonly")["data"] == \
+        {"colour": "blue"}
