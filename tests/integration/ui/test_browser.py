@@ -9,6 +9,8 @@ Skipped, with the reason, when selenium, chromium or chromedriver is not install
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -222,3 +224,22 @@ def test_a_view_user_cannot_edit_and_sees_the_apis_403(
            '"configmaps"' in error
     assert cluster.ok("GET", "/api/v1/namespaces/default/configmaps/readonly")["data"] == \
         {"colour": "blue"}
+
+
+def test_ui_login_prints_a_url_that_signs_the_tab_in(cluster: UiCluster, browser: Any) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "setpoint", "ui-login", "--service-account", "default/ui-reader",
+         "--create", "--duration", "10m", "--kubeconfig", str(cluster.serve.kubeconfig)],
+        capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    url = done.stdout.strip()
+    prefix = cluster.url + "/ui/#token="
+    assert url.startswith(prefix)
+    token = url[len(prefix):]
+    browser.get(cluster.url + "/ui/")
+    browser.execute_script("sessionStorage.clear()")
+    browser.get(url)
+    until(browser, lambda d: d.find_element(By.ID, "who").text ==
+          "system:serviceaccount:default:ui-reader", "the service account is signed in")
+    assert token not in browser.current_url
+    assert browser.execute_script("return sessionStorage.getItem('setpoint.token')") == token

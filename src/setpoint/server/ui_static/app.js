@@ -423,6 +423,7 @@ async function route() {
   page = new AbortController();
   const signal = page.signal;
   showError(null);
+  if (takeTokenFromFragment()) { kinds = null; who.textContent = ""; }
   if (!token()) { who.textContent = ""; signOut.hidden = true; signInView(); return; }
   signOut.hidden = false;
   const hash = location.hash.replace(/^#/, "") || "/";
@@ -454,10 +455,10 @@ async function route() {
 
 function takeTokenFromFragment() {
   // a login URL: /ui/#token=... (the fragment never reaches the server); keep it out of history
-  if (location.hash.startsWith("#token=")) {
-    setToken(decodeURIComponent(location.hash.slice("#token=".length)));
-    history.replaceState(null, "", `${location.pathname}#/`);
-  }
+  if (!location.hash.startsWith("#token=")) return false;
+  setToken(decodeURIComponent(location.hash.slice("#token=".length)));
+  history.replaceState(null, "", `${location.pathname}#/`);
+  return true;
 }
 
 signOut.addEventListener("click", () => {
@@ -468,5 +469,4 @@ signOut.addEventListener("click", () => {
   route();
 });
 window.addEventListener("hashchange", route);
-takeTokenFromFragment();
 route();
