@@ -165,15 +165,23 @@ def build_app(state: AppState) -> web.Application:
         gate (authentication, audit, authorization) runs first when the server has one."""
         started = time.perf_counter()
         path = request.path
+        transport = request.transport
         if ui.is_ui_path(path):
             # static files without data, the same for everyone: before the gate, so that a
             # browser can load the sign-in page; every data request the UI makes goes
-            # through the gate like any other client's
-            return ui_assets.serve(request)
+            # through the gate like any other client's. The connection's state still
+            # follows the request (a keep-alive connection left in HEADERS would be closed
+            # under the browser's next request)
+            if guard is not None:
+                guard.request_started(transport)
+            try:
+                return ui_assets.serve(request)
+            finally:
+                if guard is not None:
+                    guard.request_finished(transport)
         ri = request_info.parse(path)
         kind = limits.classify(request.method, path, ri, request.query.get("watch"))
         labels = labels_of(request, ri, kind is limits.Kind.LONG_RUNNING)
-        transport = request.transport
         if guard is not None:
             guard.request_started(transport)
         try:
