@@ -243,3 +243,24 @@ def test_ui_login_prints_a_url_that_signs_the_tab_in(cluster: UiCluster, browser
           "system:serviceaccount:default:ui-reader", "the service account is signed in")
     assert token not in browser.current_url
     assert browser.execute_script("return sessionStorage.getItem('setpoint.token')") == token
+
+
+def test_pages_left_behind_give_their_watch_connections_back(
+        cluster: UiCluster, browser: Any) -> None:
+    # each object page holds several watches; browsers allow about six connections to one
+    # server, so pages kept in the back-forward cache with their watches open would stall
+    # the next page until those streams ended
+    create_widget(cluster, "visited", [{
+        "type": "Ready", "status": "True", "reason": "Ok", "message": "ok",
+        "lastTransitionTime": "2026-01-01T00:00:00Z"}])
+    sign_in(browser, cluster, ADMIN_TOKEN)
+    until(browser, lambda d: d.find_element(By.ID, "kinds"), "signed in")
+    for _ in range(4):
+        browser.get("about:blank")
+        browser.get(cluster.url + "/ui/#/o/example.com/v1/widgets/default/visited")
+        until(browser, lambda d: d.find_element(By.CSS_SELECTOR, "#tree li.self")
+              and d.find_element(By.CSS_SELECTOR, "#events h2"), "the object page is live")
+    browser.get("about:blank")
+    browser.get(cluster.url + "/ui/#/r/example.com/v1/widgets?ns=default")
+    until(browser, lambda d: d.find_element(By.CSS_SELECTOR, "#table tr[data-name=visited]"),
+          "the next page loads")

@@ -469,4 +469,8 @@ signOut.addEventListener("click", () => {
   route();
 });
 window.addEventListener("hashchange", route);
+// leaving the page ends its watches at once: a page kept in the back-forward cache would
+// otherwise hold its connections (browsers allow about six per server) while hidden
+window.addEventListener("pagehide", () => { if (page) page.abort(); });
+window.addEventListener("pageshow", (ev) => { if (ev.persisted) route(); });
 route();
