@@ -81,12 +81,14 @@ async def serve_watch(request: web.Request, store: Store, namespace: str | None,
     deadline = loop.time() + limit
     need_initial_end = bool(opts.send_initial_events) and opts.allow_bookmarks
     first_table = True
+    #: what a Table event's row carries: None, Metadata (the default) or Object
+    include_object = request.query.get("includeObject", "Metadata")
 
     def shape(obj: Obj) -> Obj:
         nonlocal first_table
         if output.kind == "table" and columns is not None:
             tbl = table.build(columns, [obj], clock.now(), with_definitions=first_table,
-                              metadata={"resourceVersion": obj["metadata"].get(
+                              include_object=include_object, metadata={"resourceVersion": obj["metadata"].get(
                                   "resourceVersion", "")})
             first_table = False
             return tbl
