@@ -264,3 +264,38 @@ def test_pages_left_behind_give_their_watch_connections_back(
     browser.get(cluster.url + "/ui/#/r/example.com/v1/widgets?ns=default")
     until(browser, lambda d: d.find_element(By.CSS_SELECTOR, "#table tr[data-name=visited]"),
           "the next page loads")
+
+
+def test_a_table_follows_creates_status_changes_and_deletes(
+        cluster: UiCluster, browser: Any) -> None:
+    cluster.ok("POST", "/api/v1/namespaces", {
+        "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "livetable"}})
+    base = "/apis/example.com/v1/namespaces/livetable/widgets"
+    sign_in(browser, cluster, ADMIN_TOKEN)
+    until(browser, lambda d: d.find_element(By.ID, "kinds"), "signed in")
+    browser.get(cluster.url + "/ui/#/r/example.com/v1/widgets?ns=livetable")
+    until(browser, lambda d: d.find_element(By.ID, "table-status").text == "0 objects, live",
+          "the empty table is live")
+
+    def health_of(name: str) -> str | None:
+        found = browser.find_elements(By.CSS_SELECTOR,
+                                      f"#table tr[data-name={name}] [data-health]")
+        return found[0].get_attribute("data-health") if found else None
+
+    for name in ("b-second", "a-first"):
+        cluster.ok("POST", base, {"apiVersion": "example.com/v1", "kind": "Widget",
+                                  "metadata": {"name": name}, "spec": {"size": 1}})
+    until(browser, lambda d: [tr.get_attribute("data-name") for tr in d.find_elements(
+        By.CSS_SELECTOR, "#table tbody tr")] == ["a-first", "b-second"],
+        "created rows appear in name order")
+    assert health_of("a-first") == "unknown"
+    cluster.ok("PATCH", f"{base}/a-first/status", {"status": {"conditions": [{
+        "type": "Ready", "status": "False", "reason": "Broken", "message": "it broke",
+        "lastTransitionTime": "2026-01-01T00:00:00Z"}]}},
+        content_type="application/merge-patch+json")
+    until(browser, lambda d: health_of("a-first") == "not-ready",
+          "a status change turns the row not ready")
+    cluster.ok("DELETE", f"{base}/b-second")
+    until(browser, lambda d: health_of("b-second") is None
+          and d.find_element(By.ID, "table-status").text == "1 object, live",
+          "a deleted object's row goes")

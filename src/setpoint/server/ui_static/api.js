@@ -45,12 +45,12 @@ export async function request(path, { method = "GET", body, accept = JSON_TYPE, 
 
 // Calls onEvent(event) for each watch event of `path` from `resourceVersion` until the
 // stream ends (returns) or fails (throws); `signal` stops it.
-export async function watchStream(path, resourceVersion, onEvent, signal) {
+export async function watchStream(path, resourceVersion, onEvent, signal, accept = JSON_TYPE) {
   const sep = path.includes("?") ? "&" : "?";
   const url = `${path}${sep}watch=1&allowWatchBookmarks=true&resourceVersion=${encodeURIComponent(resourceVersion)}`;
   const response = await fetch(url, {
     signal, credentials: "omit", cache: "no-store", redirect: "error",
-    headers: headers(JSON_TYPE, false),
+    headers: headers(accept, false),
   });
   if (!response.ok) {
     let data = null;

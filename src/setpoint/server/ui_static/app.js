@@ -3,7 +3,7 @@
 //   #/r/GROUP/VERSION/RESOURCE?ns=&labels=&notready=1   a table of one kind (server's Table form)
 //   #/o/GROUP/VERSION/RESOURCE/NAMESPACE/NAME  one object: health, owner tree, events, JSON
 // GROUP is "core" for the core group, NAMESPACE "-" for cluster-scoped objects.
-import { ApiError, DISCOVERY, TABLE, request, setToken, token, watchChanges } from "./api.js";
+import { ApiError, DISCOVERY, TABLE, request, setToken, token, watchChanges, watchStream } from "./api.js";
 import { h, replace } from "./dom.js";
 import { LABELS, health } from "./health.js";
 
@@ -182,39 +182,99 @@ async function tableView(signal, group, version, resource, query) {
   const path = collectionPath(k, namespace);
   const params = new URLSearchParams({ includeObject: "Object" });
   if (labels) params.set("labelSelector", labels);
-  const load = async () => {
+  const live = new LiveTable(holder, status, k, notReady);
+  let rv = null;
+  let delay = 500;
+  while (!signal.aborted) {
     try {
-      const table = await request(`${path}?${params}`, { accept: TABLE, signal });
-      renderTable(holder, k, table, notReady);
-      status.textContent = `${(table.rows || []).length} objects, live`;
-      showError(null);
+      if (rv === null) {
+        const table = await request(`${path}?${params}`, { accept: TABLE, signal });
+        rv = table.metadata.resourceVersion;
+        live.reset(table);
+        showError(null);
+      }
+      await watchStream(`${path}?${params}`, rv, (event) => {
+        const obj = event.object || {};
+        if (event.type === "ERROR") throw new ApiError(obj.code || 500, obj);
+        if (obj.metadata && obj.metadata.resourceVersion) rv = obj.metadata.resourceVersion;
+        if (event.type !== "BOOKMARK") live.apply(event.type, (obj.rows || [])[0]);
+        delay = 500;
+      }, signal, TABLE);
     } catch (e) {
-      if (!signal.aborted) showError(e);
+      if (signal.aborted) return;
+      if (e instanceof ApiError && e.code === 410) { rv = null; continue; }
+      showError(e);
+      if (e instanceof ApiError && (e.code === 401 || e.code === 403)) return;
+      await new Promise((resolve) => setTimeout(resolve, delay));
+      delay = Math.min(delay * 2, 30000);
     }
-  };
-  await load();
-  const watchParams = new URLSearchParams();
-  if (labels) watchParams.set("labelSelector", labels);
-  watchChanges(`${path}${labels ? "?" + watchParams : ""}`, load, signal);
+  }
 }
 
-function renderTable(holder, k, table, notReady) {
-  const columns = (table.columnDefinitions || []).map((c, i) => ({ ...c, i }))
-    .filter((c) => !c.priority);
-  let rows = table.rows || [];
-  if (notReady) rows = rows.filter((r) => health(r.object).state === "not-ready");
-  const head = h("tr", {}, columns.map((c) => h("th", { title: c.description || "" }, c.name)),
-                 h("th", {}, "Health"));
-  const body = rows.map((row) => {
+// A table kept current one watch event at a time: a row is replaced, inserted in
+// namespace/name order, or removed; the rest of the table is left alone.
+class LiveTable {
+  constructor(holder, status, k, notReady) {
+    Object.assign(this, { holder, status, k, notReady });
+    this.columns = [];
+    this.rows = new Map(); // uid -> <tr>
+    this.tbody = null;
+  }
+
+  reset(table) {
+    this.columns = (table.columnDefinitions || []).map((c, i) => ({ ...c, i }))
+      .filter((c) => !c.priority);
+    this.rows = new Map();
+    this.tbody = h("tbody", {});
+    for (const row of table.rows || []) {
+      const tr = this.element(row);
+      this.rows.set(tr.dataset.uid, tr);
+      if (this.shown(row)) this.tbody.appendChild(tr);
+    }
+    const head = h("tr", {}, this.columns.map((c) => h("th", { title: c.description || "" }, c.name)),
+                   h("th", {}, "Health"));
+    replace(this.holder, h("table", {}, h("thead", {}, head), this.tbody));
+    this.count();
+  }
+
+  apply(type, row) {
+    if (!row || !this.tbody) return;
+    const uid = ((row.object && row.object.metadata) || {}).uid;
+    const old = this.rows.get(uid);
+    if (type === "DELETED") {
+      if (old) old.remove();
+      this.rows.delete(uid);
+    } else {
+      const tr = this.element(row);
+      this.rows.set(uid, tr);
+      if (old) old.remove();
+      if (this.shown(row)) {
+        const after = [...this.tbody.children].find((x) => x.dataset.key > tr.dataset.key);
+        this.tbody.insertBefore(tr, after || null);
+      }
+    }
+    this.count();
+  }
+
+  shown(row) { return !this.notReady || health(row.object).state === "not-ready"; }
+
+  count() {
+    const n = this.tbody.children.length;
+    this.status.textContent = `${n} object${n === 1 ? "" : "s"}, live`;
+  }
+
+  element(row) {
     const meta = (row.object && row.object.metadata) || {};
-    return h("tr", { "data-name": meta.name || "" }, columns.map((c) => {
-      const cell = row.cells[c.i];
-      const text = cell === null || cell === undefined ? "" : typeof cell === "object" ? JSON.stringify(cell) : String(cell);
-      return h("td", {}, c.format === "name" && meta.name
-        ? h("a", { href: objectHref(k, meta.namespace, meta.name) }, text) : text);
-    }), h("td", {}, badge(row.object)));
-  });
-  replace(holder, h("table", {}, h("thead", {}, head), h("tbody", {}, body)));
+    return h("tr", { "data-name": meta.name || "", "data-uid": meta.uid || "",
+                     "data-key": `${meta.namespace || ""}/${meta.name || ""}` },
+      this.columns.map((c) => {
+        const cell = row.cells[c.i];
+        const text = cell === null || cell === undefined ? ""
+          : typeof cell === "object" ? JSON.stringify(cell) : String(cell);
+        return h("td", {}, c.format === "name" && meta.name
+          ? h("a", { href: objectHref(this.k, meta.namespace, meta.name) }, text) : text);
+      }), h("td", {}, badge(row.object)));
+  }
 }
 
 // ---- one object ------------------------------------------------------------------------
