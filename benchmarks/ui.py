@@ -199,11 +199,12 @@ def main() -> None:
                            {"status": {"conditions": [{**condition(ready),
                                                        "message": f"flip {i}"}]}},
                            content_type="application/merge-patch+json")
-                flips.append(timed(lambda state=state: wait(  # type: ignore[misc]
-                    driver, "const b = document.querySelector('#health [data-health]');"
-                            f"return b && b.dataset.health === '{state}' && "
-                            f"document.getElementById('health-message').textContent"
-                            f".includes('flip {i}')")))
+                script = ("const b = document.querySelector('#health [data-health]');"
+                          f"return b && b.dataset.health === '{state}' && "
+                          "document.getElementById('health-message').textContent"
+                          f".includes('flip {i}')")
+                flips.append(timed(lambda script=script: wait(  # type: ignore[misc]
+                    driver, script)))
             results["live: status -> health"] = flips
         finally:
             if driver is not None:

@@ -88,7 +88,8 @@ async def serve_watch(request: web.Request, store: Store, namespace: str | None,
         nonlocal first_table
         if output.kind == "table" and columns is not None:
             tbl = table.build(columns, [obj], clock.now(), with_definitions=first_table,
-                              include_object=include_object, metadata={"resourceVersion": obj["metadata"].get(
+                              include_object=include_object,
+                              metadata={"resourceVersion": obj["metadata"].get(
                                   "resourceVersion", "")})
             first_table = False
             return tbl
