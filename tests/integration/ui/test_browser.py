@@ -299,3 +299,37 @@ def test_a_table_follows_creates_status_changes_and_deletes(
     until(browser, lambda d: health_of("b-second") is None
           and d.find_element(By.ID, "table-status").text == "1 object, live",
           "a deleted object's row goes")
+
+
+def test_the_timeline_shows_who_wrote_what_beside_the_events(
+        cluster: UiCluster, browser: Any) -> None:
+    cluster.ok("POST", "/apis/example.com/v1/namespaces/default/widgets", {
+        "apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "timed"},
+        "spec": {"size": 2}})
+    widget = cluster.ok(
+        "PATCH", "/apis/example.com/v1/namespaces/default/widgets/timed/status"
+                 "?fieldManager=widget-operator",
+        {"status": {"conditions": [{"type": "Ready", "status": "True", "reason": "Ok",
+                                    "message": "ok",
+                                    "lastTransitionTime": "2026-01-01T00:00:00Z"}]}},
+        content_type="application/merge-patch+json")
+    sign_in(browser, cluster, ADMIN_TOKEN)
+    until(browser, lambda d: d.find_element(By.ID, "kinds"), "signed in")
+    browser.get(cluster.url + "/ui/#/o/example.com/v1/widgets/default/timed")
+
+    def rows() -> list[str]:
+        return [tr.text for tr in browser.find_elements(By.CSS_SELECTOR, "#timeline tbody tr")]
+
+    until(browser, lambda d: any("widget-operator" in r and "write Update status" in r
+                                 and "status.conditions" in r for r in rows()),
+          "the operator's status write is on the timeline")
+    assert any("write Update" in r and "spec.size" in r for r in rows()), rows()
+    cluster.ok("POST", "/api/v1/namespaces/default/events", {
+        "apiVersion": "v1", "kind": "Event", "metadata": {"name": "timed.1"},
+        "involvedObject": {"apiVersion": "example.com/v1", "kind": "Widget", "name": "timed",
+                           "namespace": "default", "uid": widget["metadata"]["uid"]},
+        "reason": "Provisioned", "message": "two widgets provisioned", "type": "Normal",
+        "source": {"component": "widget-operator"}, "count": 1,
+        "firstTimestamp": "2030-01-01T00:00:00Z", "lastTimestamp": "2030-01-01T00:00:00Z"})
+    until(browser, lambda d: rows() and "Provisioned: two widgets provisioned" in rows()[0],
+          "the new event arrives live, newest first")

@@ -288,12 +288,15 @@ async function objectView(signal, group, version, resource, namespace, name) {
   const title = h("h1", {}, k.kind, " ", ns ? `${ns}/` : "", name);
   const summary = h("section", { id: "summary" });
   const tree = h("section", { id: "tree", class: "tree" }, h("h2", {}, "Owner tree"));
-  const events = h("section", { id: "events" }, h("h2", {}, "Events"));
+  const events = h("section", { id: "events" }, h("h2", {}, "Events and writes"));
   const body = h("section", { id: "object" });
   replace(main, h("p", {}, h("a", { href: kindHref(k, ns ? { ns } : {}) }, `all ${k.kind}`)),
           title, summary, tree, events, body);
   let editing = false;
   let current = null;
+  let myEvents = [];
+  let eventsNote = "";
+  const timeline = () => { if (current) renderTimeline(events, current, myEvents, eventsNote); };
   const load = async () => {
     try {
       current = await request(path, { signal });
@@ -308,6 +311,7 @@ async function objectView(signal, group, version, resource, namespace, name) {
       return;
     }
     replace(summary, healthLine(current), conditionsTable(current));
+    timeline();
     if (!editing) renderObject(body, current, k, path, () => { editing = true; },
                                () => { editing = false; load(); });
   };
@@ -328,7 +332,12 @@ async function objectView(signal, group, version, resource, namespace, name) {
   if (k.namespaced || k.resource === "namespaces" || k.resource === "nodes") {
     const evNs = ns || (k.resource === "namespaces" ? name : "");
     const evPath = evNs ? `/api/v1/namespaces/${encodeURIComponent(evNs)}/events` : "/api/v1/events";
-    const loadEvents = () => eventsList(events, evPath, current, signal);
+    const loadEvents = async () => {
+      const found = await eventsOf(evPath, current, signal);
+      if (signal.aborted) return;
+      if (typeof found === "string") eventsNote = found; else { myEvents = found; eventsNote = ""; }
+      timeline();
+    };
     await loadEvents();
     watchChanges(evPath, loadEvents, signal);
   }
@@ -453,27 +462,61 @@ async function ownerTree(holder, obj, k, ns, signal, uid, name) {
 
 // ---- events ----------------------------------------------------------------------------
 
-async function eventsList(holder, path, obj, signal) {
+// The object's Events, newest first, or a string saying why they cannot be read.
+async function eventsOf(path, obj, signal) {
   let list;
   try {
     list = await request(`${path}?limit=${EVENTS_LIMIT}`, { signal });
   } catch (e) {
-    if (!signal.aborted) replace(holder, h("h2", {}, "Events"), h("p", { class: "status" }, `cannot list events: ${e.message}`));
-    return;
+    return `cannot list events: ${e.message}`;
   }
   const meta = obj.metadata;
-  const mine = (list.items || []).filter((ev) => {
+  return (list.items || []).filter((ev) => {
     const inv = ev.involvedObject || ev.regarding || {};
     return inv.uid ? inv.uid === meta.uid : inv.kind === obj.kind && inv.name === meta.name;
   });
-  const when = (ev) => ev.lastTimestamp || ev.eventTime || ev.firstTimestamp || ev.metadata.creationTimestamp || "";
-  mine.sort((a, b) => when(b).localeCompare(when(a)));
-  const rows = mine.map((ev) => h("tr", {}, [when(ev), ev.type, ev.reason, ev.message,
-    (ev.source && ev.source.component) || ev.reportingComponent || ev.reportingController || "",
-    ev.count || 1].map((v) => h("td", {}, v === undefined ? "" : String(v)))));
-  replace(holder, h("h2", {}, "Events"), mine.length
-    ? h("table", { id: "events-table" }, h("thead", {}, h("tr", {}, ["Time", "Type", "Reason", "Message", "From", "Count"].map((t) => h("th", {}, t)))), h("tbody", {}, rows))
-    : h("p", { class: "status" }, "no events"));
+}
+
+// "spec.size", "status.conditions", "metadata.labels.app": the fields a managedFields entry
+// owns, to a depth of three, at most eight of them
+function ownedFields(fieldsV1) {
+  const found = [];
+  const walk = (node, prefix, depth) => {
+    for (const key of Object.keys(node || {})) {
+      if (found.length >= 8) return;
+      if (key === ".") continue;
+      const name = key.startsWith("f:") ? key.slice(2) : key.startsWith("k:") ? "[…]" : key.slice(2);
+      const path = prefix ? `${prefix}.${name}` : name;
+      const child = node[key];
+      const leaf = !child || typeof child !== "object" || Object.keys(child).filter((x) => x !== ".").length === 0;
+      if (leaf || depth >= 2) found.push(path); else walk(child, path, depth + 1);
+    }
+  };
+  walk(fieldsV1, "", 0);
+  return found;
+}
+
+// Events and the last write of each field manager (managedFields) on one timeline, newest
+// first: who did what to the object, and what the controllers said about it.
+function renderTimeline(holder, obj, events, note) {
+  const entries = [];
+  for (const ev of events) {
+    entries.push({ time: ev.lastTimestamp || ev.eventTime || ev.firstTimestamp || (ev.metadata && ev.metadata.creationTimestamp) || "",
+                   what: `event ${ev.type || ""}`.trim(),
+                   who: (ev.source && ev.source.component) || ev.reportingComponent || ev.reportingController || "",
+                   detail: `${ev.reason || ""}: ${ev.message || ""}${ev.count > 1 ? ` (×${ev.count})` : ""}` });
+  }
+  for (const m of (obj.metadata && obj.metadata.managedFields) || []) {
+    entries.push({ time: m.time || "", what: `write ${m.operation || ""}${m.subresource ? " " + m.subresource : ""}`,
+                   who: m.manager || "", detail: ownedFields(m.fieldsV1).join(", ") });
+  }
+  entries.sort((a, b) => b.time.localeCompare(a.time));
+  const rows = entries.map((e) => h("tr", { "data-what": e.what.split(" ")[0] },
+    [e.time, e.what, e.who, e.detail].map((v) => h("td", {}, v))));
+  replace(holder, h("h2", {}, "Events and writes"), note ? h("p", { class: "status" }, note) : null,
+    entries.length
+      ? h("table", { id: "timeline" }, h("thead", {}, h("tr", {}, ["Time", "What", "Who", "Details"].map((t) => h("th", {}, t)))), h("tbody", {}, rows))
+      : h("p", { class: "status" }, "no events or writes"));
 }
 
 // ---- routing ---------------------------------------------------------------------------
