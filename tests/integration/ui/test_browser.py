@@ -333,3 +333,54 @@ def test_the_timeline_shows_who_wrote_what_beside_the_events(
         "firstTimestamp": "2030-01-01T00:00:00Z", "lastTimestamp": "2030-01-01T00:00:00Z"})
     until(browser, lambda d: rows() and "Provisioned: two widgets provisioned" in rows()[0],
           "the new event arrives live, newest first")
+
+
+HEALTH_CASES: list[tuple[str, dict[str, Any], str, str]] = [
+    ("being deleted", {"metadata": {"deletionTimestamp": "2026-01-01T00:00:00Z"},
+                       "status": {"conditions": [{"type": "Ready", "status": "True"}]}},
+     "terminating", "being deleted"),
+    ("status older than spec", {"metadata": {"generation": 3},
+                                "status": {"observedGeneration": 2, "conditions": [
+                                    {"type": "Ready", "status": "False", "message": "old"}]}},
+     "progressing", "observedGeneration 2 < generation 3"),
+    ("Ready False", {"metadata": {"generation": 2}, "status": {"observedGeneration": 2,
+                     "conditions": [{"type": "Ready", "status": "False", "reason": "Down",
+                                     "message": "the pool is gone"}]}},
+     "not-ready", "Ready=False: Down: the pool is gone"),
+    ("Available False", {"status": {"conditions": [
+        {"type": "Available", "status": "False", "reason": "MinimumReplicasUnavailable"}]}},
+     "not-ready", "Available=False: MinimumReplicasUnavailable"),
+    ("Stalled", {"status": {"conditions": [{"type": "Ready", "status": "True"},
+                                           {"type": "Stalled", "status": "True",
+                                            "message": "quota exceeded"}]}},
+     "not-ready", "quota exceeded"),
+    ("phase Failed", {"status": {"phase": "Failed", "message": "exit 1"}},
+     "not-ready", "phase Failed: exit 1"),
+    ("Ready Unknown", {"status": {"conditions": [{"type": "Ready", "status": "Unknown"}]}},
+     "progressing", "Ready=Unknown"),
+    ("Reconciling", {"status": {"conditions": [{"type": "Ready", "status": "True"},
+                                               {"type": "Reconciling", "status": "True"}]}},
+     "progressing", "Reconciling=True"),
+    ("stale Ready", {"metadata": {"generation": 4}, "status": {"conditions": [
+        {"type": "Ready", "status": "True", "observedGeneration": 3}]}},
+     "progressing", "Ready describes generation 3 < 4"),
+    ("Ready True", {"metadata": {"generation": 1}, "status": {"observedGeneration": 1,
+                    "conditions": [{"type": "Ready", "status": "True"}]}},
+     "ready", "Ready=True"),
+    ("phase Succeeded", {"status": {"phase": "Succeeded"}}, "ready", "phase Succeeded"),
+    ("nothing to go by", {"status": {"replicas": 3}}, "unknown", "no Ready or Available"),
+    ("no status", {}, "unknown", "no Ready or Available"),
+    ("malformed conditions", {"status": {"conditions": "yes"}}, "unknown", "no Ready"),
+]
+
+
+def test_the_health_rule_as_documented(cluster: UiCluster, browser: Any) -> None:
+    browser.get(cluster.url + "/ui/")
+    results = browser.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        "import('./health.js').then((m) => done(arguments[0].map((o) => m.health(o))),"
+        " (e) => done(String(e)));", [case[1] for case in HEALTH_CASES])
+    assert isinstance(results, list), results
+    for (what, _, state, message), got in zip(HEALTH_CASES, results, strict=True):
+        assert got["state"] == state, (what, got)
+        assert message in got["message"], (what, got)
