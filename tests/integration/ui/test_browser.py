@@ -384,3 +384,22 @@ def test_the_health_rule_as_documented(cluster: UiCluster, browser: Any) -> None
     for (what, _, state, message), got in zip(HEALTH_CASES, results, strict=True):
         assert got["state"] == state, (what, got)
         assert message in got["message"], (what, got)
+
+
+def test_a_table_says_when_it_read_only_part_of_a_kind(
+        cluster: UiCluster, browser: Any) -> None:
+    cluster.ok("POST", "/api/v1/namespaces", {
+        "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "partial"}})
+    for name in ("p1", "p2", "p3"):
+        cluster.ok("POST", "/apis/example.com/v1/namespaces/partial/widgets", {
+            "apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": name},
+            "spec": {"size": 1}})
+    sign_in(browser, cluster, ADMIN_TOKEN)
+    until(browser, lambda d: d.find_element(By.ID, "kinds"), "signed in")
+    browser.get(cluster.url + "/ui/#/r/example.com/v1/widgets?ns=partial&limit=2")
+    until(browser, lambda d: d.find_element(By.ID, "table-status").text ==
+          "2 objects, live (only the first 2 were read: narrow by namespace or labels)",
+          "the table says it is partial")
+    browser.get(cluster.url + "/ui/#/r/example.com/v1/widgets?ns=partial")
+    until(browser, lambda d: d.find_element(By.ID, "table-status").text == "3 objects, live",
+          "without a limit it reads them all")

@@ -1,6 +1,6 @@
 // The setpoint UI: hash routes, each view built from the Kubernetes API with the user's token.
 //   #/                                        kinds (discovery, custom resources included)
-//   #/r/GROUP/VERSION/RESOURCE?ns=&labels=&notready=1   a table of one kind (server's Table form)
+//   #/r/GROUP/VERSION/RESOURCE?ns=&labels=&notready=1&limit=   a table of one kind (Table form)
 //   #/o/GROUP/VERSION/RESOURCE/NAMESPACE/NAME  one object: health, owner tree, events, JSON
 // GROUP is "core" for the core group, NAMESPACE "-" for cluster-scoped objects.
 import { ApiError, DISCOVERY, TABLE, request, setToken, token, watchChanges, watchStream } from "./api.js";
@@ -19,6 +19,8 @@ const TREE_MAX_DEPTH = 8;
 // watches a page opens for its owner tree (browsers allow ~6 connections per server)
 const TREE_MAX_WATCHES = 2;
 const EVENTS_LIMIT = 500;
+// rows a table reads at most (narrow a larger kind by namespace or labels)
+const TABLE_LIMIT = 10000;
 const SKIP_IN_TREE = new Set(["events", "events.events.k8s.io"]);
 
 let page = null; // the AbortController of the view on screen
@@ -154,6 +156,8 @@ async function tableView(signal, group, version, resource, query) {
   const namespace = query.get("ns") || "";
   const labels = query.get("labels") || "";
   const notReady = query.get("notready") === "1";
+  const limit = Math.min(Math.max(1, Number.parseInt(query.get("limit"), 10) || TABLE_LIMIT),
+                         TABLE_LIMIT);
   const go = (changes) => {
     const q = { ns: namespace, labels, notready: notReady ? "1" : "", ...changes };
     for (const key of Object.keys(q)) if (!q[key]) delete q[key];
@@ -182,15 +186,16 @@ async function tableView(signal, group, version, resource, query) {
   const path = collectionPath(k, namespace);
   const params = new URLSearchParams({ includeObject: "Object" });
   if (labels) params.set("labelSelector", labels);
-  const live = new LiveTable(holder, status, k, notReady);
+  const live = new LiveTable(holder, status, k, notReady, limit);
   let rv = null;
   let delay = 500;
   while (!signal.aborted) {
     try {
       if (rv === null) {
-        const table = await request(`${path}?${params}`, { accept: TABLE, signal });
+        const table = await request(`${path}?${params}&limit=${limit}`,
+                                    { accept: TABLE, signal });
         rv = table.metadata.resourceVersion;
-        live.reset(table);
+        live.reset(table, Boolean(table.metadata.continue));
         showError(null);
       }
       await watchStream(`${path}?${params}`, rv, (event) => {
@@ -214,14 +219,16 @@ async function tableView(signal, group, version, resource, query) {
 // A table kept current one watch event at a time: a row is replaced, inserted in
 // namespace/name order, or removed; the rest of the table is left alone.
 class LiveTable {
-  constructor(holder, status, k, notReady) {
-    Object.assign(this, { holder, status, k, notReady });
+  constructor(holder, status, k, notReady, limit) {
+    Object.assign(this, { holder, status, k, notReady, limit });
     this.columns = [];
     this.rows = new Map(); // uid -> <tr>
+    this.truncated = false;
     this.tbody = null;
   }
 
-  reset(table) {
+  reset(table, truncated) {
+    this.truncated = truncated;
     this.columns = (table.columnDefinitions || []).map((c, i) => ({ ...c, i }))
       .filter((c) => !c.priority);
     this.rows = new Map();
@@ -260,7 +267,8 @@ class LiveTable {
 
   count() {
     const n = this.tbody.children.length;
-    this.status.textContent = `${n} object${n === 1 ? "" : "s"}, live`;
+    this.status.textContent = `${n} object${n === 1 ? "" : "s"}, live` + (this.truncated
+      ? ` (only the first ${this.limit} were read: narrow by namespace or labels)` : "");
   }
 
   element(row) {
