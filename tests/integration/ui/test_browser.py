@@ -8,6 +8,7 @@ Skipped, with the reason, when selenium, chromium or chromedriver is not install
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -32,6 +33,9 @@ from selenium.common.exceptions import (  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
+#: when set, the tests save screenshots of the pages they check here (docs/images/ui-*.png
+#: are taken this way: SETPOINT_UI_SCREENSHOTS=docs/images pytest -m slow tests/integration/ui)
+SCREENSHOTS = os.environ.get("SETPOINT_UI_SCREENSHOTS")
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver") or (
     "/usr/bin/chromedriver" if Path("/usr/bin/chromedriver").exists() else None)
@@ -101,6 +105,12 @@ def until(driver: Any, condition: Callable[[Any], Any], what: str) -> Any:
         raise AssertionError(f"timed out waiting until {what} (error shown: {shown!r})") from e
 
 
+def snapshot(driver: Any, name: str) -> None:
+    if SCREENSHOTS:
+        Path(SCREENSHOTS).mkdir(parents=True, exist_ok=True)
+        driver.save_screenshot(str(Path(SCREENSHOTS) / f"ui-{name}.png"))
+
+
 def sign_in(driver: Any, cluster: UiCluster, token: str) -> None:
     driver.get(cluster.url + "/ui/")
     driver.execute_script("sessionStorage.clear()")
@@ -144,6 +154,7 @@ def test_sign_in_list_a_custom_kind_and_see_why_an_object_is_not_ready(
         .get_attribute("data-health") == "not-ready"
     assert row("fine").find_element(By.CSS_SELECTOR, "[data-health]") \
         .get_attribute("data-health") == "ready"
+    snapshot(browser, "table")
 
     browser.find_element(By.ID, "notready").click()
     until(browser, lambda d: not d.find_elements(By.CSS_SELECTOR, "#table tr[data-name=fine]")
@@ -162,6 +173,7 @@ def test_sign_in_list_a_custom_kind_and_see_why_an_object_is_not_ready(
     assert folded.get_attribute("open") is None
     assert "managedFields" not in browser.find_element(By.ID, "object-json").text
     assert '"size": 3' in browser.find_element(By.ID, "object-json").text
+    snapshot(browser, "not-ready")
 
 
 def test_owner_tree_updates_live_when_a_child_is_deleted(
@@ -188,6 +200,7 @@ def test_owner_tree_updates_live_when_a_child_is_deleted(
     until(browser, lambda d: d.find_element(By.CSS_SELECTOR, tree_child.format("parent-config"))
           and d.find_element(By.CSS_SELECTOR, tree_child.format("parent-extra")),
           "the tree shows both children")
+    snapshot(browser, "owner-tree")
     status, _, _ = cluster.call("DELETE", "/api/v1/namespaces/default/configmaps/parent-config")
     assert status == 200
     until(browser, lambda d: not d.find_elements(By.CSS_SELECTOR,
