@@ -93,7 +93,8 @@ def start(data_dir: Path) -> UiCluster:
     tokens.write_text(f'{ADMIN_TOKEN},alice,alice-uid,"system:masters"\n'
                       f"{VIEW_TOKEN},viewer,viewer-uid\n")
     tokens.chmod(0o600)
-    serve = start_serve(data_dir, extra_args=["--token-auth-file", str(tokens)])
+    serve = start_serve(data_dir, extra_args=["--token-auth-file", str(tokens),
+                                              "--pod-runtime", "simulate"])
     cluster = UiCluster(serve)
     cluster.ok("POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", {
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",

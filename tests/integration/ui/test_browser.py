@@ -416,3 +416,33 @@ def test_a_table_says_when_it_read_only_part_of_a_kind(
     browser.get(cluster.url + "/ui/#/r/example.com/v1/widgets?ns=partial")
     until(browser, lambda d: d.find_element(By.ID, "table-status").text == "3 objects, live",
           "without a limit it reads them all")
+
+
+def test_an_owner_tree_reaches_down_to_pods_with_their_readiness(
+        cluster: UiCluster, browser: Any) -> None:
+    owner = create_widget(cluster, "runner", [{
+        "type": "Ready", "status": "True", "reason": "Ok", "message": "ok",
+        "lastTransitionTime": "2026-01-01T00:00:00Z"}])
+    ref = {"apiVersion": "example.com/v1", "kind": "Widget", "name": "runner",
+           "uid": owner["metadata"]["uid"], "controller": True}
+    for name in ("runner-a", "runner-b"):
+        cluster.ok("POST", "/api/v1/namespaces/default/pods", {
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "ownerReferences": [ref]},
+            "spec": {"containers": [{"name": "main", "image": "busybox",
+                                     "command": ["sleep", "3600"]}]}})
+    sign_in(browser, cluster, ADMIN_TOKEN)
+    until(browser, lambda d: d.find_element(By.ID, "kinds"), "signed in")
+    browser.get(cluster.url + "/ui/#/o/example.com/v1/widgets/default/runner")
+    pod = "#tree li[data-name=runner] li[data-kind=Pod][data-name={}] > [data-health]"
+    until(browser, lambda d: all(
+        d.find_element(By.CSS_SELECTOR, pod.format(name)).get_attribute("data-health")
+        == "ready" for name in ("runner-a", "runner-b")),
+        "both pods show in the tree, ready (the simulated runtime runs them)")
+    snapshot(browser, "pods")
+    status, _, _ = cluster.call(
+        "DELETE", "/api/v1/namespaces/default/pods/runner-a?gracePeriodSeconds=0")
+    assert status == 200
+    until(browser, lambda d: not d.find_elements(By.CSS_SELECTOR, pod.format("runner-a"))
+          and d.find_elements(By.CSS_SELECTOR, pod.format("runner-b")),
+          "the deleted pod leaves the tree, live")
