@@ -9,7 +9,10 @@ kind. Phases, each creating N objects with C concurrent clients in a namespace o
    evaluates ``object.spec.size <= 1000000`` (it admits every object);
 3. ``policy, not matched``: the same server, objects in a namespace the binding's
    namespaceSelector excludes (the cost of finding that no policy applies);
-4. ``none, again``: creates of a kind no rule names, to show the drift of the machine.
+4. ``webhook``: one ValidatingWebhookConfiguration whose webhook (a local HTTPS server in a
+   thread of this process, ``tests.webhookserver``, answering ``allowed: true``) is called
+   for every create in a namespace of its own;
+5. ``none, again``: creates of a kind no rule names, to show the drift of the machine.
 
     python benchmarks/admission.py [--n 2000] [--concurrency 16]
 """
@@ -32,6 +35,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "src"))
 
 from tests.conftest import start_serve  # noqa: E402
+from tests.webhookserver import allow, webhook_server  # noqa: E402
 
 GROUP = "bench.example.com"
 
@@ -59,6 +63,17 @@ BINDING = {
     "kind": "ValidatingAdmissionPolicyBinding", "metadata": {"name": "bench-size-binding"},
     "spec": {"policyName": "bench-size", "validationActions": ["Deny"],
              "matchResources": {"namespaceSelector": {"matchLabels": {"checked": "yes"}}}}}
+
+
+def webhook_configuration(url: str, ca_bundle: str) -> dict[str, Any]:
+    return {"apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingWebhookConfiguration", "metadata": {"name": "bench-webhook"},
+            "webhooks": [{"name": "allow.bench.example.com", "sideEffects": "None",
+                          "admissionReviewVersions": ["v1"],
+                          "clientConfig": {"url": url, "caBundle": ca_bundle},
+                          "namespaceSelector": {"matchLabels": {"hooked": "yes"}},
+                          "rules": [{"apiGroups": [GROUP], "apiVersions": ["v1"],
+                                     "operations": ["CREATE"], "resources": ["items"]}]}]}
 
 
 async def post(session: aiohttp.ClientSession, path: str, body: Any) -> None:
@@ -102,7 +117,8 @@ async def run(args: argparse.Namespace, data: Path) -> dict[str, float]:
             await post(s, crds, crd("items", "Item"))
             await post(s, crds, crd("others", "Other"))
             for ns, labels in (("none", {}), ("checked", {"checked": "yes"}),
-                               ("unchecked", {}), ("again", {})):
+                               ("unchecked", {}), ("hooked", {"hooked": "yes"}),
+                               ("again", {})):
                 await post(s, "/api/v1/namespaces", {
                     "apiVersion": "v1", "kind": "Namespace",
                     "metadata": {"name": ns, "labels": labels}})
@@ -119,6 +135,13 @@ async def run(args: argparse.Namespace, data: Path) -> dict[str, float]:
                                               args.concurrency)
             results["policy, not matched"] = await creates(
                 s, items.format("unchecked"), "Item", args.n, args.concurrency)
+            with webhook_server({"/allow": allow}) as hook:
+                await post(s, "/apis/admissionregistration.k8s.io/v1/"
+                              "validatingwebhookconfigurations", webhook_configuration(
+                                  hook.url("/allow"), hook.ca_bundle))
+                results["one HTTPS webhook"] = await creates(
+                    s, items.format("hooked"), "Item", args.n, args.concurrency)
+                assert len(hook.received) >= args.n
             results["none, again (other kind)"] = await creates(
                 s, f"/apis/{GROUP}/v1/namespaces/again/others", "Other", args.n,
                 args.concurrency)

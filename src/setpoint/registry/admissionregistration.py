@@ -6,16 +6,20 @@ subresource the server fills in on every spec change: ``observedGeneration`` and
 ``typeChecking.expressionWarnings`` (the expressions checked against the schemas of the
 custom resources the policy matches, :mod:`setpoint.admission.typechecking`). A binding has
 only ``spec``. Enforcement is :mod:`setpoint.registry.policies`.
+
+ValidatingWebhookConfiguration and MutatingWebhookConfiguration are cluster-scoped too, with
+``webhooks`` (defaulted and validated by :mod:`setpoint.admission.webhookconfig`); they are
+enforced by :mod:`setpoint.registry.webhooks`.
 """
 
 from __future__ import annotations
 
 from typing import Any, Final
 
-from setpoint.admission import typechecking, validation
+from setpoint.admission import typechecking, validation, webhookconfig
 from setpoint.apimachinery import gotypes
 from setpoint.apimachinery.fields import FieldError
-from setpoint.apimachinery.gotypes import INT64, STRING, MapOf, SliceOf, Struct
+from setpoint.apimachinery.gotypes import BYTES, INT32, INT64, STRING, MapOf, SliceOf, Struct
 from setpoint.registry import builtintypes, table
 from setpoint.registry.resources import ResourceInfo, VersionInfo
 from setpoint.registry.strategy import Strategy
@@ -25,6 +29,8 @@ Obj = dict[str, Any]
 GROUP: Final = "admissionregistration.k8s.io"
 POLICIES: Final = "validatingadmissionpolicies"
 BINDINGS: Final = "validatingadmissionpolicybindings"
+VALIDATING_WEBHOOKS: Final = "validatingwebhookconfigurations"
+MUTATING_WEBHOOKS: Final = "mutatingwebhookconfigurations"
 
 
 def _named(name: str) -> gotypes.Scalar:
@@ -89,6 +95,30 @@ def binding_type() -> Struct:
         "spec": spec})
 
 
+def webhook_configuration_type(mutating: bool) -> Struct:
+    prefix = "Mutating" if mutating else "Validating"
+    rule = Struct("v1.RuleWithOperations", {
+        "operations": SliceOf(_named("v1.OperationType")), "apiGroups": SliceOf(STRING),
+        "apiVersions": SliceOf(STRING), "resources": SliceOf(STRING),
+        "scope": _named("v1.ScopeType")})
+    client = Struct("v1.WebhookClientConfig", {
+        "url": STRING, "caBundle": BYTES,
+        "service": Struct("v1.ServiceReference", {
+            "namespace": STRING, "name": STRING, "path": STRING, "port": INT32})})
+    hook: dict[str, gotypes.GoType] = {
+        "name": STRING, "clientConfig": client, "rules": SliceOf(rule),
+        "failurePolicy": _named("v1.FailurePolicyType"),
+        "matchPolicy": _named("v1.MatchPolicyType"),
+        "namespaceSelector": _selector(), "objectSelector": _selector(),
+        "sideEffects": _named("v1.SideEffectClass"), "timeoutSeconds": INT32,
+        "admissionReviewVersions": SliceOf(STRING),
+        "matchConditions": SliceOf(Struct("v1.MatchCondition", {
+            "name": STRING, "expression": STRING}))}
+    if mutating:
+        hook["reinvocationPolicy"] = _named("v1.ReinvocationPolicyType")
+    return Struct(f"v1.{prefix}WebhookConfiguration", {
+        "apiVersion": STRING, "kind": STRING, "metadata": builtintypes.object_meta(),
+        "webhooks": SliceOf(Struct(f"v1.{prefix}Webhook", hook))})
 
 
 class ValidatingAdmissionPolicyStrategy(Strategy):
@@ -172,3 +202,38 @@ def binding_resource() -> ResourceInfo:
                         categories=("api-extensions",))
 
 
+
+
+class WebhookConfigurationStrategy(Strategy):
+    """Validating- and MutatingWebhookConfiguration: ``webhooks`` and nothing else."""
+
+    known_fields = frozenset({"webhooks"})
+
+    def __init__(self, info: ResourceInfo) -> None:
+        super().__init__(info)
+        self._mutating = info.resource == MUTATING_WEBHOOKS
+
+    def go_type(self, version: VersionInfo) -> gotypes.GoType | None:
+        return webhook_configuration_type(self._mutating)
+
+    def default(self, obj: Obj, version: VersionInfo) -> None:
+        webhookconfig.default_configuration(obj, mutating=self._mutating)
+
+    def validate(self, obj: Obj, version: VersionInfo) -> list[FieldError]:
+        return super().validate(obj, version) + webhookconfig.validate_configuration(
+            obj, mutating=self._mutating)
+
+    def columns(self, version: VersionInfo) -> list[table.Column]:
+        return [table.name_column(),
+                table.Column("Webhooks", "integer",
+                             lambda o, _n: len(o.get("webhooks") or []),
+                             description="Number of webhooks"),
+                table.age_column()]
+
+
+def webhook_configuration_resource(mutating: bool) -> ResourceInfo:
+    kind = "MutatingWebhookConfiguration" if mutating else "ValidatingWebhookConfiguration"
+    return ResourceInfo(group=GROUP, resource=MUTATING_WEBHOOKS if mutating
+                        else VALIDATING_WEBHOOKS, kind=kind, singular=kind.lower(),
+                        namespaced=False, versions=(VersionInfo("v1", storage=True),),
+                        categories=("api-extensions",))

@@ -33,6 +33,7 @@ from setpoint.registry import (
     serviceaccounts,
     serviceips,
     services,
+    webhooks,
 )
 from setpoint.registry import cache as wc
 from setpoint.registry.customresource import CustomResourceStrategy
@@ -82,6 +83,8 @@ class Catalog:
         self.generation = 0
         #: ValidatingAdmissionPolicies, enforced on every store's writes
         self.policies = policies.PolicyAdmission(cache, self._param_source)
+        #: admission webhooks: mutating before the policies, validating after them
+        self.webhooks = webhooks.WebhookAdmission(cache)
         builtins = [*core.builtin_resources(), *rbac.rbac_resources(),
                     serviceaccounts.service_account_resource(), pods.pod_resource(),
                     nodes.node_resource(), services.service_resource(),
@@ -102,6 +105,9 @@ class Catalog:
         self._add(Served(self._store(
             admissionregistration.ValidatingAdmissionPolicyBindingStrategy(
                 admissionregistration.binding_resource()))))
+        for mutating in (False, True):
+            self._add(Served(self._store(admissionregistration.WebhookConfigurationStrategy(
+                admissionregistration.webhook_configuration_resource(mutating)))))
         cache.add_listener(self._on_event)
 
     def _store(self, strategy: Any) -> Store:
@@ -109,7 +115,8 @@ class Catalog:
                       namespace_gate=self.check_namespace,
                       deletion_finalizers=deletion.gc_finalizers if self.garbage_collection
                       else None)
-        store.admission.append(self.policies.admit)
+        store.admission.extend((self.webhooks.mutate, self.policies.admit,
+                                self.webhooks.validate))
         return store
 
     def _served_kind(self, api_version: str, kind: str) -> tuple[Served, str] | None:

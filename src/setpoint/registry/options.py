@@ -93,6 +93,9 @@ class AdmissionAttributes:
     #: every version the resource is served in (matchPolicy Equivalent)
     versions: tuple[str, ...] = ()
     convert: Callable[[dict[str, Any], str], dict[str, Any]] | None = None
+    #: prune, default and validate the new object again after a hook changed it in place
+    #: (mutating admission); raises the store's 422
+    revalidate: Callable[[dict[str, Any]], None] | None = None
 
     def warn(self, text: str) -> None:
         if self.sink is not None:

@@ -93,13 +93,20 @@ class Strategy:
         return obj
 
     def from_storage(self, obj: Obj, version: str) -> Obj:
-        """A copy of a stored object as seen through ``version``; ``obj`` is shared."""
+        """A stored object as seen through ``version``; ``obj`` is shared (the watch cache's,
+        or decoded from storage: its content is what storage holds at its resourceVersion)
+        and so is the result: neither may be changed."""
         api_version = self.info.api_version(version)
         if obj.get("apiVersion") == api_version:
             return obj
         out = dict(obj)
         out["apiVersion"] = api_version
         return out
+
+    def from_storage_owned(self, obj: Obj, version: str) -> Obj:
+        """:meth:`from_storage` of an object the caller owns (one it just wrote or made),
+        which a strategy may convert in place instead of copying (it need not)."""
+        return self.from_storage(obj, version)
 
     # --- normalisation -------------------------------------------------------------------
 

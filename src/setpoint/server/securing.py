@@ -290,6 +290,7 @@ class Secured:
 
         # admission policies' ``authorizer`` asks what the server's authorization answers
         catalog.policies.authorize = authorize
+        catalog.webhooks.authorize = authorize
 
     def _install_escalation_checks(self, catalog: Catalog) -> None:
         """Writes of roles and bindings grant nothing the writer does not hold

@@ -28,7 +28,7 @@ from setpoint.registry.catalog import Catalog
 from setpoint.registry.crdlifecycle import CRDLifecycle
 from setpoint.registry.options import WriteOptions
 from setpoint.registry.serviceips import ServiceNetworkConfig
-from setpoint.server import connections, health, kubeconfigs, nodeproxy
+from setpoint.server import connections, health, kubeconfigs, nodeproxy, webhookclient
 from setpoint.server.app import AppState, build_app
 from setpoint.server.limits import Limits
 from setpoint.server.securing import Secured, SecurityConfig
@@ -204,6 +204,9 @@ class Server:
             cert_file=str(client_files[0]) if client_files is not None else None,
             key_file=str(client_files[1]) if client_files is not None else None)
         self._stack.push_async_callback(dialer.close)
+        webhook_client = webhookclient.WebhookClient()
+        catalog.webhooks.transport = webhook_client
+        self._stack.push_async_callback(webhook_client.close)
         state = AppState(catalog=catalog, cache=cache, clock=self._clock, watch=self._watch,
                          lists=lists, edge_limits=edge, checks=self.health, gate=secured.gate,
                          pod_streams=nodeproxy.PodStreams(catalog, dialer))
