@@ -12,13 +12,13 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from setpoint.testing.waiting import eventually_blocking
 from tests.integration.ui.cluster import ADMIN_TOKEN, VIEW_TOKEN, WIDGETS_CRD, UiCluster, start
 
 pytestmark = pytest.mark.slow
@@ -47,8 +47,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[UiCluster]:
     c = start(tmp_path_factory.mktemp("ui-browser") / "serve")
     try:
         c.ok("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", WIDGETS_CRD)
-        wait_for(lambda: c.call("GET", "/apis/example.com/v1/widgets")[0] == 200,
-                 "the Widget CRD is served")
+        eventually_blocking(lambda: c.call("GET", "/apis/example.com/v1/widgets")[0] == 200,
+                            what="the Widget CRD is served")
         yield c
     finally:
         c.serve.stop()
@@ -79,20 +79,6 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         for entry in driver.get_log("browser"):
             print("browser:", entry.get("level"), entry.get("message"))
         driver.quit()
-
-
-def wait_for(condition: Callable[[], Any], what: str, timeout: float = WAIT) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            result = condition()
-        except (NoSuchElementException, StaleElementReferenceException):
-            result = None
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting until {what}")
-        time.sleep(0.05)
 
 
 def until(driver: Any, condition: Callable[[Any], Any], what: str) -> Any:
