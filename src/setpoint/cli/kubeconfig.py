@@ -67,9 +67,10 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     return parser
 
 
-async def service_account_kubeconfig(admin: Path | None, namespace: str, name: str, *,
-                                     create: bool, seconds: int,
-                                     audiences: list[str]) -> dict[str, Any]:
+async def service_account_token(admin: Path | None, namespace: str, name: str, *,
+                                create: bool, seconds: int, audiences: list[str]
+                                ) -> tuple[sp_client.ClientConfig, str]:
+    """The admin kubeconfig's client config, and a new token of the ServiceAccount."""
     config = sp_client.load_kubeconfig(admin)
     async with sp_client.Client(config) as client:
         if create:
@@ -85,7 +86,14 @@ async def service_account_kubeconfig(admin: Path | None, namespace: str, name: s
             "POST", f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token",
             body={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
                   "spec": spec})
-    token = answer["status"]["token"]
+    return config, str(answer["status"]["token"])
+
+
+async def service_account_kubeconfig(admin: Path | None, namespace: str, name: str, *,
+                                     create: bool, seconds: int,
+                                     audiences: list[str]) -> dict[str, Any]:
+    config, token = await service_account_token(admin, namespace, name, create=create,
+                                                seconds=seconds, audiences=audiences)
     cluster: dict[str, Any] = {"server": config.server}
     if config.ca_data is not None:
         cluster["certificate-authority-data"] = _b64(config.ca_data)

@@ -35,6 +35,7 @@ from setpoint.cli import crd as crd_command
 from setpoint.cli import datadir
 from setpoint.cli import kubeconfig as kubeconfig_command
 from setpoint.cli import run as run_command
+from setpoint.cli import uilogin as uilogin_command
 from setpoint.controllers import NodeLifecycleConfig, Settings
 from setpoint.controllers.nodelifecycle import DEFAULT_GRACE_PERIOD
 from setpoint.node import default_node_name
@@ -245,6 +246,7 @@ def _parser() -> argparse.ArgumentParser:
     controller_manager_command.add_parser(sub)
     kubeconfig_command.add_parser(sub)
     crd_command.add_parser(sub)
+    uilogin_command.add_parser(sub)
     return parser
 
 
@@ -488,6 +490,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return kubeconfig_command.main(args)
     if args.command == "crd":
         return crd_command.main(args)
+    if args.command == "ui-login":
+        return uilogin_command.main(args)
     return 2
 
 

@@ -40,6 +40,7 @@ from setpoint.server import (
     request_info,
     responses,
     security,
+    ui,
 )
 from setpoint.server.handlers import ResourceHandler, subresources
 from setpoint.server.openapi import builtins as openapi_data
@@ -74,6 +75,8 @@ class AppState:
     lists: listbudget.ListBudget = field(default_factory=listbudget.ListBudget)
     #: the pods' streaming subresources, served by their node agents (none: not served)
     pod_streams: nodeproxy.PodStreams | None = None
+    #: the web UI's static files, served under ``/ui`` to anyone (they hold no data)
+    ui_assets: ui.Assets = field(default_factory=ui.Assets.load)
 
     def __post_init__(self) -> None:
         if self.inflight is None:
@@ -136,6 +139,7 @@ def build_app(state: AppState) -> web.Application:
     assert api_metrics is not None
     retry_after = state.edge_limits.retry_after
     gate = state.gate
+    ui_assets = state.ui_assets
 
     def labels_of(request: web.Request, ri: request_info.RequestInfo | None, watch: bool
                   ) -> metrics.Labels | None:
@@ -161,10 +165,23 @@ def build_app(state: AppState) -> web.Application:
         gate (authentication, audit, authorization) runs first when the server has one."""
         started = time.perf_counter()
         path = request.path
+        transport = request.transport
+        if ui.is_ui_path(path):
+            # static files without data, the same for everyone: before the gate, so that a
+            # browser can load the sign-in page; every data request the UI makes goes
+            # through the gate like any other client's. The connection's state still
+            # follows the request (a keep-alive connection left in HEADERS would be closed
+            # under the browser's next request)
+            if guard is not None:
+                guard.request_started(transport)
+            try:
+                return ui_assets.serve(request)
+            finally:
+                if guard is not None:
+                    guard.request_finished(transport)
         ri = request_info.parse(path)
         kind = limits.classify(request.method, path, ri, request.query.get("watch"))
         labels = labels_of(request, ri, kind is limits.Kind.LONG_RUNNING)
-        transport = request.transport
         if guard is not None:
             guard.request_started(transport)
         try:

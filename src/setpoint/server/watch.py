@@ -97,6 +97,8 @@ async def serve_watch(request: web.Request, store: Store, namespace: str | None,
     deadline = loop.time() + limit
     need_initial_end = bool(opts.send_initial_events) and opts.allow_bookmarks
     first_table = True
+    #: what a Table event's row carries: None, Metadata (the default) or Object
+    include_object = request.query.get("includeObject", "Metadata")
 
     def frame(event: WatchEvent) -> bytes:
         """The line of ``event``: made once per event and form, and shared (see
@@ -107,6 +109,7 @@ async def serve_watch(request: web.Request, store: Store, namespace: str | None,
             # event only: built per watch, the encoding shared when the Table is the same
             obj = event.object
             tbl = table.build(columns, [obj], clock.now(), with_definitions=first_table,
+                              include_object=include_object,
                               metadata={"resourceVersion": obj["metadata"].get(
                                   "resourceVersion", "")})
             first_table = False

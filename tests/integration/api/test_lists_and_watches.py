@@ -171,6 +171,28 @@ async def test_table_output(http: aiohttp.ClientSession) -> None:
     assert table["rows"][0]["object"]["kind"] == "PartialObjectMetadata"
 
 
+async def test_table_watch_rows_carry_what_include_object_asks_for(
+        http: aiohttp.ClientSession) -> None:
+    await install_widgets(http)
+    await request(http, "POST", WIDGETS, widget("tw", size=4))
+    table = "application/json;as=Table;v=v1;g=meta.k8s.io"
+    objects = {}
+    for include in ("Object", "Metadata", "None"):
+        http.headers["Accept"] = table
+        try:
+            events = await watch_events(
+                http, f"{WIDGETS}?watch=1&resourceVersion=0&includeObject={include}", 1)
+        finally:
+            del http.headers["Accept"]
+        assert events[0]["object"]["kind"] == "Table"
+        assert events[0]["object"]["rows"][0]["cells"][:2] == ["tw", 4]
+        objects[include] = events[0]["object"]["rows"][0].get("object")
+    assert objects["Object"]["spec"]["size"] == 4
+    assert objects["Object"]["kind"] == "Widget"
+    assert objects["Metadata"]["kind"] == "PartialObjectMetadata"
+    assert objects["None"] is None
+
+
 async def test_discovery_and_go_booleans(http: aiohttp.ClientSession) -> None:
     await install_widgets(http)
     for path in ("/version/", "/api/", "/apis/", "/apis/example.com/",

@@ -1,0 +1,434 @@
+"""The UI in a real headless browser (Debian's chromium and chromedriver, driven by selenium)
+against a ``setpoint serve`` process: sign in with a token, find a custom resource through
+discovery and its Table, see why it is not ready, watch its owner tree change live, and find
+that a ``view`` user's edit is refused by the API with its 403 message shown.
+
+Skipped, with the reason, when selenium, chromium or chromedriver is not installed
+(``.ci/run`` installs them)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from setpoint.testing.waiting import eventually_blocking
+from tests.integration.ui.cluster import ADMIN_TOKEN, VIEW_TOKEN, WIDGETS_CRD, UiCluster, start
+
+pytestmark = pytest.mark.slow
+
+webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
+from selenium.common.exceptions import (  # noqa: E402
+    NoSuchElementException,
+    StaleElementReferenceException,
+    TimeoutException,
+    WebDriverException,
+)
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+#: when set, the tests save screenshots of the pages they check here (docs/images/ui-*.png
+#: are taken this way: SETPOINT_UI_SCREENSHOTS=docs/images pytest -m slow tests/integration/ui)
+SCREENSHOTS = os.environ.get("SETPOINT_UI_SCREENSHOTS")
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMEDRIVER = shutil.which("chromedriver") or (
+    "/usr/bin/chromedriver" if Path("/usr/bin/chromedriver").exists() else None)
+WAIT = 30.0
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[UiCluster]:
+    c = start(tmp_path_factory.mktemp("ui-browser") / "serve")
+    try:
+        c.ok("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", WIDGETS_CRD)
+        eventually_blocking(lambda: c.call("GET", "/apis/example.com/v1/widgets")[0] == 200,
+                            what="the Widget CRD is served")
+        yield c
+    finally:
+        c.serve.stop()
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    if CHROMIUM is None or CHROMEDRIVER is None:
+        pytest.skip("chromium and chromedriver are not installed (apt-get install chromium "
+                    "chromium-driver)")
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--window-size=1280,1000", "--no-first-run",
+                f"--user-data-dir={tmp_path_factory.mktemp('chromium')}"):
+        options.add_argument(arg)
+    options.accept_insecure_certs = True  # the cluster's own CA signed the server certificate
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    try:
+        driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
+    except WebDriverException as e:
+        pytest.skip(f"chromium does not start here: {e.msg}")
+    try:
+        yield driver
+    finally:
+        for entry in driver.get_log("browser"):
+            print("browser:", entry.get("level"), entry.get("message"))
+        driver.quit()
+
+
+def until(driver: Any, condition: Callable[[Any], Any], what: str) -> Any:
+    try:
+        return WebDriverWait(driver, WAIT, ignored_exceptions=(
+            NoSuchElementException, StaleElementReferenceException)).until(condition)
+    except TimeoutException as e:
+        error = driver.find_elements(By.ID, "error")
+        shown = error[0].text if error else ""
+        raise AssertionError(f"timed out waiting until {what} (error shown: {shown!r})") from e
+
+
+def snapshot(driver: Any, name: str) -> None:
+    if SCREENSHOTS:
+        Path(SCREENSHOTS).mkdir(parents=True, exist_ok=True)
+        driver.save_screenshot(str(Path(SCREENSHOTS) / f"ui-{name}.png"))
+
+
+def sign_in(driver: Any, cluster: UiCluster, token: str) -> None:
+    driver.get(cluster.url + "/ui/")
+    driver.execute_script("sessionStorage.clear()")
+    driver.get(cluster.url + "/ui/#/")
+    field = until(driver, lambda d: d.find_element(By.ID, "token"), "the sign-in form shows")
+    field.send_keys(token)
+    driver.find_element(By.CSS_SELECTOR, "#signin button[type=submit]").click()
+
+
+def create_widget(cluster: UiCluster, name: str, conditions: list[dict[str, Any]]) -> Any:
+    cluster.ok("POST", "/apis/example.com/v1/namespaces/default/widgets", {
+        "apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": name},
+        "spec": {"size": 3}})
+    return cluster.ok("PATCH", f"/apis/example.com/v1/namespaces/default/widgets/{name}/status",
+                      {"status": {"conditions": conditions}},
+                      content_type="application/merge-patch+json")
+
+
+def test_sign_in_list_a_custom_kind_and_see_why_an_object_is_not_ready(
+        cluster: UiCluster, browser: Any) -> None:
+    create_widget(cluster, "broken", [{
+        "type": "Ready", "status": "False", "reason": "NoCapacity",
+        "message": "no capacity left in pool blue", "lastTransitionTime": "2026-01-01T00:00:00Z"}])
+    create_widget(cluster, "fine", [{
+        "type": "Ready", "status": "True", "reason": "Provisioned", "message": "all good",
+        "lastTransitionTime": "2026-01-01T00:00:00Z"}])
+    sign_in(browser, cluster, ADMIN_TOKEN)
+    until(browser, lambda d: d.find_element(By.ID, "who").text == "alice", "alice is signed in")
+    link = until(browser, lambda d: d.find_element(By.CSS_SELECTOR, "#kinds a[data-kind=Widget]"),
+                 "discovery lists the custom kind")
+    link.click()
+
+    def row(name: str) -> Any:
+        return browser.find_element(By.CSS_SELECTOR, f"#table tr[data-name={name}]")
+
+    until(browser, lambda d: row("broken"), "the table lists the widget")
+    headers = [th.text for th in browser.find_elements(By.CSS_SELECTOR, "#table th")]
+    assert headers[:2] == ["Name", "Size"], headers  # the CRD's printer column
+    assert "3" in [td.text for td in row("broken").find_elements(By.TAG_NAME, "td")]
+    assert row("broken").find_element(By.CSS_SELECTOR, "[data-health]") \
+        .get_attribute("data-health") == "not-ready"
+    assert row("fine").find_element(By.CSS_SELECTOR, "[data-health]") \
+        .get_attribute("data-health") == "ready"
+    snapshot(browser, "table")
+
+    browser.find_element(By.ID, "notready").click()
+    until(browser, lambda d: not d.find_elements(By.CSS_SELECTOR, "#table tr[data-name=fine]")
+          and d.find_elements(By.CSS_SELECTOR, "#table tr[data-name=broken]"),
+          "the not-ready filter keeps only the broken widget")
+
+    row("broken").find_element(By.LINK_TEXT, "broken").click()
+    message = until(browser, lambda d: d.find_element(By.ID, "health-message"),
+                    "the object's health shows")
+    assert "no capacity left in pool blue" in message.text
+    assert "NoCapacity" in message.text
+    assert browser.find_element(By.CSS_SELECTOR, "#health [data-health]") \
+        .get_attribute("data-health") == "not-ready"
+    # managedFields are folded away from the object's text
+    folded = browser.find_element(By.ID, "managed-fields")
+    assert folded.get_attribute("open") is None
+    assert "managedFields" not in browser.find_element(By.ID, "object-json").text
+    assert '"size": 3' in browser.find_element(By.ID, "object-json").text
+    snapshot(browser, "not-ready")
+
+
+def test_owner_tree_updates_live_when_a_child_is_deleted(
+        cluster: UiCluster, browser: Any) -> None:
+    owner = create_widget(cluster, "parent", [{
+        "type": "Ready", "status": "True", "reason": "Ok", "message": "ok",
+        "lastTransitionTime": "2026-01-01T00:00:00Z"}])
+    ref = {"apiVersion": "example.com/v1", "kind": "Widget", "name": "parent",
+           "uid": owner["metadata"]["uid"], "controller": True}
+    for name in ("parent-config", "parent-extra"):
+        cluster.ok("POST", "/api/v1/namespaces/default/configmaps", {
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "ownerReferences": [ref]}, "data": {"k": "v"}})
+    sign_in(browser, cluster, ADMIN_TOKEN)
+    until(browser, lambda d: d.find_element(By.ID, "kinds"), "signed in")
+    # up: a child's tree starts at its owner
+    browser.get(cluster.url + "/ui/#/o/core/v1/configmaps/default/parent-config")
+    until(browser, lambda d: d.find_element(
+        By.CSS_SELECTOR, "#tree li[data-kind=Widget][data-name=parent] "
+                         "li.self[data-name=parent-config]"), "the owner is above the child")
+    # down, and live
+    browser.get(cluster.url + "/ui/#/o/example.com/v1/widgets/default/parent")
+    tree_child = "#tree li[data-name=parent] li[data-kind=ConfigMap][data-name={}]"
+    until(browser, lambda d: d.find_element(By.CSS_SELECTOR, tree_child.format("parent-config"))
+          and d.find_element(By.CSS_SELECTOR, tree_child.format("parent-extra")),
+          "the tree shows both children")
+    snapshot(browser, "owner-tree")
+    status, _, _ = cluster.call("DELETE", "/api/v1/namespaces/default/configmaps/parent-config")
+    assert status == 200
+    until(browser, lambda d: not d.find_elements(By.CSS_SELECTOR,
+                                                 tree_child.format("parent-config"))
+          and d.find_elements(By.CSS_SELECTOR, tree_child.format("parent-extra")),
+          "the deleted child leaves the tree, the other stays")
+    # and a new one appears
+    cluster.ok("POST", "/api/v1/namespaces/default/configmaps", {
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "parent-new", "ownerReferences": [ref]}, "data": {"k": "v"}})
+    until(browser, lambda d: d.find_element(By.CSS_SELECTOR, tree_child.format("parent-new")),
+          "a new child joins the tree")
+
+
+def test_a_view_user_cannot_edit_and_sees_the_apis_403(
+        cluster: UiCluster, browser: Any) -> None:
+    cluster.ok("POST", "/api/v1/namespaces/default/configmaps", {
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "readonly"},
+        "data": {"colour": "blue"}})
+    sign_in(browser, cluster, VIEW_TOKEN)
+    until(browser, lambda d: d.find_element(By.ID, "who").text == "viewer", "viewer signed in")
+    browser.get(cluster.url + "/ui/#/o/core/v1/configmaps/default/readonly")
+    until(browser, lambda d: "blue" in d.find_element(By.ID, "object-json").text,
+          "the viewer reads the object")
+    browser.find_element(By.ID, "edit").click()
+    editor = until(browser, lambda d: d.find_element(By.ID, "editor"), "the editor opens")
+    text = editor.get_attribute("value").replace('"blue"', '"red"')
+    editor.clear()
+    editor.send_keys(text)
+    browser.find_element(By.ID, "save").click()
+    error = until(browser, lambda d: d.find_element(By.ID, "error").text, "an error shows")
+    assert error.startswith("403 Forbidden: ")
+    assert 'configmaps "readonly" is forbidden: User "viewer" cannot update resource ' \
+           '"configmaps"' in error
+    assert cluster.ok("GET", "/api/v1/namespaces/default/configmaps/readonly")["data"] == \
+        {"colour": "blue"}
+
+
+def test_ui_login_prints_a_url_that_signs_the_tab_in(cluster: UiCluster, browser: Any) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "setpoint", "ui-login", "--service-account", "default/ui-reader",
+         "--create", "--duration", "10m", "--kubeconfig", str(cluster.serve.kubeconfig)],
+        capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    url = done.stdout.strip()
+    prefix = cluster.url + "/ui/#token="
+    assert url.startswith(prefix)
+    token = url[len(prefix):]
+    browser.get(cluster.url + "/ui/")
+    browser.execute_script("sessionStorage.clear()")
+    browser.get(url)
+    until(browser, lambda d: d.find_element(By.ID, "who").text ==
+          "system:serviceaccount:default:ui-reader", "the service account is signed in")
+    assert token not in browser.current_url
+    assert browser.execute_script("return sessionStorage.getItem('setpoint.token')") == token
+
+
+def test_pages_left_behind_give_their_watch_connections_back(
+        cluster: UiCluster, browser: Any) -> None:
+    # each object page holds several watches; browsers allow about six connections to one
+    # server, so pages kept in the back-forward cache with their watches open would stall
+    # the next page until those streams ended
+    create_widget(cluster, "visited", [{
+        "type": "Ready", "status": "True", "reason": "Ok", "message": "ok",
+        "lastTransitionTime": "2026-01-01T00:00:00Z"}])
+    sign_in(browser, cluster, ADMIN_TOKEN)
+    until(browser, lambda d: d.find_element(By.ID, "kinds"), "signed in")
+    for _ in range(4):
+        browser.get("about:blank")
+        browser.get(cluster.url + "/ui/#/o/example.com/v1/widgets/default/visited")
+        until(browser, lambda d: d.find_element(By.CSS_SELECTOR, "#tree li.self")
+              and d.find_element(By.CSS_SELECTOR, "#events h2"), "the object page is live")
+    browser.get("about:blank")
+    browser.get(cluster.url + "/ui/#/r/example.com/v1/widgets?ns=default")
+    until(browser, lambda d: d.find_element(By.CSS_SELECTOR, "#table tr[data-name=visited]"),
+          "the next page loads")
+
+
+def test_a_table_follows_creates_status_changes_and_deletes(
+        cluster: UiCluster, browser: Any) -> None:
+    cluster.ok("POST", "/api/v1/namespaces", {
+        "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "livetable"}})
+    base = "/apis/example.com/v1/namespaces/livetable/widgets"
+    sign_in(browser, cluster, ADMIN_TOKEN)
+    until(browser, lambda d: d.find_element(By.ID, "kinds"), "signed in")
+    browser.get(cluster.url + "/ui/#/r/example.com/v1/widgets?ns=livetable")
+    until(browser, lambda d: d.find_element(By.ID, "table-status").text == "0 objects, live",
+          "the empty table is live")
+
+    def health_of(name: str) -> str | None:
+        found = browser.find_elements(By.CSS_SELECTOR,
+                                      f"#table tr[data-name={name}] [data-health]")
+        return found[0].get_attribute("data-health") if found else None
+
+    for name in ("b-second", "a-first"):
+        cluster.ok("POST", base, {"apiVersion": "example.com/v1", "kind": "Widget",
+                                  "metadata": {"name": name}, "spec": {"size": 1}})
+    until(browser, lambda d: [tr.get_attribute("data-name") for tr in d.find_elements(
+        By.CSS_SELECTOR, "#table tbody tr")] == ["a-first", "b-second"],
+        "created rows appear in name order")
+    assert health_of("a-first") == "unknown"
+    cluster.ok("PATCH", f"{base}/a-first/status", {"status": {"conditions": [{
+        "type": "Ready", "status": "False", "reason": "Broken", "message": "it broke",
+        "lastTransitionTime": "2026-01-01T00:00:00Z"}]}},
+        content_type="application/merge-patch+json")
+    until(browser, lambda d: health_of("a-first") == "not-ready",
+          "a status change turns the row not ready")
+    cluster.ok("DELETE", f"{base}/b-second")
+    until(browser, lambda d: health_of("b-second") is None
+          and d.find_element(By.ID, "table-status").text == "1 object, live",
+          "a deleted object's row goes")
+
+
+def test_the_timeline_shows_who_wrote_what_beside_the_events(
+        cluster: UiCluster, browser: Any) -> None:
+    cluster.ok("POST", "/apis/example.com/v1/namespaces/default/widgets", {
+        "apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "timed"},
+        "spec": {"size": 2}})
+    widget = cluster.ok(
+        "PATCH", "/apis/example.com/v1/namespaces/default/widgets/timed/status"
+                 "?fieldManager=widget-operator",
+        {"status": {"conditions": [{"type": "Ready", "status": "True", "reason": "Ok",
+                                    "message": "ok",
+                                    "lastTransitionTime": "2026-01-01T00:00:00Z"}]}},
+        content_type="application/merge-patch+json")
+    sign_in(browser, cluster, ADMIN_TOKEN)
+    until(browser, lambda d: d.find_element(By.ID, "kinds"), "signed in")
+    browser.get(cluster.url + "/ui/#/o/example.com/v1/widgets/default/timed")
+
+    def rows() -> list[str]:
+        return [tr.text for tr in browser.find_elements(By.CSS_SELECTOR, "#timeline tbody tr")]
+
+    until(browser, lambda d: any("widget-operator" in r and "write Update status" in r
+                                 and "status.conditions" in r for r in rows()),
+          "the operator's status write is on the timeline")
+    assert any("write Update" in r and "spec.size" in r for r in rows()), rows()
+    cluster.ok("POST", "/api/v1/namespaces/default/events", {
+        "apiVersion": "v1", "kind": "Event", "metadata": {"name": "timed.1"},
+        "involvedObject": {"apiVersion": "example.com/v1", "kind": "Widget", "name": "timed",
+                           "namespace": "default", "uid": widget["metadata"]["uid"]},
+        "reason": "Provisioned", "message": "two widgets provisioned", "type": "Normal",
+        "source": {"component": "widget-operator"}, "count": 1,
+        "firstTimestamp": "2030-01-01T00:00:00Z", "lastTimestamp": "2030-01-01T00:00:00Z"})
+    until(browser, lambda d: rows() and "Provisioned: two widgets provisioned" in rows()[0],
+          "the new event arrives live, newest first")
+
+
+HEALTH_CASES: list[tuple[str, dict[str, Any], str, str]] = [
+    ("being deleted", {"metadata": {"deletionTimestamp": "2026-01-01T00:00:00Z"},
+                       "status": {"conditions": [{"type": "Ready", "status": "True"}]}},
+     "terminating", "being deleted"),
+    ("status older than spec", {"metadata": {"generation": 3},
+                                "status": {"observedGeneration": 2, "conditions": [
+                                    {"type": "Ready", "status": "False", "message": "old"}]}},
+     "progressing", "observedGeneration 2 < generation 3"),
+    ("Ready False", {"metadata": {"generation": 2}, "status": {"observedGeneration": 2,
+                     "conditions": [{"type": "Ready", "status": "False", "reason": "Down",
+                                     "message": "the pool is gone"}]}},
+     "not-ready", "Ready=False: Down: the pool is gone"),
+    ("Available False", {"status": {"conditions": [
+        {"type": "Available", "status": "False", "reason": "MinimumReplicasUnavailable"}]}},
+     "not-ready", "Available=False: MinimumReplicasUnavailable"),
+    ("Stalled", {"status": {"conditions": [{"type": "Ready", "status": "True"},
+                                           {"type": "Stalled", "status": "True",
+                                            "message": "quota exceeded"}]}},
+     "not-ready", "quota exceeded"),
+    ("phase Failed", {"status": {"phase": "Failed", "message": "exit 1"}},
+     "not-ready", "phase Failed: exit 1"),
+    ("Ready Unknown", {"status": {"conditions": [{"type": "Ready", "status": "Unknown"}]}},
+     "progressing", "Ready=Unknown"),
+    ("Reconciling", {"status": {"conditions": [{"type": "Ready", "status": "True"},
+                                               {"type": "Reconciling", "status": "True"}]}},
+     "progressing", "Reconciling=True"),
+    ("stale Ready", {"metadata": {"generation": 4}, "status": {"conditions": [
+        {"type": "Ready", "status": "True", "observedGeneration": 3}]}},
+     "progressing", "Ready describes generation 3 < 4"),
+    ("Ready True", {"metadata": {"generation": 1}, "status": {"observedGeneration": 1,
+                    "conditions": [{"type": "Ready", "status": "True"}]}},
+     "ready", "Ready=True"),
+    ("phase Succeeded", {"status": {"phase": "Succeeded"}}, "ready", "phase Succeeded"),
+    ("nothing to go by", {"status": {"replicas": 3}}, "unknown", "no Ready or Available"),
+    ("no status", {}, "unknown", "no Ready or Available"),
+    ("malformed conditions", {"status": {"conditions": "yes"}}, "unknown", "no Ready"),
+]
+
+
+def test_the_health_rule_as_documented(cluster: UiCluster, browser: Any) -> None:
+    browser.get(cluster.url + "/ui/")
+    results = browser.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        "import('./health.js').then((m) => done(arguments[0].map((o) => m.health(o))),"
+        " (e) => done(String(e)));", [case[1] for case in HEALTH_CASES])
+    assert isinstance(results, list), results
+    for (what, _, state, message), got in zip(HEALTH_CASES, results, strict=True):
+        assert got["state"] == state, (what, got)
+        assert message in got["message"], (what, got)
+
+
+def test_a_table_says_when_it_read_only_part_of_a_kind(
+        cluster: UiCluster, browser: Any) -> None:
+    cluster.ok("POST", "/api/v1/namespaces", {
+        "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "partial"}})
+    for name in ("p1", "p2", "p3"):
+        cluster.ok("POST", "/apis/example.com/v1/namespaces/partial/widgets", {
+            "apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": name},
+            "spec": {"size": 1}})
+    sign_in(browser, cluster, ADMIN_TOKEN)
+    until(browser, lambda d: d.find_element(By.ID, "kinds"), "signed in")
+    browser.get(cluster.url + "/ui/#/r/example.com/v1/widgets?ns=partial&limit=2")
+    until(browser, lambda d: d.find_element(By.ID, "table-status").text ==
+          "2 objects, live (only the first 2 were read: narrow by namespace or labels)",
+          "the table says it is partial")
+    browser.get(cluster.url + "/ui/#/r/example.com/v1/widgets?ns=partial")
+    until(browser, lambda d: d.find_element(By.ID, "table-status").text == "3 objects, live",
+          "without a limit it reads them all")
+
+
+def test_an_owner_tree_reaches_down_to_pods_with_their_readiness(
+        cluster: UiCluster, browser: Any) -> None:
+    owner = create_widget(cluster, "runner", [{
+        "type": "Ready", "status": "True", "reason": "Ok", "message": "ok",
+        "lastTransitionTime": "2026-01-01T00:00:00Z"}])
+    ref = {"apiVersion": "example.com/v1", "kind": "Widget", "name": "runner",
+           "uid": owner["metadata"]["uid"], "controller": True}
+    for name in ("runner-a", "runner-b"):
+        cluster.ok("POST", "/api/v1/namespaces/default/pods", {
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "ownerReferences": [ref]},
+            "spec": {"containers": [{"name": "main", "image": "busybox",
+                                     "command": ["sleep", "3600"]}]}})
+    sign_in(browser, cluster, ADMIN_TOKEN)
+    until(browser, lambda d: d.find_element(By.ID, "kinds"), "signed in")
+    browser.get(cluster.url + "/ui/#/o/example.com/v1/widgets/default/runner")
+    pod = "#tree li[data-name=runner] li[data-kind=Pod][data-name={}] > [data-health]"
+    until(browser, lambda d: all(
+        d.find_element(By.CSS_SELECTOR, pod.format(name)).get_attribute("data-health")
+        == "ready" for name in ("runner-a", "runner-b")),
+        "both pods show in the tree, ready (the simulated runtime runs them)")
+    snapshot(browser, "pods")
+    status, _, _ = cluster.call(
+        "DELETE", "/api/v1/namespaces/default/pods/runner-a?gracePeriodSeconds=0")
+    assert status == 200
+    until(browser, lambda d: not d.find_elements(By.CSS_SELECTOR, pod.format("runner-a"))
+          and d.find_elements(By.CSS_SELECTOR, pod.format("runner-b")),
+          "the deleted pod leaves the tree, live")
