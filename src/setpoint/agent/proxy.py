@@ -10,11 +10,13 @@ listener**, so a client's connection is refused, as kube-proxy's REJECT rule mak
 a frontend leaves the table its listener is closed and its connections are cut.
 
 Cluster IPs are made local to this machine by a :class:`RouteTable` (root, Linux, iproute2):
-one ``local <ip>/32 dev lo`` route per cluster IP (in the ``local`` table, where the kernel
-looks for the addresses a socket may bind), so the proxy binds ``clusterIP:port`` and packets
-to cluster IPs, from the host or from pods whose default route is the host, are delivered to
-it and never leave the machine. Each route is recorded in a file before it is added; on
-start the table removes every route the file lists (a previous agent killed with -9 left
+a ``local <cidr> dev lo`` route for each service CIDR when they are known (``service_cidrs``,
+what ``setpoint serve`` passes its agent), else one ``local <ip>/32`` route per cluster IP; in
+the ``local`` table, where the kernel looks for the addresses a socket may bind. The proxy
+then binds ``clusterIP:port`` and packets to cluster IPs, from the host or from pods whose
+default route is the host, are delivered to it and never leave the machine (with the CIDR
+routes, not even for an address no Service holds: the connection is refused). Each route is
+recorded in a file before it is added; on start the table removes every route the file lists (a previous agent killed with -9 left
 them), then adds again those still wanted (``ip route replace``: adding twice is harmless).
 Routes are removed when their Service goes and when the proxy stops; listeners die with the
 process.
@@ -69,6 +71,8 @@ class ProxyConfig:
     max_frontends: int = 10_000
     #: seconds between retries of a listener that could not bind
     retry_interval: float = 5.0
+    #: the service CIDRs made local as a whole (empty: each cluster IP on its own)
+    service_cidrs: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.mode not in ("auto", "routes", "loopback", "off"):
@@ -79,6 +83,8 @@ class ProxyConfig:
                              "max_frontends must be >= 1")
         if self.connect_timeout <= 0 or self.retry_interval <= 0:
             raise ValueError("connect_timeout and retry_interval must be positive")
+        for cidr in self.service_cidrs:
+            ipaddress.ip_network(cidr)  # ValueError for a malformed one
 
 
 def resolve_mode(mode: ProxyMode) -> ProxyMode:
@@ -151,7 +157,7 @@ def rules_from(services: Iterable[Obj], slices: Iterable[Obj], mode: ProxyMode
 
 
 class RouteTable:
-    """``local <ip>/32 dev lo`` routes for cluster IPs, recorded in ``record`` (one IP a line)."""
+    """``local <prefix> dev lo`` routes, recorded in ``record`` (one prefix a line)."""
 
     def __init__(self, record: Path, ip_command: str = "ip") -> None:
         self.record = record
@@ -171,23 +177,17 @@ class RouteTable:
         tmp.write_text("".join(f"{ip}\n" for ip in sorted(self.routes)))
         os.replace(tmp, self.record)
 
-    @staticmethod
-    def _spec(ip: str) -> list[str]:
-        prefix = 128 if ipaddress.ip_address(ip).version == 6 else 32
-        family = "-6" if prefix == 128 else "-4"
-        return [family, "route", "%s", "local", f"{ip}/{prefix}", "dev", "lo", "table", "local"]
-
-    async def _run(self, verb: str, ip: str) -> tuple[int, str]:
-        spec = [verb if a == "%s" else a for a in self._spec(ip)]
-        return await self._ip(*spec)
+    async def _run(self, verb: str, prefix: str) -> tuple[int, str]:
+        net = ipaddress.ip_network(prefix, strict=False)
+        return await self._ip(f"-{net.version}", "route", verb, "local", str(net), "dev", "lo",
+                              "table", "local")
 
     async def recover(self) -> None:
         """Remove the routes a previous proxy on this record left."""
         with contextlib.suppress(FileNotFoundError):
             for line in self.record.read_text().splitlines():
                 with contextlib.suppress(ValueError):
-                    ip = str(ipaddress.ip_address(line.strip()))
-                    await self._run("del", ip)
+                    await self._run("del", str(ipaddress.ip_network(line.strip())))
         self.routes.clear()
         self._write()
 
@@ -363,7 +363,9 @@ class ServiceProxy:
         for frontend in [f for f in self.listeners if f not in wanted]:
             await self.listeners.pop(frontend).close()
         if self.routes is not None:
-            ips = {f.ip for f in table}
+            ips = {str(ipaddress.ip_network(c, strict=False))
+                   for c in self.config.service_cidrs} or {
+                str(ipaddress.ip_network(f.ip)) for f in table}
             for ip in sorted(self.routes.routes - ips):
                 await self.routes.remove(ip)
             for ip in sorted(ips):

@@ -121,8 +121,10 @@ async def test_forwards_round_robin_refuses_without_backends_and_frees(tmp_path:
 
 async def test_connections_are_bounded(tmp_path: Path) -> None:
     release = asyncio.Event()
+    reached = asyncio.Event()
 
     async def slow(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        reached.set()
         await release.wait()
         writer.write(b"ok")
         writer.close()
@@ -133,9 +135,7 @@ async def test_connections_are_bounded(tmp_path: Path) -> None:
     async with server, px.ServiceProxy(config, tmp_path) as proxy:
         await proxy.apply({front: (backend,)})
         first = await asyncio.open_connection(front.ip, front.port)
-        listener = proxy.listeners[front]
-        while not listener.connections:
-            await asyncio.sleep(0.01)
+        await reached.wait()  # the first connection is forwarded: it counts
         second = await asyncio.open_connection(front.ip, front.port)
         assert await second[0].read() == b""  # closed at accept: over the bound
         release.set()
