@@ -16,8 +16,9 @@ the ``local`` table, where the kernel looks for the addresses a socket may bind.
 then binds ``clusterIP:port`` and packets to cluster IPs, from the host or from pods whose
 default route is the host, are delivered to it and never leave the machine (with the CIDR
 routes, not even for an address no Service holds: the connection is refused). Each route is
-recorded in a file before it is added; on start the table removes every route the file lists (a previous agent killed with -9 left
-them), then adds again those still wanted (``ip route replace``: adding twice is harmless).
+recorded in a file before it is added; on start the table removes every route the file
+lists (a previous agent killed with -9 left them), then adds again those still wanted
+(``ip route replace``: adding twice is harmless).
 Routes are removed when their Service goes and when the proxy stops; listeners die with the
 process.
 
