@@ -45,9 +45,6 @@ class ServiceWatch:
         self.proxy: px.ServiceProxy | None = None
         self.synced = asyncio.Event()
         self._dirty = asyncio.Event()
-        #: bumped after every table applied (tests wait on it)
-        self.generation = 0
-        self.applied = asyncio.Condition()
 
     def env(self, namespace: str, enable_links: bool) -> dict[str, str]:
         """The service variables of a pod in ``namespace`` (empty before the first list)."""
@@ -86,15 +83,14 @@ class ServiceWatch:
         assert self.slices is not None
         assert self.proxy is not None
         self._dirty.clear()
+        if self.proxy.mode == "off":
+            return
         table = px.rules_from(self.services.cache.list(), self.slices.cache.list(),
                               self.proxy.mode)
         try:
             await self.proxy.apply(table)
         except OSError as e:
             log.warning("service proxy: applying the table failed: %s", e)
-        async with self.applied:
-            self.generation += 1
-            self.applied.notify_all()
 
     def listening(self) -> Mapping[px.Frontend, tuple[px.Address, ...]]:
         return {} if self.proxy is None else self.proxy.listening()
