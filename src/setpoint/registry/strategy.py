@@ -24,17 +24,13 @@ from typing import Any
 
 from setpoint.apimachinery import fields, gotypes, typed, validation
 from setpoint.apimachinery.fields import FieldError, FieldPath
+from setpoint.apimachinery.objectmeta import OBJECT_META_FIELDS
 from setpoint.registry import table
 from setpoint.registry.options import DeleteOptions
 from setpoint.registry.resources import ResourceInfo, VersionInfo
 
 Obj = dict[str, Any]
 
-OBJECT_META_FIELDS = frozenset({
-    "name", "generateName", "namespace", "selfLink", "uid", "resourceVersion", "generation",
-    "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "labels",
-    "annotations", "ownerReferences", "finalizers", "managedFields",
-})
 
 
 def prune_object_meta(obj: Obj) -> list[str]:
