@@ -31,7 +31,8 @@ def definition(**props: Any) -> dict[str, Any]:
 def swagger() -> dict[str, Any]:
     ref = lambda name: {"$ref": f"#/definitions/{name}"}  # noqa: E731
     listed = [*EXTRACT.KINDS, *(f"{k}List" for k in EXTRACT.KINDS), *EXTRACT.SHARED]
-    defs: dict[str, Any] = {name: definition() for name in (*listed, "io.k8s.api.core.v1.Pod")}
+    unlisted = "io.k8s.api.apps.v1.Deployment"
+    defs: dict[str, Any] = {name: definition() for name in (*listed, unlisted)}
     defs[CM] = definition(metadata=ref("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"))
     defs[CM]["x-kubernetes-group-version-kind"] = [{"group": "", "kind": "ConfigMap",
                                                     "version": "v1"}]
@@ -66,7 +67,7 @@ def test_extracts_the_closure_of_the_served_kinds(tmp_path: Path) -> None:
     assert "Apache-2.0" in data["license"]
     names = set(data["definitions"])
     assert {CM, CM + "List", "io.k8s.apimachinery.pkg.apis.meta.v1.Owner"} <= names
-    assert "io.k8s.api.core.v1.Pod" not in names  # not listed, not referred to
+    assert "io.k8s.api.apps.v1.Deployment" not in names  # not listed, not referred to
     params = data["queryParameters"]
     assert [p["name"] for p in params["patch"]] == ["fieldValidation"]  # unsupported left out
     assert params["get"] == [{"in": "query", "name": "pretty", "type": "string"}]
