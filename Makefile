@@ -18,9 +18,10 @@ install: $(STAMP)
 run: $(STAMP)
 	$(BIN)/setpoint serve --data-dir .setpoint --storage sqlite
 
-## test: lint, type-check, import contracts, then the whole test suite
+## test: lint, type-check, import contracts, then the whole test suite (the e2e tests last)
 test: check
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -m e2e $(PYTEST_ARGS)
 
 check: lint typecheck imports
 

@@ -1,29 +1,47 @@
-"""Measure the whole API path of a real ``setpoint serve`` process, beside its ceiling.
+"""Measure the whole API path of a real ``setpoint serve`` process, beside its ceilings.
 
 Phases, all in one run against one server process started here (port 0, fresh data dir):
 
 1. create N custom resources with C concurrent clients (creates/s, p50/p99 latency);
 2. list them all, several times (best and median time);
-3. W watchers on the collection; then U updates, one at a time: the delay from each update
-   being acknowledged to each watcher receiving its event (p50/p99);
+3. watch delivery: one watcher, then W watchers (``--watchers 1,1000``), all on one object
+   (a field selector on its name); U updates of it, one at a time; the delay from each
+   update being acknowledged to each watcher receiving its event (p50/p99), and the
+   server's CPU time per delivered event (from ``/proc``). The first count is the baseline
+   of the same run;
 4. the server's peak RSS (VmHWM from /proc).
 
-The ceiling: the same N writes, same concurrency, straight into the storage backend in this
-process (no HTTP, no registry) — what the API path could at best reach on this machine.
+The ceilings, same run, same load generator, same concurrency (and, less sensitive to
+what else runs on the machine than rates, the CPU time each server spent per create):
+
+* the **minimal-work ceiling** (``benchmarks/minimal_server.py``): an aiohttp + uvloop +
+  orjson endpoint that parses the posted object, sets uid, resourceVersion and timestamp,
+  group-commits it to SQLite (WAL, ``synchronous=FULL``) and answers 201. It serves TLS with
+  the server's own certificate when ``setpoint serve`` is measured with TLS, plain HTTP
+  otherwise. ``API / minimal-work`` is the ratio the project's target is stated in;
+* the same N writes straight into the storage backend in this process (no HTTP, no
+  registry): what storage alone allows.
 
 With ``--storage etcd`` the benchmark starts a single-member etcd in a temporary directory
 (``etcd`` on the PATH, or ``$SETPOINT_TEST_ETCD``), or uses the cluster at
-``--etcd-endpoints`` (then under a fresh ``--etcd-prefix``, deleted at the end). The ceiling
-is then measured twice with the client library the backend uses (aetcd), in the same run:
-plain etcd puts (``aetcd.Client.put``), and the backend's create transactions
+``--etcd-endpoints`` (then under a fresh ``--etcd-prefix``, deleted at the end). The storage
+ceiling is then measured twice with the client library the backend uses (aetcd), in the same
+run: plain etcd puts (``aetcd.Client.put``), and the backend's create transactions
 (``EtcdBackend.create``: ``create_revision == 0 → put``), which is what every API create is.
 
 ``--controllers-mode inline`` runs the built-in controllers in the server's event loop instead
 of the child process ``setpoint serve`` uses by default (``benchmarks/controllers.py`` compares
-the two side by side).
+the two side by side). ``--profile DIR`` runs each server under ``py-spy record`` (installed
+in the venv) and prints the functions the server spent its samples in (self and cumulative),
+writing the raw stacks to ``DIR``; its timings are then those of a profiled server.
 
-    python benchmarks/api.py [--n 10000] [--concurrency 16] [--watchers 100] [--storage sqlite]
-                             [--controllers-mode process|inline]
+The load generator runs on uvloop; the watchers are raw connections that look for the
+event's resourceVersion without decoding the JSON, so that the client's own cost per event
+stays small beside the server's.
+
+    python benchmarks/api.py [--n 10000] [--concurrency 16] [--watchers 1,100]
+                             [--storage sqlite] [--security secure|plain|both]
+                             [--controllers-mode process|inline] [--profile DIR]
     python benchmarks/api.py --storage etcd [--etcd-endpoints http://127.0.0.1:2379]
 """
 
@@ -31,26 +49,33 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import contextlib
 import dataclasses
 import os
+import resource
+import signal
+import ssl
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+import typing
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import orjson
+import uvloop
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "src"))
 
-from tests.conftest import start_serve  # noqa: E402
+from tests.conftest import ServeProcess, start_serve  # noqa: E402
 from tests.integration.storage import etcd_server  # noqa: E402
 
 from setpoint.storage import StorageConfig, create_backend  # noqa: E402
@@ -122,54 +147,161 @@ async def list_times(session: aiohttp.ClientSession, n: int, repeat: int = 5) ->
     return times
 
 
-async def watch_latency(session: aiohttp.ClientSession, watchers: int, updates: int
-                        ) -> list[float]:
+#: what precedes an event's resourceVersion in its JSON (the object's is the first one)
+RV_MARK = b'"resourceVersion":"'
+
+
+class RawWatch(asyncio.Protocol):
+    """One watch connection that stamps each event's arrival, keyed by its resourceVersion,
+    without decoding its JSON (the chunked framing's lines carry no resourceVersion)."""
+
+    def __init__(self, request: bytes, received: dict[str, list[float]],
+                 on_ready: Callable[[], None]) -> None:
+        self._request = request
+        self._received = received
+        self._on_ready = on_ready
+        self._buffer = b""
+        self._headers = False
+        self.transport: asyncio.BaseTransport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport
+        # uvloop's transports are not asyncio.WriteTransport subclasses, but write alike
+        typing.cast(asyncio.WriteTransport, transport).write(self._request)
+
+    def data_received(self, data: bytes) -> None:
+        stamp = time.perf_counter()
+        buffer = self._buffer + data
+        if not self._headers:
+            end = buffer.find(b"\r\n\r\n")
+            if end < 0:
+                self._buffer = buffer
+                return
+            if not buffer.startswith(b"HTTP/1.1 200"):
+                raise RuntimeError(f"watch refused: {buffer[:200]!r}")
+            self._headers = True
+            self._on_ready()
+            buffer = buffer[end + 4:]
+        *lines, self._buffer = buffer.split(b"\n")
+        for line in lines:
+            at = line.find(RV_MARK)
+            if at >= 0:
+                start = at + len(RV_MARK)
+                rv = line[start:line.index(b'"', start)].decode()
+                self._received.setdefault(rv, []).append(stamp)
+
+
+@dataclasses.dataclass
+class Delivery:
+    watchers: int
+    delays: list[float]
+    cpu_seconds: float  # the server's, over the updates
+    updates: int
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def watch_delivery(session: aiohttp.ClientSession, url: str,
+                         ssl_context: ssl.SSLContext | None, pid: int, watchers: int,
+                         updates: int) -> Delivery:
+    """``watchers`` watches of one object; ``updates`` updates of it, one at a time; the
+    delay from each update's answer to each watcher's receipt of its event."""
     _, body = await get_json(session, PATH + "?limit=1")
     rv = body["metadata"]["resourceVersion"]
+    address = urllib.parse.urlsplit(url)
+    host, port = address.hostname or "127.0.0.1", address.port or 443
+    request = (f"GET {PATH}?watch=true&resourceVersion={rv}"
+               "&fieldSelector=metadata.name%3Ditem-000000 HTTP/1.1\r\n"
+               f"Host: {host}:{port}\r\nAccept: application/json\r\n"
+               "User-Agent: setpoint-benchmark\r\n\r\n").encode()
     received: dict[str, list[float]] = {}
     ready = 0
     all_ready = asyncio.Event()
 
-    async def watch() -> None:
+    def on_ready() -> None:
         nonlocal ready
-        async with session.get(f"{PATH}?watch=true&resourceVersion={rv}"
-                               "&fieldSelector=metadata.name%3Ditem-000000") as r:
-            ready += 1
-            if ready == watchers:
-                all_ready.set()
-            while True:
-                line = await r.content.readline()
-                if not line:
-                    return
-                event = orjson.loads(line)
-                stamp = time.perf_counter()
-                key = event["object"]["metadata"]["resourceVersion"]
-                received.setdefault(key, []).append(stamp)
+        ready += 1
+        if ready == watchers:
+            all_ready.set()
 
-    tasks = [asyncio.create_task(watch()) for _ in range(watchers)]
-    await asyncio.wait_for(all_ready.wait(), 30)
-    await asyncio.sleep(0.2)
-    delays: list[float] = []
-    for u in range(updates):
-        patch = orjson.dumps({"spec": {"size": 1_000_000 + u}})
-        async with session.patch(PATH + "/item-000000", data=patch,
-                                 headers={"Content-Type": "application/merge-patch+json"}) as r:
-            obj = orjson.loads(await r.read())
-        acked = time.perf_counter()
-        key = obj["metadata"]["resourceVersion"]
-        deadline = acked + 5
-        while len(received.get(key, ())) < watchers and time.perf_counter() < deadline:  # noqa: ASYNC110 - polling keeps the receive path free of extra wake-ups
-            await asyncio.sleep(0.0005)
-        delays.extend(max(0.0, t - acked) for t in received.get(key, ()))
-    for t in tasks:
-        t.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
-    return delays
+    loop = asyncio.get_running_loop()
+    connections: list[asyncio.BaseTransport] = []
+    try:
+        for _ in range(watchers):
+            transport, _protocol = await loop.create_connection(
+                lambda: RawWatch(request, received, on_ready), host, port,
+                ssl=ssl_context, server_hostname=host if ssl_context else None)
+            connections.append(transport)
+        await asyncio.wait_for(all_ready.wait(), 60)
+        await asyncio.sleep(0.2)
+        delays: list[float] = []
+        cpu_before = cpu_seconds(pid)
+        for u in range(updates):
+            patch = orjson.dumps({"spec": {"size": 1_000_000 + watchers * updates + u}})
+            async with session.patch(PATH + "/item-000000", data=patch, headers={
+                    "Content-Type": "application/merge-patch+json"}) as r:
+                obj = orjson.loads(await r.read())
+            acked = time.perf_counter()
+            key = obj["metadata"]["resourceVersion"]
+            deadline = acked + 5
+            while len(received.get(key, ())) < watchers and time.perf_counter() < deadline:  # noqa: ASYNC110 - polling keeps the receive path free of extra wake-ups
+                await asyncio.sleep(0.0005)
+            got = received.get(key, ())
+            if len(got) < watchers:
+                raise RuntimeError(f"{len(got)} of {watchers} watchers got the event")
+            delays.extend(max(0.0, t - acked) for t in got)
+        cpu = cpu_seconds(pid) - cpu_before
+    finally:
+        for transport in connections:
+            transport.close()
+    return Delivery(watchers, delays, cpu, updates)
 
 
 async def get_json(session: aiohttp.ClientSession, path: str) -> tuple[int, Any]:
     async with session.get(path) as r:
         return r.status, orjson.loads(await r.read())
+
+
+def start_minimal(tmp: Path, cert: tuple[Path, Path] | None
+                  ) -> tuple[subprocess.Popen[bytes], str]:
+    """``benchmarks/minimal_server.py`` on a free port (TLS with ``cert`` when given): the
+    process and its URL."""
+    tmp.mkdir(parents=True, exist_ok=True)
+    port_file = tmp / "port"
+    command = [sys.executable, str(ROOT / "benchmarks" / "minimal_server.py"),
+               "--db", str(tmp / "minimal.db"), "--port-file", str(port_file)]
+    if cert is not None:
+        command += ["--cert", str(cert[0]), "--key", str(cert[1])]
+    process = subprocess.Popen(command)
+    deadline = time.monotonic() + 20
+    while not (port_file.exists() and port_file.read_text()):
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            raise RuntimeError("the minimal-work server did not start")
+        time.sleep(0.02)
+    scheme = "https" if cert is not None else "http"
+    return process, f"{scheme}://127.0.0.1:{port_file.read_text()}"
+
+
+async def minimal_ceiling(args: argparse.Namespace, tmp: Path,
+                          ssl_context: ssl.SSLContext | None, cert: tuple[Path, Path] | None
+                          ) -> tuple[float, list[float], float]:
+    """N creates at concurrency C through ``benchmarks/minimal_server.py``: the
+    minimal-work ceiling (seconds, latencies, the server's CPU seconds)."""
+    process, url = start_minimal(tmp, cert)
+    try:
+        connector = aiohttp.TCPConnector(limit=args.concurrency + 4, ssl=ssl_context or False)
+        async with aiohttp.ClientSession(base_url=url, connector=connector) as s:
+            cpu = cpu_seconds(process.pid)
+            seconds, latencies = await create_all(s, args.n, args.concurrency)
+            return seconds, latencies, cpu_seconds(process.pid) - cpu
+    finally:
+        process.terminate()
+        process.wait(timeout=15)
 
 
 async def raw_ceiling(storage: str, n: int, concurrency: int,
@@ -255,23 +387,79 @@ class Figures:
     seconds: float
     latencies: list[float]
     lists: list[float]
-    delays: list[float]
+    deliveries: list[Delivery]
     rss: float
+    minimal_seconds: float
+    minimal_latencies: list[float]
+    cpu: float  # the server's CPU seconds over the creates
+    controllers_cpu: float  # its child processes' (the built-in controllers, as a process)
+    minimal_cpu: float  # the minimal-work server's
+
+
+def children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid``."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if parent == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def children_cpu(pid: int) -> float:
+    """CPU seconds of ``pid``'s child processes (the built-in controllers' process)."""
+    total = 0.0
+    for child in children(pid):
+        with contextlib.suppress(OSError):
+            total += cpu_seconds(child)
+    return total
+
+
+def serve_pid(server: ServeProcess, profiled: bool) -> int:
+    """The ``setpoint serve`` process: the child of ``py-spy record`` when profiled."""
+    if not profiled:
+        return server.process.pid
+    found = children(server.process.pid)
+    if not found:
+        raise RuntimeError("py-spy's child process not found")
+    return found[0]
+
+
+def stop(server: ServeProcess, pid: int) -> None:
+    """Stop the server; under py-spy, stop the server itself so that py-spy writes."""
+    if pid == server.process.pid:
+        server.stop()
+        return
+    os.kill(pid, signal.SIGTERM)
+    server.process.wait(timeout=60)
 
 
 async def measure_api(args: argparse.Namespace, data: Path, secure: bool,
                       etcd: tuple[list[str], str]) -> Figures:
     """The API figures of one ``setpoint serve``: with TLS, client certificates and RBAC
-    (``secure``, its default), or with ``--insecure-plain-http``."""
+    (``secure``, its default), or with ``--insecure-plain-http``; then the minimal-work
+    ceiling, served the same way."""
     endpoints, prefix = etcd
+    profile = Path(args.profile) / f"{'secure' if secure else 'plain'}.txt" \
+        if args.profile else None
+    py_spy = str(Path(sys.executable).parent / "py-spy")
+    launcher = [py_spy, "record", "--format", "raw", "-r", "200", "-o", str(profile), "--"] \
+        if profile is not None else []
+    if profile is not None:
+        profile.parent.mkdir(parents=True, exist_ok=True)
     server = start_serve(
-        data, storage=args.storage, etcd_endpoints=endpoints,
+        data, storage=args.storage, etcd_endpoints=endpoints, launcher=launcher, timeout=60,
         extra_args=[*(["--etcd-prefix", prefix] if prefix else []),
                     "--controllers-mode", args.controllers_mode,
                     *([] if secure else ["--insecure-plain-http"])])
+    pid = serve_pid(server, profile is not None)
+    ssl_context = server.ssl_context()
+    watcher_counts = [int(w) for w in str(args.watchers).split(",") if w.strip()]
     try:
-        connector = aiohttp.TCPConnector(limit=args.concurrency + args.watchers + 4,
-                                         ssl=server.ssl_context() or False)
+        connector = aiohttp.TCPConnector(limit=args.concurrency + 4, ssl=ssl_context or False)
         async with aiohttp.ClientSession(base_url=server.url, connector=connector) as s:
             async with s.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
                               data=orjson.dumps(CRD),
@@ -282,13 +470,62 @@ async def measure_api(args: argparse.Namespace, data: Path, secure: bool,
                 if status == 200:
                     break
                 await asyncio.sleep(0.02)
+            cpu, controllers_cpu = cpu_seconds(pid), children_cpu(pid)
             seconds, latencies = await create_all(s, args.n, args.concurrency)
+            cpu = cpu_seconds(pid) - cpu
+            # the controllers see the creates a little later: let them catch up
+            await asyncio.sleep(1.0)
+            controllers_cpu = children_cpu(pid) - controllers_cpu
             lists = await list_times(s, args.n)
-            delays = await watch_latency(s, args.watchers, args.updates)
-        rss = peak_rss_mb(server.process.pid)
+            deliveries = [await watch_delivery(s, server.url, ssl_context, pid, count,
+                                               args.updates) for count in watcher_counts]
+        rss = peak_rss_mb(pid)
     finally:
-        server.stop()
-    return Figures(seconds, latencies, lists, delays, rss)
+        stop(server, pid)
+    if profile is not None:
+        print_profile(profile, secure)
+    cert = (data / "pki" / "apiserver.crt", data / "pki" / "apiserver.key") if secure else None
+    minimal_seconds, minimal_latencies, minimal_cpu = await minimal_ceiling(
+        args, data / "minimal", ssl_context, cert)
+    return Figures(seconds, latencies, lists, deliveries, rss, minimal_seconds,
+                   minimal_latencies, cpu, controllers_cpu, minimal_cpu)
+
+
+def print_profile(path: Path, secure: bool, top: int = 30) -> None:
+    """The functions py-spy found the server in: by own samples, and setpoint's by
+    samples under them (lines folded into functions)."""
+    own: collections.Counter[str] = collections.Counter()
+    under: collections.Counter[str] = collections.Counter()
+    total = 0
+    for line in path.read_text().splitlines():
+        stack, _, count_text = line.rpartition(" ")
+        count = int(count_text)
+        frames = [_function(f) for f in stack.split(";")]
+        total += count
+        own[frames[-1]] += count
+        for frame in set(frames):
+            if "setpoint/" in frame:
+                under[frame] += count
+    print(f"\nprofile of the {'TLS+RBAC' if secure else 'plain HTTP'} server: {total} samples "
+          f"(raw stacks in {path})")
+    print("  own %   function")
+    for frame, count in own.most_common(top):
+        print(f"  {count / total * 100:5.1f}   {frame}")
+    print("  under % setpoint function")
+    for frame, count in under.most_common(top):
+        print(f"  {count / total * 100:5.1f}   {frame}")
+
+
+def _function(frame: str) -> str:
+    """``name (path:line)`` as ``name (path)``, the path from ``site-packages/`` or
+    ``src/`` on."""
+    name, _, where = frame.partition(" (")
+    path = where.rsplit(":", 1)[0]
+    for anchor in ("site-packages/", "src/", "lib/python"):
+        if anchor in path:
+            path = path[path.index(anchor) + len(anchor):]
+            break
+    return f"{name} ({path})"
 
 
 async def measure(args: argparse.Namespace, tmp: Path,
@@ -310,25 +547,49 @@ async def measure(args: argparse.Namespace, tmp: Path,
         ceiling = (f"{args.n / raw_seconds:,.0f} EtcdBackend creates/s, "
                    f"{args.n / put_seconds:,.0f} aetcd puts/s")
 
-    def rows(f: Figures) -> list[str]:
-        return [f"{args.n / f.seconds:,.0f}",
-                f"{pct(f.latencies, 50) * 1e3:.1f} / {pct(f.latencies, 99) * 1e3:.1f}",
-                f"{min(f.lists) * 1e3:.0f} / {statistics.median(f.lists) * 1e3:.0f}",
-                f"{pct(f.delays, 50) * 1e3:.1f} / {pct(f.delays, 99) * 1e3:.1f}",
-                f"{f.rss:.0f}", f"{raw_seconds / f.seconds * 100:.0f} %"]
-
     names = [f"creates/s (API, concurrency {args.concurrency})",
-             "create latency p50 / p99 (ms)", f"list {args.n:,} (ms, best / median)",
-             f"watch delivery p50 / p99 (ms, {args.watchers} watchers)",
-             "server peak RSS (MiB)", "API / ceiling"]
+             "create latency p50 / p99 (ms)",
+             "minimal-work ceiling creates/s (same run)",
+             "  its latency p50 / p99 (ms)",
+             "API / minimal-work ceiling",
+             "server CPU per create: API / minimal (µs)",
+             "minimal / API server CPU per create",
+             "  controllers' process CPU per create (µs)",
+             f"list {args.n:,} (ms, best / median)"]
+    first = next(iter(figures.values()))
+    for d in first.deliveries:
+        names += [f"watch delivery p50 / p99 (ms, {d.watchers:,} watchers)",
+                  "  server CPU per update / per delivery (µs)"]
+    names += ["server peak RSS (MiB)", "API / storage ceiling"]
+
+    def rows(f: Figures) -> list[str]:
+        cells = [f"{args.n / f.seconds:,.0f}",
+                 f"{pct(f.latencies, 50) * 1e3:.1f} / {pct(f.latencies, 99) * 1e3:.1f}",
+                 f"{args.n / f.minimal_seconds:,.0f}",
+                 f"{pct(f.minimal_latencies, 50) * 1e3:.1f} / "
+                 f"{pct(f.minimal_latencies, 99) * 1e3:.1f}",
+                 f"{f.minimal_seconds / f.seconds * 100:.0f} %",
+                 f"{f.cpu / args.n * 1e6:.0f} / {f.minimal_cpu / args.n * 1e6:.0f}",
+                 f"{f.minimal_cpu / f.cpu * 100:.0f} %",
+                 f"{f.controllers_cpu / args.n * 1e6:.0f}",
+                 f"{min(f.lists) * 1e3:.0f} / {statistics.median(f.lists) * 1e3:.0f}"]
+        for d in f.deliveries:
+            per_update = d.cpu_seconds / max(d.updates, 1) * 1e6
+            per_delivery = d.cpu_seconds / max(len(d.delays), 1) * 1e6
+            cells += [f"{pct(d.delays, 50) * 1e3:.1f} / {pct(d.delays, 99) * 1e3:.1f}",
+                      f"{per_update:,.0f} / {per_delivery:,.1f}"]
+        cells += [f"{f.rss:.0f}", f"{raw_seconds / f.seconds * 100:.0f} %"]
+        return cells
+
     columns = {secure: rows(f) for secure, f in figures.items()}
     width = max(len(n) for n in names)
     print(f"setpoint API benchmark: storage={args.storage} n={args.n} "
-          f"concurrency={args.concurrency} watchers={args.watchers} "
+          f"concurrency={args.concurrency} watchers={args.watchers} updates={args.updates} "
           f"controllers={args.controllers_mode}"
+          + (" profiled" if args.profile else "")
           + (f" etcd={etcd_version}" if etcd_version else ""))
     header = "".join(f"  {('TLS+RBAC' if secure else 'plain HTTP'):>14}" for secure in columns)
-    print(f"{'measure':<{width}}{header}  ceiling (same run)")
+    print(f"{'measure':<{width}}{header}  storage ceiling (same run)")
     for i, name in enumerate(names):
         cells = "".join(f"  {columns[secure][i]:>14}" for secure in columns)
         print(f"{name:<{width}}{cells}  {ceiling if i == 0 else ''}")
@@ -343,7 +604,9 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, default=10_000)
     parser.add_argument("--concurrency", type=int, default=16)
-    parser.add_argument("--watchers", type=int, default=100)
+    parser.add_argument("--watchers", default="1,100",
+                        help="watcher counts measured one after the other (the first is the "
+                        "baseline), comma-separated")
     parser.add_argument("--updates", type=int, default=200)
     parser.add_argument("--storage", choices=("sqlite", "memory", "etcd"), default="sqlite")
     parser.add_argument("--controllers-mode", choices=("process", "inline"), default="process")
@@ -353,7 +616,14 @@ def main() -> None:
     parser.add_argument("--etcd-endpoints", default="",
                         help="with --storage etcd: use this cluster (comma-separated client "
                         "URLs) under a fresh prefix instead of starting an etcd")
-    asyncio.run(run(parser.parse_args()))
+    parser.add_argument("--profile", default="",
+                        help="a directory: run the servers under py-spy record and print "
+                        "where their time went")
+    args = parser.parse_args()
+    # 1,000 watchers and the client's own connections need more than 1,024 descriptors
+    _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    uvloop.run(run(args))
 
 
 if __name__ == "__main__":

@@ -22,6 +22,19 @@ operator:
 
     python benchmarks/vs_kopf.py [--n 500,2000] [--workers 16] [--repeat 3] [--storage sqlite]
 
+``--external`` runs the other pair instead: an operator of something *outside* the cluster,
+the queue operator of ``examples/queue-operator`` (a ``Queue`` object is a queue in a fake
+queue service that counts the calls it receives), written idiomatically in both: kopf
+``on.create``/``on.update``/``on.delete`` handlers and a ``kopf.timer`` per object for the
+drift check; setpoint's example operator (a budget, a poll cadence, a finalizer). N Queues
+are created first, then the operator starts; reported: seconds until the service holds all
+N queues, the service's calls per object until then, the most calls it received in any
+one second, and the calls per object over ``--settle`` more seconds (the polls; both poll
+every ``--poll`` seconds). setpoint's budget is ``--rate`` calls/s (burst ``--rate``/4);
+kopf has no budget.
+
+    python benchmarks/vs_kopf.py --external [--n 200,1000] [--rate 200] [--poll 30]
+
 The last column says how many times better setpoint did (kopf's figure over setpoint's,
 or the other way round for a rate).
 
@@ -46,6 +59,7 @@ from typing import Any
 
 import aiohttp
 import orjson
+import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -112,6 +126,74 @@ def run_setpoint(namespace: str, kubeconfig: str, workers: int) -> None:
     async def main() -> None:
         async with Client(load_kubeconfig(kubeconfig)) as client:
             await Manager(client, registry).run()
+
+    loop = _new_loop()
+    with contextlib.suppress(KeyboardInterrupt):
+        loop.run_until_complete(main())
+
+
+QUEUE_EXAMPLE = ROOT / "examples" / "queue-operator"
+
+
+def run_kopf_external(namespace: str, service: str, poll: float) -> None:
+    import aiohttp as http_client
+    import kopf
+
+    registry = kopf.OperatorRegistry()
+    base = service.rstrip("/")
+
+    @kopf.on.login(registry=registry)
+    def login(**kwargs: Any) -> Any:
+        return kopf.login_with_kubeconfig(**kwargs)
+
+    async def put(name: str, spec: Any) -> dict[str, Any]:
+        async with http_client.ClientSession() as session, session.put(
+                f"{base}/queues/{namespace}-{name}",
+                json={"visibilityTimeout": spec.get("visibilityTimeout", 30)}) as response:
+            if response.status == 429 or response.status >= 500:
+                raise kopf.TemporaryError(f"{response.status}", delay=5)
+            body: dict[str, Any] = await response.json()
+            return {"url": body["url"]}
+
+    @kopf.on.create("messaging.example.com", "v1", "queues", registry=registry)
+    async def create(name: str, spec: Any, **_: Any) -> dict[str, Any]:
+        return await put(name, spec)
+
+    @kopf.on.update("messaging.example.com", "v1", "queues", field="spec", registry=registry)
+    async def update(name: str, spec: Any, **_: Any) -> dict[str, Any]:
+        return await put(name, spec)
+
+    # initial_delay: the first drift check one interval after the start, as setpoint's
+    # poll cadence does (kopf's default runs a timer at once, one more call per object)
+    @kopf.timer("messaging.example.com", "v1", "queues", interval=poll, initial_delay=poll,
+                registry=registry)
+    async def drift(name: str, spec: Any, **_: Any) -> None:
+        await put(name, spec)
+
+    @kopf.on.delete("messaging.example.com", "v1", "queues", registry=registry)
+    async def delete(name: str, **_: Any) -> None:
+        async with http_client.ClientSession() as session, session.delete(
+                f"{base}/queues/{namespace}-{name}"):
+            pass
+
+    kopf.run(loop=_new_loop(), registry=registry, standalone=True, namespaces=[namespace])
+
+
+def run_setpoint_external(namespace: str, kubeconfig: str, workers: int, service: str,
+                          poll: float, rate: float) -> None:
+    from setpoint.client import Client, load_kubeconfig
+    from setpoint.runtime import BudgetConfig, Manager
+    from setpoint.testing import load_operator
+
+    example = load_operator(QUEUE_EXAMPLE / "operator.py")
+    registry = example.build(service, poll=poll)
+    for controller in registry:
+        controller.with_options(workers=workers, namespace=namespace)
+    budget = BudgetConfig(rate=rate, burst=max(1, int(rate / 4)), concurrency=workers)
+
+    async def main() -> None:
+        async with Client(load_kubeconfig(kubeconfig)) as client:
+            await Manager(client, registry, budgets={example.TARGET: budget}).run()
 
     loop = _new_loop()
     with contextlib.suppress(KeyboardInterrupt):
@@ -264,6 +346,127 @@ async def run(args: argparse.Namespace) -> None:
     report(sizes, results, args, load)
 
 
+def _fake_queue_service() -> Any:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_fakequeues",
+                                                  QUEUE_EXAMPLE / "fakequeues.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module.FakeQueueService()
+
+
+async def external_trial(server: ServeProcess, http: aiohttp.ClientSession, operator: str,
+                         n: int, args: argparse.Namespace, attempt: int) -> dict[str, float]:
+    namespace = f"x{operator}-{n}-{attempt}"
+    service = _fake_queue_service()
+    await service.start()
+    try:
+        await call(http, "POST", "/api/v1/namespaces",
+                   {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+        path = f"/apis/messaging.example.com/v1/namespaces/{namespace}/queues"
+        counter = iter(range(n))
+
+        async def create() -> None:
+            for i in counter:
+                await call(http, "POST", path, {
+                    "apiVersion": "messaging.example.com/v1", "kind": "Queue",
+                    "metadata": {"name": f"q{i:05d}"}, "spec": {"visibilityTimeout": 30}})
+
+        async with asyncio.TaskGroup() as group:
+            for _ in range(16):
+                group.create_task(create())
+        command = [sys.executable, __file__, "--child", f"{operator}-external",
+                   "--namespace", namespace, "--kubeconfig", str(server.kubeconfig),
+                   "--workers", str(args.workers), "--service", service.url,
+                   "--poll", str(args.poll), "--rate", str(args.rate)]
+        env = {**os.environ, "KUBECONFIG": str(server.kubeconfig)}
+        started = time.perf_counter()
+        child = await asyncio.create_subprocess_exec(*command, env=env,
+                                                     stdout=subprocess.DEVNULL,
+                                                     stderr=subprocess.PIPE)
+        try:
+            async with asyncio.timeout(args.timeout):
+                while True:
+                    if len(service.queues) >= n:
+                        break
+                    await asyncio.sleep(0.01)
+            converged = time.perf_counter() - started
+            calls_converged = service.total
+            window = service.max_in_window
+            await asyncio.sleep(args.settle)
+            result = {"seconds": converged, "calls": calls_converged / n,
+                      "window": float(window),
+                      "settle_calls": (service.total - calls_converged) / n,
+                      "cpu": cpu_seconds(child.pid)}
+        finally:
+            child.send_signal(signal.SIGTERM)
+            try:
+                async with asyncio.timeout(15):
+                    _, errors = await child.communicate()
+            except TimeoutError:
+                child.kill()
+                _, errors = await child.communicate()
+        if child.returncode not in (0, -signal.SIGTERM) and b"Traceback" in errors:
+            print(errors.decode()[-2000:], file=sys.stderr)
+        return result
+    finally:
+        await service.stop()
+
+
+async def run_external(args: argparse.Namespace) -> None:
+    sizes = [int(s) for s in args.n.split(",")]
+    runs: dict[tuple[int, str], list[dict[str, float]]] = {}
+    load = os.getloadavg()[0]
+    with tempfile.TemporaryDirectory() as tmp:
+        server = start_serve(Path(tmp) / "data", storage=args.storage)
+        try:
+            async with server.session() as http:
+                for doc in yaml.safe_load_all((QUEUE_EXAMPLE / "crd.yaml").read_text()):
+                    await call(http, "POST",
+                               "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", doc)
+                async with asyncio.timeout(10):
+                    while True:
+                        async with http.get("/apis/messaging.example.com/v1/queues") as r:
+                            if r.status == 200:
+                                break
+                        await asyncio.sleep(0.02)
+                for n in sizes:
+                    for attempt in range(args.repeat):
+                        order = OPERATORS if attempt % 2 == 0 else OPERATORS[::-1]
+                        for operator in order:
+                            runs.setdefault((n, operator), []).append(
+                                await external_trial(server, http, operator, n, args,
+                                                     attempt))
+                            await asyncio.sleep(1)
+        finally:
+            server.stop()
+    results = {key: {measure: statistics.median(r[measure] for r in trials)
+                     for measure in trials[0]} for key, trials in runs.items()}
+    rows = [
+        ("seconds until all queues exist", "seconds", ".1f"),
+        ("upstream calls per object", "calls", ".2f"),
+        ("most upstream calls in 1 s", "window", ".0f"),
+        (f"calls per object, next {args.settle:g} s", "settle_calls", ".2f"),
+        ("operator CPU seconds", "cpu", ".1f"),
+    ]
+    width = max(len(label) for label, _, _ in rows)
+    print(f"kopf vs setpoint.runtime, an external-resource operator (fake queue service): "
+          f"one setpoint serve ({args.storage}), operators as processes (uvloop), "
+          f"setpoint workers={args.workers} and budget {args.rate:g}/s, kopf unbudgeted, "
+          f"poll {args.poll:g} s in both, median of {args.repeat}, Python "
+          f"{sys.version.split()[0]}, load average {load:.1f} at the start")
+    for n in sizes:
+        kopf, mine = results[(n, "kopf")], results[(n, "setpoint")]
+        print(f"\nN = {n:,}")
+        print(f"{'':<{width}}  {'kopf':>9}  {'setpoint':>9}")
+        for label, key, fmt in rows:
+            print(f"{label:<{width}}  {kopf[key]:>9{fmt}}  {mine[key]:>9{fmt}}")
+
+
 def report(sizes: list[int], results: dict[tuple[int, str], dict[str, float]],
            args: argparse.Namespace, load: float) -> None:
     # (label, measure, format, higher is better)
@@ -299,7 +502,17 @@ def main() -> None:
     parser.add_argument("--storage", default="sqlite", choices=("sqlite", "memory"))
     parser.add_argument("--timeout", type=float, default=600.0,
                         help="seconds an operator may take for one trial")
-    parser.add_argument("--child", choices=OPERATORS, help=argparse.SUPPRESS)
+    parser.add_argument("--external", action="store_true",
+                        help="the external-resource operator pair (see above)")
+    parser.add_argument("--rate", type=float, default=200.0,
+                        help="--external: setpoint's budget, calls per second")
+    parser.add_argument("--poll", type=float, default=30.0,
+                        help="--external: seconds between drift checks of one object")
+    parser.add_argument("--settle", type=float, default=5.0,
+                        help="--external: seconds to keep counting after convergence")
+    parser.add_argument("--service", help=argparse.SUPPRESS)
+    parser.add_argument("--child", choices=(*OPERATORS, "kopf-external", "setpoint-external"),
+                        help=argparse.SUPPRESS)
     parser.add_argument("--namespace", help=argparse.SUPPRESS)
     parser.add_argument("--kubeconfig", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -307,6 +520,13 @@ def main() -> None:
         run_kopf(args.namespace)
     elif args.child == "setpoint":
         run_setpoint(args.namespace, args.kubeconfig, args.workers)
+    elif args.child == "kopf-external":
+        run_kopf_external(args.namespace, args.service, args.poll)
+    elif args.child == "setpoint-external":
+        run_setpoint_external(args.namespace, args.kubeconfig, args.workers, args.service,
+                              args.poll, args.rate)
+    elif args.external:
+        asyncio.run(run_external(args))
     else:
         asyncio.run(run(args))
 

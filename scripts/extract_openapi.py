@@ -54,6 +54,8 @@ KINDS = (
     "io.k8s.api.core.v1.Service",
     "io.k8s.api.core.v1.Endpoints",
     "io.k8s.api.discovery.v1.EndpointSlice",
+    "io.k8s.api.apps.v1.ReplicaSet",
+    "io.k8s.api.apps.v1.Deployment",
 )
 
 #: definitions the operations refer to (responses, request bodies) and the custom resources'

@@ -86,7 +86,7 @@ def kubeconfig_ssl_context(path: Path) -> ssl.SSLContext | None:
     return transport.ssl_context(config) if config.is_https else None
 
 
-def start_serve(data_dir: Path, *, storage: str = "sqlite", timeout: float = 20.0,
+def start_serve(data_dir: Path, *, storage: str = "sqlite", timeout: float = 60.0,
                 etcd_endpoints: Sequence[str] = (), extra_args: Sequence[str] = (),
                 launcher: Sequence[str] = ()) -> ServeProcess:
     """Start ``setpoint serve --port 0`` and wait until its kubeconfig exists and /readyz is 200.

@@ -72,6 +72,8 @@ log = logging.getLogger(__name__)
 
 #: every built-in controller, by name
 CONTROLLERS: Final = builtin_controllers.NAMES
+#: the ones run when none are named
+DEFAULT_CONTROLLERS: Final = builtin_controllers.DEFAULT_NAMES
 #: the Lease the built-in controllers of several servers compete for (in kube-system)
 LEASE_NAME: Final = builtin_controllers.LEASE_NAME
 #: where the built-in controllers run (see the module docstring)
@@ -84,15 +86,48 @@ CONTROLLER_MANAGER_COMMAND: Final = (sys.executable, "-m", "setpoint", "controll
 PROCESS_STOP_MARGIN: Final = 10.0
 #: connections the controller manager's shared client may open to the server
 MAX_CONNECTIONS: Final = 256
+#: how the node agent is started; its options are appended
+AGENT_COMMAND: Final = (sys.executable, "-m", "setpoint", "agent")
+#: what runs the pods of the control plane's own node
+POD_RUNTIMES: Final = ("process", "simulate")
+#: the label of the control plane's own Node (k3s puts it on its server nodes)
+CONTROL_PLANE_LABEL: Final = "node-role.kubernetes.io/control-plane"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServeAgentConfig:
+    """The node agent the control plane runs for its own machine (``setpoint agent`` as a
+    child process, with its own identity ``system:node:NAME``)."""
+
+    node_name: str
+    root_dir: Path
+    pod_runtime: str = "process"
+    #: the process runtime's isolation: auto, namespaces or none
+    isolation: str = "auto"
+    #: the pods' addresses (None: the runtime's default)
+    pod_cidr: str | None = None
+    command: tuple[str, ...] = AGENT_COMMAND
+    #: seconds between SIGTERM and SIGKILL when stopping it
+    stop_timeout: float = 20.0
+    log_level: str = "INFO"
+
+    def __post_init__(self) -> None:
+        if self.pod_runtime not in POD_RUNTIMES:
+            raise ValueError(f"pod_runtime must be one of {', '.join(POD_RUNTIMES)}")
+        if not self.node_name:
+            raise ValueError("node_name is required")
+        if self.stop_timeout <= 0:
+            raise ValueError("stop_timeout must be positive")
 
 
 def parse_controllers(text: str | None) -> frozenset[str]:
-    """``--controllers`` as given: None means all, ``""`` none, else comma-separated names.
+    """``--controllers`` as given: None means the defaults (:data:`DEFAULT_CONTROLLERS`),
+    ``""`` none, else comma-separated names.
 
     Raises ``ValueError`` naming unknown controllers.
     """
     if text is None:
-        return frozenset(CONTROLLERS)
+        return frozenset(DEFAULT_CONTROLLERS)
     names = [n.strip() for n in text.split(",") if n.strip()]
     unknown = sorted(n for n in names if n not in CONTROLLERS)
     if unknown:
@@ -105,7 +140,10 @@ def parse_controllers(text: str | None) -> frozenset[str]:
 class ControlPlaneConfig:
     server: ServerConfig = field(default_factory=ServerConfig)
     #: the built-in controllers to run (a subset of :data:`CONTROLLERS`)
-    controllers: frozenset[str] = frozenset(CONTROLLERS)
+    controllers: frozenset[str] = frozenset(DEFAULT_CONTROLLERS)
+    #: the options of the built-in controllers (the scheduler's, the node lifecycle's)
+    controller_settings: builtin_controllers.Settings = field(
+        default_factory=builtin_controllers.Settings)
     graceful_shutdown_timeout: float = 5.0
     controllers_ready_timeout: float = 10.0
     #: compete for the Lease ``kube-system/setpoint-controller-manager`` and run the
@@ -125,8 +163,13 @@ class ControlPlaneConfig:
     max_restart_backoff: float = 30.0
     #: the controller manager process's log level
     log_level: str = "INFO"
+    #: run a node agent for this machine (``setpoint serve`` does unless ``--no-agent``)
+    agent: ServeAgentConfig | None = None
 
     def __post_init__(self) -> None:
+        if self.agent is not None and self.server.kubeconfig_path is None:
+            raise ValueError("the node agent needs server.kubeconfig_path (its credentials "
+                             "are written beside it)")
         unknown = sorted(set(self.controllers) - set(CONTROLLERS))
         if unknown:
             raise ValueError(f"unknown controllers: {', '.join(unknown)}")
@@ -164,6 +207,8 @@ class ControlPlane:
         self.client: sp_client.Client | None = None
         #: the controller manager process's supervisor ("process" mode)
         self.supervisor: process.Supervisor | None = None
+        #: the node agent process's supervisor
+        self.agent_supervisor: process.Supervisor | None = None
         self._stack = contextlib.AsyncExitStack()
         self._run: asyncio.Task[None] | None = None
 
@@ -185,6 +230,11 @@ class ControlPlane:
 
     async def start(self) -> None:
         await self._stack.enter_async_context(self.server)
+        await self._start_controllers()
+        if self.config.agent is not None:
+            await self._start_agent(self.config.agent)
+
+    async def _start_controllers(self) -> None:
         names = [n for n in CONTROLLERS if n in self.config.controllers]
         if not names:
             return
@@ -202,7 +252,7 @@ class ControlPlane:
         manager = builtin_controllers.manager(
             client, names, leader_election=self.config.leader_election,
             graceful_shutdown_timeout=self.config.graceful_shutdown_timeout,
-            clients=clients, ca_pem=self._ca_pem())
+            clients=clients, ca_pem=self._ca_pem(), settings=self.config.controller_settings)
         self.manager = manager
         group = await self._stack.enter_async_context(asyncio.TaskGroup())
         self._run = group.create_task(manager.run(), name="built-in controllers")
@@ -261,7 +311,9 @@ class ControlPlane:
                 "--server", self._loopback,
                 "--controllers", ",".join(names),
                 "--graceful-shutdown-timeout", f"{self.config.graceful_shutdown_timeout:g}",
-                "--log-level", self.config.log_level]
+                "--log-level", self.config.log_level,
+                "--node-monitor-grace-period",
+                f"{self.config.controller_settings.node_lifecycle.grace_period:g}"]
         if self.config.leader_election:
             argv.append("--leader-elect")
         return tuple(argv)
@@ -287,6 +339,37 @@ class ControlPlane:
         log.info("built-in controllers running in process %s: %s", supervisor.pid,
                  ", ".join(names))
 
+    def agent_argv(self, agent: ServeAgentConfig) -> tuple[str, ...]:
+        """The node agent's command line, its kubeconfig (``system:node:NAME``) written."""
+        kubeconfig = agent.root_dir / "kubeconfig"
+        kubeconfigs.write(kubeconfig, self.server.node_kubeconfig(agent.node_name,
+                                                                  self._loopback))
+        return (*agent.command, "--kubeconfig", str(kubeconfig), "--name", agent.node_name,
+                "--root-dir", str(agent.root_dir), "--pod-runtime", agent.pod_runtime,
+                "--isolation", agent.isolation,
+                *(("--pod-cidr", agent.pod_cidr) if agent.pod_cidr else ()),
+                # simulated pods cost about a KiB each: the node is not the limit
+                *(("--max-pods", "100000") if agent.pod_runtime == "simulate" else ()),
+                "--port", "0", "--node-labels", f"{CONTROL_PLANE_LABEL}=true",
+                "--shutdown-timeout", f"{max(agent.stop_timeout - 5.0, 1.0):g}",
+                "--log-level", agent.log_level)
+
+    async def _start_agent(self, agent: ServeAgentConfig) -> None:
+        supervisor = process.Supervisor(process.SupervisorConfig(
+            name="node agent", argv=self.agent_argv(agent), stop_timeout=agent.stop_timeout,
+            restart_backoff=self.config.restart_backoff,
+            max_restart_backoff=self.config.max_restart_backoff))
+        self.agent_supervisor = supervisor
+        group = await self._stack.enter_async_context(asyncio.TaskGroup())
+        run = group.create_task(supervisor.run(), name="node agent process")
+
+        async def stop() -> None:
+            supervisor.stop()
+            await asyncio.wait({run})
+
+        self._stack.push_async_callback(stop)
+        log.info("node agent %s starting (%s pods)", agent.node_name, agent.pod_runtime)
+
     async def _stop_supervisor(self) -> None:
         if self.supervisor is not None:
             self.supervisor.stop()
@@ -294,10 +377,13 @@ class ControlPlane:
             await asyncio.wait({self._run})
 
     def kill_controllers(self) -> None:
-        """SIGKILL the controller manager process, if any: for a process about to end
-        abruptly (safe from a signal handler or another thread)."""
+        """SIGKILL the controller manager and node agent processes, if any: for a process
+        about to end abruptly (safe from a signal handler or another thread). The agent's
+        pods keep running, for the next agent to adopt."""
         if self.supervisor is not None:
             self.supervisor.kill_now()
+        if self.agent_supervisor is not None:
+            self.agent_supervisor.kill_now()
 
     async def _stop_manager(self) -> None:
         if self.manager is not None:

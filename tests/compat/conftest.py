@@ -6,7 +6,6 @@ import json
 import re
 import shutil
 import subprocess
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -16,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from setpoint.testing.waiting import DEFAULT_TIMEOUT, eventually_blocking
 from tests.conftest import ServeProcess, start_serve
 
 MANIFESTS = Path(__file__).parent / "kubectl" / "manifests"
@@ -72,21 +72,12 @@ def http_get(url: str) -> Any:
         return json.loads(response.read())
 
 
-def eventually(check: Callable[[], Any], timeout: float = 10.0, interval: float = 0.1) -> Any:
-    """Retry ``check`` until it returns a truthy value or stops raising."""
-    deadline = time.monotonic() + timeout
-    last: BaseException | None = None
-    while time.monotonic() < deadline:
-        try:
-            value = check()
-            if value:
-                return value
-        except (AssertionError, urllib.error.URLError, OSError) as e:
-            last = e
-        time.sleep(interval)
-    if last is not None:
-        raise last
-    raise AssertionError("condition not met in time")
+def eventually(check: Callable[[], Any], timeout: float = DEFAULT_TIMEOUT,
+               interval: float = 0.1) -> Any:
+    """Retry ``check`` until it returns a truthy value; an assertion it makes or a
+    connection it cannot open yet count as "not yet"."""
+    return eventually_blocking(check, timeout=timeout, interval=interval,
+                               retry_on=(AssertionError, OSError))
 
 
 @dataclass

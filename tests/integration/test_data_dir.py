@@ -7,7 +7,6 @@ import json
 import subprocess
 import sys
 import urllib.error
-import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,15 +14,16 @@ from typing import Any
 import pytest
 
 from setpoint.cli.main import EXIT_DATA_DIR_IN_USE
-from tests.conftest import start_serve
+from tests.conftest import ServeProcess, start_serve
 
 
-def call(url: str, method: str = "GET", body: Any = None) -> tuple[int, bytes]:
+def call(serve: ServeProcess, path: str, method: str = "GET", body: Any = None
+         ) -> tuple[int, bytes]:
+    """One request to ``serve`` as its admin."""
     data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(url, data=data, method=method,
-                                 headers={"Content-Type": "application/json"})
     try:
-        with urllib.request.urlopen(req, timeout=10) as response:
+        with serve.urlopen(path, data=data, method=method,
+                           headers={"Content-Type": "application/json"}) as response:
             return response.status, response.read()
     except urllib.error.HTTPError as e:
         return e.code, e.read()
@@ -50,14 +50,14 @@ def test_a_second_server_on_the_same_data_directory_is_refused(tmp_path: Path) -
                 f"setpoint serve (pid {first.process.pid})") in second.stderr.decode()
         # the first one's kubeconfig is untouched and it goes on serving
         assert first.kubeconfig.read_bytes() == kubeconfig
-        assert call(first.url + "/readyz")[0] == 200
-        assert call(first.url + CONFIGMAPS, "POST", configmap("kept"))[0] == 201
+        assert call(first, "/readyz")[0] == 200
+        assert call(first, CONFIGMAPS, "POST", configmap("kept"))[0] == 201
     finally:
         assert first.stop() == 0
     # once it stopped, the next server takes the directory and its data
     third = start_serve(data, storage="sqlite")
     try:
-        status, body = call(third.url + CONFIGMAPS + "/kept")
+        status, body = call(third, CONFIGMAPS + "/kept")
         assert status == 200, body
     finally:
         third.stop()
@@ -75,21 +75,21 @@ def test_a_database_file_gone_under_the_server_stops_acknowledging_writes(
     data = tmp_path / "data"
     serve = start_serve(data, storage="sqlite")
     try:
-        assert call(serve.url + CONFIGMAPS, "POST", configmap("before"))[0] == 201
+        assert call(serve, CONFIGMAPS, "POST", configmap("before"))[0] == 201
         change(data / "state.db")
-        status, body = call(serve.url + CONFIGMAPS, "POST", configmap("after"))
+        status, body = call(serve, CONFIGMAPS, "POST", configmap("after"))
         assert status == 503, body
         refused = json.loads(body)
         assert refused["kind"] == "Status"
         assert refused["reason"] == "ServiceUnavailable"
         assert f"the database file {data.resolve() / 'state.db'} was " in refused["message"]
         assert "writes are refused" in refused["message"]
-        status, text = call(serve.url + "/readyz")
+        status, text = call(serve, "/readyz")
         assert status == 503
         assert b"[-]storage-readiness failed: reason withheld\n" in text
-        status, text = call(serve.url + "/readyz/storage-readiness")
+        status, text = call(serve, "/readyz/storage-readiness")
         assert status == 503
         assert text.startswith(b"internal server error: the database file")
-        assert call(serve.url + "/livez")[0] == 200  # alive, but not to be sent writes
+        assert call(serve, "/livez")[0] == 200  # alive, but not to be sent writes
     finally:
         serve.stop()

@@ -7,19 +7,17 @@ import json
 import signal
 import threading
 import urllib.error
-import urllib.request
 from pathlib import Path
 
-from tests.conftest import start_serve
+from tests.conftest import ServeProcess, start_serve
 
 
-def _create(url: str, name: str) -> bool:
+def _create(serve: ServeProcess, name: str) -> bool:
     body = json.dumps({"apiVersion": "v1", "kind": "ConfigMap",
                        "metadata": {"name": name}, "data": {"n": name}}).encode()
-    req = urllib.request.Request(url + "/api/v1/namespaces/default/configmaps", data=body,
-                                 method="POST", headers={"Content-Type": "application/json"})
     try:
-        with urllib.request.urlopen(req, timeout=5) as response:
+        with serve.urlopen("/api/v1/namespaces/default/configmaps", data=body, method="POST",
+                           headers={"Content-Type": "application/json"}, timeout=5) as response:
             return response.status == 201
     except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
         return False
@@ -37,7 +35,7 @@ def test_acknowledged_writes_survive_kill_9(tmp_path: Path) -> None:
         i = 0
         while not stop.is_set():
             name = f"cm-{worker}-{i}"
-            if _create(first.url, name):
+            if _create(first, name):
                 with lock:
                     acknowledged.append(name)
                     if len(acknowledged) >= 300 and not killed.is_set():
@@ -58,8 +56,7 @@ def test_acknowledged_writes_survive_kill_9(tmp_path: Path) -> None:
 
     second = start_serve(data, storage="sqlite")
     try:
-        with urllib.request.urlopen(second.url + "/api/v1/namespaces/default/configmaps",
-                                    timeout=10) as response:
+        with second.urlopen("/api/v1/namespaces/default/configmaps") as response:
             listed = json.loads(response.read())
         present = {item["metadata"]["name"] for item in listed["items"]}
         missing = [name for name in acknowledged if name not in present]

@@ -295,11 +295,14 @@ class ProcessRuntime:
             task.cancel()
         self._flush()
         for p in self._pods.values():
+            # recorded while the instances still count as running: the next agent adopts
+            # them (persisting after cancelling ``exited`` recorded none, and the next agent
+            # started every container a second time)
+            self.persist(p)
             for inst in p.instances.values():
                 if not inst.exited.done():
                     inst.detach()
                     inst.exited.cancel()
-            self.persist(p)
         if self.cgroups is not None and not self._pods:
             self.cgroups.close()
         if not self._pods:

@@ -401,11 +401,43 @@ class Comparison:
 def compare(spec: TypeSpec, lhs: Any, rhs: Any) -> Comparison:
     """What changed from ``lhs`` to ``rhs`` (structured-merge-diff's ``Compare``)."""
     out = Comparison()
+    if isinstance(lhs, dict) and not lhs and isinstance(rhs, dict) and \
+            _shape(spec, lhs) == "map" and _shape(spec, rhs) == "map":
+        # from nothing (a create): everything is added; no comparison needed
+        for k, v in rhs.items():
+            _add(spec.field_type(k), v, (("f", k),), out.added)
+        return out
     _compare(spec, lhs, rhs, (), out)
     out.removed.discard(())
     out.modified.discard(())
     out.added.discard(())
     return out
+
+
+def added(spec: TypeSpec, obj: dict[str, Any]) -> FieldSet:
+    """The paths :func:`compare` finds added from ``{}`` to ``obj``."""
+    return frozenset(compare(spec, {}, obj).added)
+
+
+def _add(spec: TypeSpec, v: Any, p: Path, out: set[Path]) -> None:
+    """What ``_compare(spec, MISSING, v, p, ...)`` adds, without comparing: ``p`` and every
+    path under it (an item that occurs twice in a granular list is added, not entered)."""
+    shape = _shape(spec, v)
+    if shape == "map" and isinstance(v, dict):
+        for k, child in v.items():
+            _add(spec.field_type(k), child, (*p, ("f", k)), out)
+    elif shape == "list" and isinstance(v, list) and v:
+        element = spec.element or DEDUCED
+        entries = _items(spec, v)
+        counts: dict[PathElement, int] = {}
+        for pe, _ in entries:
+            counts[pe] = counts.get(pe, 0) + 1
+        for pe, item in entries:
+            if counts[pe] == 1:
+                _add(element, item, (*p, pe), out)
+            else:
+                out.add((*p, pe))
+    out.add(p)
 
 
 def _leaf(lhs: Any, rhs: Any, p: Path, out: Comparison) -> None:

@@ -18,6 +18,8 @@ ANONYMOUS: Final = "system:anonymous"
 SERVICE_ACCOUNT_PREFIX: Final = "system:serviceaccount:"
 SERVICE_ACCOUNTS_GROUP: Final = "system:serviceaccounts"
 NODES_GROUP: Final = "system:nodes"
+#: a node agent's user is this prefix and the node's name (``system:node:worker-1``)
+NODE_PREFIX: Final = "system:node:"
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,6 +38,7 @@ from typing import Any, Final
 from setpoint import client as sp_client
 from setpoint import controllers as builtin_controllers
 from setpoint import process
+from setpoint.controllers.nodelifecycle import DEFAULT_GRACE_PERIOD, NodeLifecycleConfig
 from setpoint.controlplane import parse_controllers
 
 log = logging.getLogger("setpoint.controller-manager")
@@ -46,6 +47,7 @@ log = logging.getLogger("setpoint.controller-manager")
 STOP_MARGIN: Final = 5.0
 #: connections the controllers' client may open to the server
 MAX_CONNECTIONS: Final = 256
+DEFAULT_NODE_MONITOR_GRACE_PERIOD: Final = DEFAULT_GRACE_PERIOD
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -64,8 +66,13 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     parser.add_argument("--server", default=None, metavar="URL",
                         help="reach the server at URL instead of the kubeconfig's address")
     parser.add_argument("--controllers", default=None, metavar="NAMES",
-                        help="built-in controllers to run, comma-separated (default: all of "
-                        f"{','.join(builtin_controllers.NAMES)})")
+                        help="built-in controllers to run, comma-separated, of "
+                        f"{','.join(builtin_controllers.NAMES)} (default: "
+                        f"{','.join(builtin_controllers.DEFAULT_NAMES)})")
+    parser.add_argument("--node-monitor-grace-period", type=float,
+                        default=DEFAULT_NODE_MONITOR_GRACE_PERIOD, metavar="SECONDS",
+                        help="how long a node may stay silent before it is marked Unknown "
+                        f"(default: {DEFAULT_NODE_MONITOR_GRACE_PERIOD:g})")
     parser.add_argument("--leader-elect", action="store_true",
                         help="run the controllers only while holding the Lease "
                         f"kube-system/{builtin_controllers.LEASE_NAME}")
@@ -95,7 +102,8 @@ def client_config(args: argparse.Namespace, name: str | None = None,
 
 async def run(config: sp_client.ClientConfig, names: Sequence[str], *, leader_election: bool,
               graceful_shutdown_timeout: float, lifeline: process.Lifeline | None,
-              own: Mapping[str, sp_client.ClientConfig] | None = None) -> None:
+              own: Mapping[str, sp_client.ClientConfig] | None = None,
+              settings: builtin_controllers.Settings | None = None) -> None:
     """Run the controllers until stopped (see the module docstring); ``own`` gives
     controllers their own identities."""
     loop = asyncio.get_running_loop()
@@ -107,7 +115,7 @@ async def run(config: sp_client.ClientConfig, names: Sequence[str], *, leader_el
         manager = builtin_controllers.manager(
             client, names, leader_election=leader_election,
             graceful_shutdown_timeout=graceful_shutdown_timeout, clients=clients,
-            ca_pem=ca)
+            ca_pem=ca, settings=settings)
         guard = process.ShutdownGuard(loop, manager.stop,
                                       timeout=graceful_shutdown_timeout + STOP_MARGIN,
                                       name="setpoint controller-manager")
@@ -148,6 +156,8 @@ def main(args: argparse.Namespace) -> int:
         if args.graceful_shutdown_timeout <= 0:
             raise ValueError("--graceful-shutdown-timeout must be positive")
         config = client_config(args)
+        settings = builtin_controllers.Settings(node_lifecycle=NodeLifecycleConfig(
+            grace_period=args.node_monitor_grace_period))
         own: dict[str, sp_client.ClientConfig] = {
             name: client_config(args, name, 64) for name in names} \
             if args.credentials_dir is not None else {}
@@ -157,7 +167,7 @@ def main(args: argparse.Namespace) -> int:
     try:
         _event_loop_run(run(config, names, leader_election=args.leader_elect,
                             graceful_shutdown_timeout=args.graceful_shutdown_timeout,
-                            lifeline=lifeline, own=own))
+                            lifeline=lifeline, own=own, settings=settings))
     finally:
         if lifeline is not None:
             lifeline.close()

@@ -29,6 +29,7 @@ import yaml
 
 from setpoint import client as sp_client
 from setpoint.apimachinery import errors
+from setpoint.cli import helptext
 from setpoint.pki import files
 
 _UNITS = {"s": 1, "m": 60, "h": 3600}
@@ -50,7 +51,7 @@ def duration(text: str) -> int:
 def add_parser(sub: Any) -> argparse.ArgumentParser:
     parser: argparse.ArgumentParser = sub.add_parser(
         "kubeconfig", help="write a kubeconfig acting as a ServiceAccount",
-        description=__doc__.split("\n\n", 1)[0] if __doc__ else None)
+        description=helptext.plain(__doc__.split("\n\n", 1)[0]) if __doc__ else None)
     parser.add_argument("--service-account", required=True, metavar="NAMESPACE/NAME")
     parser.add_argument("--create", action="store_true",
                         help="create the ServiceAccount if it does not exist")

@@ -29,10 +29,15 @@ from typing import Any
 
 from setpoint import controlplane, process
 from setpoint.audit.log import AuditLogConfig
+from setpoint.cli import agent as agent_command
 from setpoint.cli import controller_manager as controller_manager_command
+from setpoint.cli import crd as crd_command
 from setpoint.cli import datadir
 from setpoint.cli import kubeconfig as kubeconfig_command
 from setpoint.cli import run as run_command
+from setpoint.controllers import NodeLifecycleConfig, Settings
+from setpoint.controllers.nodelifecycle import DEFAULT_GRACE_PERIOD
+from setpoint.node import default_node_name
 from setpoint.pki import files
 from setpoint.pki.authority import Authority
 from setpoint.registry import cache as watch_cache
@@ -50,6 +55,8 @@ from setpoint.storage import Unavailable as StorageUnavailable
 from setpoint.storage.encryption import generate_config as generate_encryption
 from setpoint.storage.encryption import load_config as load_encryption
 
+DEFAULT_NODE_MONITOR_GRACE_PERIOD = DEFAULT_GRACE_PERIOD
+
 log = logging.getLogger("setpoint")
 
 #: the exit status of ``setpoint serve`` when another server holds the data directory
@@ -62,8 +69,19 @@ DEFAULT_WATCH_BYTES = watch_cache.DEFAULT_MAX_BYTES
 DEFAULT_LIST_BYTES = listbudget.DEFAULT_MAX_BYTES
 
 
+#: what ``setpoint --help`` says (plain text: the module docstring is for the API docs)
+DESCRIPTION = (
+    "setpoint: a Kubernetes-compatible control plane and controller runtime. "
+    "'setpoint serve' runs the control plane (the API server and the built-in controllers) "
+    "until SIGINT or SIGTERM; 'setpoint run FILE_OR_MODULE' runs the controllers a Python "
+    "file or module defines; 'setpoint controller-manager' runs the built-in controllers "
+    "against any cluster; 'setpoint kubeconfig' writes a kubeconfig for a ServiceAccount; "
+    "'setpoint crd generate MODULE:Model' prints the CRD of a typed resource. "
+    "'setpoint COMMAND --help' describes each.")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="setpoint", description=__doc__)
+    parser = argparse.ArgumentParser(prog="setpoint", description=DESCRIPTION)
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="run the control plane")
     serve.add_argument("--data-dir", type=Path, default=Path(".setpoint"),
@@ -187,8 +205,14 @@ def _parser() -> argparse.ArgumentParser:
                         help="days to keep rotated audit logs (default: 30)")
     serve.add_argument("--log-level", default="INFO")
     serve.add_argument("--controllers", default=None, metavar="NAMES",
-                       help="built-in controllers to run, comma-separated (default: all of "
-                       f"{','.join(controlplane.CONTROLLERS)}; empty: none)")
+                       help="built-in controllers to run, comma-separated, of "
+                       f"{','.join(controlplane.CONTROLLERS)} (default: "
+                       f"{','.join(controlplane.DEFAULT_CONTROLLERS)}; empty: none)")
+    serve.add_argument("--node-monitor-grace-period", type=float,
+                       default=DEFAULT_NODE_MONITOR_GRACE_PERIOD, metavar="SECONDS",
+                       help="how long a node may stay silent before it is marked Unknown "
+                       "and tainted unreachable (default: "
+                       f"{DEFAULT_NODE_MONITOR_GRACE_PERIOD:g})")
     serve.add_argument("--controllers-mode", choices=controlplane.CONTROLLERS_MODES,
                        default="process",
                        help="run the built-in controllers in a child process that the server "
@@ -199,9 +223,28 @@ def _parser() -> argparse.ArgumentParser:
                        help="after SIGINT/SIGTERM, end the process at once if it has not "
                        f"stopped gracefully within this time (default: "
                        f"{DEFAULT_SHUTDOWN_TIMEOUT:g})")
+    node = serve.add_argument_group(
+        "node", "the node agent serve runs for its own machine (as k3s server does)")
+    node.add_argument("--no-agent", "--disable-agent", dest="agent", action="store_false",
+                      help="run no node agent: this machine runs no pods")
+    node.add_argument("--pod-runtime", choices=controlplane.POD_RUNTIMES, default="process",
+                      help="run pods' containers as processes (default) or simulate them "
+                      "(no process: for operator and scale tests)")
+    node.add_argument("--pod-isolation", choices=("auto", "namespaces", "none"),
+                      default="auto",
+                      help="process pods: a network namespace, mounts and cgroups each (as "
+                      "root), or a loopback address each (none; the default when not root)")
+    node.add_argument("--pod-cidr", default=None, metavar="CIDR",
+                      help="its pods' addresses (default: 10.244.0.0/16 with namespaces, "
+                      "127.64.0.0/16 without; servers sharing a machine need ranges of "
+                      "their own)")
+    node.add_argument("--node-name", default=None, metavar="NAME",
+                      help="the name of this machine's Node (default: the host name)")
     run_command.add_parser(sub)
+    agent_command.add_parser(sub)
     controller_manager_command.add_parser(sub)
     kubeconfig_command.add_parser(sub)
+    crd_command.add_parser(sub)
     return parser
 
 
@@ -355,9 +398,18 @@ def plane_config(args: argparse.Namespace) -> controlplane.ControlPlaneConfig:
     """The control plane's configuration; ``ValueError`` for options that do not fit."""
     if args.shutdown_timeout <= 0:
         raise ValueError("--shutdown-timeout must be positive")
+    server = serve_config(args)
+    agent = None
+    if args.agent:
+        agent = controlplane.ServeAgentConfig(
+            node_name=args.node_name or default_node_name(), pod_runtime=args.pod_runtime,
+            isolation=args.pod_isolation, pod_cidr=args.pod_cidr,
+            root_dir=args.data_dir.resolve() / "agent")
     return controlplane.ControlPlaneConfig(
-        server=serve_config(args),
+        server=server, agent=agent,
         controllers=controlplane.parse_controllers(args.controllers),
+        controller_settings=Settings(node_lifecycle=NodeLifecycleConfig(
+            grace_period=args.node_monitor_grace_period)),
         leader_election=leader_election(args),
         controllers_mode=args.controllers_mode,
         log_level=args.log_level.upper())
@@ -428,10 +480,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.command == "run":
         return run_command.main(args)
+    if args.command == "agent":
+        return agent_command.main(args)
     if args.command == "controller-manager":
         return controller_manager_command.main(args)
     if args.command == "kubeconfig":
         return kubeconfig_command.main(args)
+    if args.command == "crd":
+        return crd_command.main(args)
     return 2
 
 

@@ -4,7 +4,8 @@
 
     setpoint run operator.py [--kubeconfig PATH] [--context NAME] [--namespace NS]
                  [--health-port N] [--metrics-port N] [--bind-address HOST]
-                 [--leader-elect] [--lease-name NAME] [--workers N]
+                 [--leader-elect] [--lease-name NAME] [--workers N] [--resync SECONDS]
+                 [--shard-group NAME [--shards N]]
 
 Steps: import the target (a path to a ``.py`` file, or a dotted module name), collect its
 controllers with :func:`setpoint.runtime.controllers_in` (every ``Registry`` and
@@ -17,13 +18,22 @@ gracefully (queued work finishes, the Lease is released, the process exits 0).
 ``--namespace`` restricts every controller's watches to that namespace (cluster-scoped
 resources are still watched whole), is the namespace for calls that name none, and holds the
 Lease. ``--workers`` overrides the number of concurrent reconciles of every controller.
+``--resync`` replays every cached object to the controllers every SECONDS (each object is
+reconciled again: a periodic check of what lives outside the cluster), as client-go's
+resync period does; nothing is listed again from the server.
+``--shard-group NAME`` runs the replicas active-active instead: they split the keys over
+``--shards`` Leases (:mod:`setpoint.runtime.sharding`), in the namespace of the Lease.
+A module-level ``budgets`` mapping (target name to :class:`setpoint.runtime.BudgetConfig`)
+declares the external-API budgets its controllers share (``ctx.budget(name)``).
 ``--leader-elect`` competes for the Lease ``--lease-name`` (default: see
 :func:`default_lease_name`), so that of several replicas only one reconciles.
 
 Exit codes: 0 after a graceful stop; 2 for a problem that retrying cannot fix before the
-operator starts: a target that cannot be imported or defines no controllers, an unusable
-kubeconfig, an unreachable server, or a resource the server does not serve (install its
-CustomResourceDefinition first). The message says which, on stderr.
+operator starts: a target that cannot be imported (its exception in one line: the file and
+line where it happened; ``--log-level DEBUG`` adds the traceback) or defines no controllers,
+an unusable kubeconfig, an unreachable server, a resource the server does not serve (install
+its CustomResourceDefinition first), or a probe or metrics port that cannot be listened on.
+The message says which, on stderr.
 
 Invariants: the operator's module is imported exactly once per process and nothing else is
 executed from it; no global state is kept here. Loading a file registers it in
@@ -41,7 +51,8 @@ import importlib.util
 import logging
 import os
 import sys
-from collections.abc import Coroutine, Sequence
+import traceback
+from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -56,6 +67,9 @@ log = logging.getLogger("setpoint.run")
 
 #: seconds to wait for the server's first answer before calling it unreachable
 REACH_TIMEOUT = 10.0
+#: the shortest and longest ``--resync`` period, in seconds
+MIN_RESYNC = 1.0
+MAX_RESYNC = 7 * 24 * 3600.0
 
 
 class UsageError(Exception):
@@ -76,6 +90,9 @@ class RunConfig:
     leader_elect: bool = False
     lease_name: str | None = None
     workers: int | None = None
+    resync: float | None = None
+    shard_group: str | None = None
+    shards: int | None = None
 
     def __post_init__(self) -> None:
         if not self.target:
@@ -89,6 +106,20 @@ class RunConfig:
             raise UsageError("--lease-name needs --leader-elect")
         if self.namespace == "":
             raise UsageError("--namespace must not be empty")
+        if self.shard_group is not None and self.leader_elect:
+            raise UsageError("--shard-group and --leader-elect exclude each other: replicas "
+                             "either split the keys or take turns")
+        if self.shards is not None and self.shard_group is None:
+            raise UsageError("--shards needs --shard-group")
+        if self.shard_group is not None:
+            try:
+                runtime.ShardingConfig(name=self.shard_group,
+                                       shards=16 if self.shards is None else self.shards)
+            except ValueError as e:
+                raise UsageError(f"--shard-group/--shards: {e}") from e
+        if self.resync is not None and not MIN_RESYNC <= self.resync <= MAX_RESYNC:
+            raise UsageError(f"--resync must be between {MIN_RESYNC:g} and {MAX_RESYNC:g} "
+                             f"seconds, not {self.resync:g}")
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -114,8 +145,16 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                         help="run the controllers only while holding a Lease")
     parser.add_argument("--lease-name", default=None,
                         help="the Lease to compete for (default: <dir>-<file>-leader)")
+    parser.add_argument("--shard-group", default=None, metavar="NAME",
+                        help="run active-active: the replicas of group NAME split the keys, "
+                             "one Lease per shard")
+    parser.add_argument("--shards", type=int, default=None,
+                        help="shards of the group (default 16; at most 1024)")
     parser.add_argument("--workers", type=int, default=None,
                         help="concurrent reconciles per controller (overrides the code)")
+    parser.add_argument("--resync", type=float, default=None, metavar="SECONDS",
+                        help="reconcile every cached object again every SECONDS "
+                             "(default: only on changes)")
     parser.add_argument("--log-level", default="INFO")
     return parser
 
@@ -125,7 +164,8 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
                      namespace=args.namespace, health_port=args.health_port,
                      metrics_port=args.metrics_port, bind_address=args.bind_address,
                      leader_elect=args.leader_elect, lease_name=args.lease_name,
-                     workers=args.workers)
+                     workers=args.workers, resync=args.resync,
+                     shard_group=args.shard_group, shards=args.shards)
 
 
 # --- loading --------------------------------------------------------------------------
@@ -191,6 +231,19 @@ def load_target(target: str | os.PathLike[str], *, add_to_path: bool = False) ->
         raise
 
 
+def describe_import_error(target: str, error: BaseException) -> str:
+    """One line for an operator that failed to import: what, and where in its own code."""
+    if isinstance(error, SyntaxError) and error.filename:
+        return (f"cannot import {target}: SyntaxError: {error.msg} "
+                f"({error.filename}:{error.lineno})")
+    frames = traceback.extract_tb(error.__traceback__)
+    ours = [f for f in frames if "importlib" not in f.filename
+            and not f.filename.endswith(("/setpoint/cli/run.py", "<frozen importlib._bootstrap>"))]
+    where = f" ({ours[-1].filename}:{ours[-1].lineno})" if ours else ""
+    message = str(error) or "(no message)"
+    return f"cannot import {target}: {type(error).__name__}: {message}{where}"
+
+
 def controllers_of(module: ModuleType) -> list[runtime.Controller]:
     """The module's controllers; :class:`UsageError` when it defines none."""
     found = runtime.controllers_in(vars(module))
@@ -199,6 +252,21 @@ def controllers_of(module: ModuleType) -> list[runtime.Controller]:
         raise UsageError(f"{where} defines no controllers: create a setpoint.runtime.Registry "
                          "(or Controller) at module level and register a reconcile function")
     return found
+
+
+def budgets_of(module: ModuleType) -> dict[str, runtime.BudgetConfig]:
+    """The external-API budgets the module declares in a global ``budgets`` (a mapping of
+    target name to :class:`~setpoint.runtime.BudgetConfig`); none when it has no such
+    global. :class:`UsageError` when it is not such a mapping."""
+    declared = getattr(module, "budgets", None)
+    if declared is None:
+        return {}
+    if not isinstance(declared, Mapping) or not all(
+            isinstance(k, str) and k and isinstance(v, runtime.BudgetConfig)
+            for k, v in declared.items()):
+        raise UsageError("the module's 'budgets' must map target names to "
+                         "setpoint.runtime.BudgetConfig")
+    return dict(declared)
 
 
 # --- running --------------------------------------------------------------------------
@@ -253,24 +321,53 @@ def default_lease_name(target: str | os.PathLike[str]) -> str:
     return f"{cleaned}-leader"
 
 
-async def run(config: RunConfig, controllers: Sequence[runtime.Controller]) -> None:
+def build_manager(config: RunConfig, client: sp_client.Client,
+                  controllers: Sequence[runtime.Controller],
+                  budgets: Mapping[str, runtime.BudgetConfig] | None = None
+                  ) -> runtime.Manager:
+    """The manager ``config`` asks for (options applied to ``controllers``)."""
+    for controller in controllers:
+        controller.with_options(workers=config.workers, namespace=config.namespace)
+    election = None
+    if config.leader_elect:
+        election = runtime.LeaderElectionConfig(
+            lease_name=config.lease_name or default_lease_name(config.target),
+            lease_namespace=config.namespace or client.config.namespace)
+    sharding = None
+    if config.shard_group is not None:
+        sharding = runtime.ShardingConfig(
+            name=config.shard_group, shards=16 if config.shards is None else config.shards,
+            namespace=config.namespace or client.config.namespace)
+    watcher_config = None
+    if config.resync is not None:
+        watcher_config = runtime.WatcherConfig(resync_period=config.resync)
+    return runtime.Manager(client, controllers, leader_election=election,
+                           health_port=config.health_port, metrics_port=config.metrics_port,
+                           host=config.bind_address, watcher_config=watcher_config,
+                           budgets=budgets, sharding=sharding)
+
+
+async def banner(config: RunConfig, client: sp_client.Client,
+                 controllers: Sequence[runtime.Controller]) -> str:
+    """The line ``setpoint run`` prints when it starts: each controller's name and kind."""
+    resolved = [await c.resolve(client) for c in controllers]
+    names = ", ".join(f"{r.name} ({r.ref.api_version} {r.ref.kind})" for r in resolved)
+    return (f"setpoint run: {len(controllers)} controller(s) from {config.target} against "
+            f"{client.config.server}: {names}")
+
+
+async def run(config: RunConfig, controllers: Sequence[runtime.Controller],
+              budgets: Mapping[str, runtime.BudgetConfig] | None = None) -> None:
     """Run ``controllers`` as ``config`` says until a stop signal."""
     async with sp_client.Client(client_config(config)) as client:
         await check_server(client, controllers)
-        for controller in controllers:
-            controller.with_options(workers=config.workers, namespace=config.namespace)
-        election = None
-        if config.leader_elect:
-            election = runtime.LeaderElectionConfig(
-                lease_name=config.lease_name or default_lease_name(config.target),
-                lease_namespace=config.namespace or client.config.namespace)
-        manager = runtime.Manager(client, controllers, leader_election=election,
-                                  health_port=config.health_port,
-                                  metrics_port=config.metrics_port, host=config.bind_address)
-        names = ", ".join(repr(c) for c in controllers)
-        print(f"setpoint run: {len(controllers)} controller(s) from {config.target} against "
-              f"{client.config.server}: {names}", flush=True)
-        await manager.run(stop_signals=rtmanager.STOP_SIGNALS)
+        manager = build_manager(config, client, controllers, budgets)
+        print(await banner(config, client, controllers), flush=True)
+        try:
+            await manager.run(stop_signals=rtmanager.STOP_SIGNALS)
+        except rtmanager.ListenError as e:
+            raise UsageError(f"{e.strerror} (choose another port, or 0 for any free one)"
+                             ) from e
         log.info("stopped")
 
 
@@ -287,9 +384,15 @@ def main(args: argparse.Namespace) -> int:
     """Run the ``run`` subcommand; returns the exit code."""
     try:
         config = config_from_args(args)
-        module = load_target(config.target, add_to_path=True)
+        try:
+            module = load_target(config.target, add_to_path=True)
+        except UsageError:
+            raise
+        except Exception as e:
+            log.debug("importing %s failed", config.target, exc_info=e)
+            raise UsageError(describe_import_error(config.target, e)) from e
         controllers = controllers_of(module)
-        _event_loop_run(run(config, controllers))
+        _event_loop_run(run(config, controllers, budgets_of(module)))
     except UsageError as e:
         print(f"setpoint run: error: {e}", file=sys.stderr, flush=True)
         return 2

@@ -14,7 +14,15 @@ They are ordinary operators: they talk to the API server through a
 - ``clusterrole-aggregation``: aggregated ClusterRoles (``admin``, ``edit``, ``view``) hold
   the rules of the roles they select;
 - ``serviceaccount``: every namespace has a ``default`` ServiceAccount;
-- ``root-ca-cert-publisher``: every namespace has the ``kube-root-ca.crt`` ConfigMap.
+- ``root-ca-cert-publisher``: every namespace has the ``kube-root-ca.crt`` ConfigMap;
+- ``scheduler`` (:class:`~setpoint.controllers.scheduler.Scheduler`, a runnable acting as
+  ``system:kube-scheduler``): pending pods are bound to nodes;
+- ``nodelifecycle`` and ``taint-eviction-controller``: a silent node becomes Unknown and
+  tainted, and the pods that do not tolerate its taints are evicted;
+- ``endpoint`` and ``endpointslice``: a Service's Endpoints and EndpointSlices follow the
+  pods it selects;
+- ``replicaset`` and ``deployment``: a ReplicaSet keeps its pods, a Deployment rolls its
+  template out through ReplicaSets.
 
 :func:`builtin` builds the ones named, fresh each time (they keep per-run state);
 :func:`manager` a :class:`~setpoint.runtime.Manager` that runs them, the same whether it runs
@@ -24,19 +32,36 @@ inside ``setpoint serve``'s process or in ``setpoint controller-manager``.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Final
 
 from setpoint import client as sp_client
 from setpoint import runtime
 from setpoint.controllers.crd import crd_controller
+from setpoint.controllers.deployment import deployment_controller
+from setpoint.controllers.endpointcontrollers import (
+    endpoints_controller,
+    endpointslice_controller,
+)
 from setpoint.controllers.garbagecollector import GarbageCollector
 from setpoint.controllers.namespace import namespace_controller
+from setpoint.controllers.nodelifecycle import (
+    NodeLifecycleConfig,
+    node_lifecycle_controller,
+    taint_eviction_controller,
+)
 from setpoint.controllers.rbacaggregation import aggregation_controller
+from setpoint.controllers.replicaset import replicaset_controller
+from setpoint.controllers.scheduler import Scheduler, SchedulerConfig
 from setpoint.controllers.serviceaccounts import root_ca_controller, service_account_controller
 
 #: every built-in controller, by the name ``setpoint serve --controllers`` takes
 NAMES: Final = ("garbagecollector", "namespace", "crd", "clusterrole-aggregation",
-                "serviceaccount", "root-ca-cert-publisher")
+                "serviceaccount", "root-ca-cert-publisher", "scheduler", "nodelifecycle",
+                "taint-eviction-controller", "endpoint", "endpointslice", "replicaset",
+                "deployment")
+#: the ones that run unless others are named (every one)
+DEFAULT_NAMES: Final = NAMES
 #: the Lease the built-in controllers of several servers compete for (in kube-system)
 LEASE_NAME: Final = "setpoint-controller-manager"
 LEASE_NAMESPACE: Final = "kube-system"
@@ -44,13 +69,23 @@ LEASE_NAMESPACE: Final = "kube-system"
 USER_AGENT: Final = "setpoint-controller-manager"
 
 
-def builtin(names: Iterable[str] = NAMES, *, ca_pem: str | None = None
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Settings:
+    """The options of the built-in controllers that are not their names."""
+
+    scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
+    node_lifecycle: NodeLifecycleConfig = field(default_factory=NodeLifecycleConfig)
+
+
+def builtin(names: Iterable[str] = DEFAULT_NAMES, *, ca_pem: str | None = None,
+            settings: Settings | None = None
             ) -> tuple[list[runtime.Controller], list[runtime.Runnable]]:
     """The controllers and runnables for ``names`` (a subset of :data:`NAMES`).
 
     ``root-ca-cert-publisher`` publishes ``ca_pem`` (the cluster CA the clients trust); with
     none (a server without TLS) it is left out.
     """
+    settings = settings or Settings()
     wanted = list(dict.fromkeys(names))
     unknown = [n for n in wanted if n not in NAMES]
     if unknown:
@@ -70,18 +105,32 @@ def builtin(names: Iterable[str] = NAMES, *, ca_pem: str | None = None
         controllers.append(service_account_controller())
     if "root-ca-cert-publisher" in wanted and ca_pem:
         controllers.append(root_ca_controller(ca_pem))
+    if "scheduler" in wanted:
+        runnables.append(Scheduler(settings.scheduler))
+    if "nodelifecycle" in wanted:
+        controllers.append(node_lifecycle_controller(settings.node_lifecycle))
+    if "taint-eviction-controller" in wanted:
+        controllers.append(taint_eviction_controller(settings.node_lifecycle))
+    if "endpoint" in wanted:
+        controllers.append(endpoints_controller())
+    if "endpointslice" in wanted:
+        controllers.append(endpointslice_controller())
+    if "replicaset" in wanted:
+        controllers.append(replicaset_controller())
+    if "deployment" in wanted:
+        controllers.append(deployment_controller())
     return controllers, runnables
 
 
-def manager(client: sp_client.Client, names: Iterable[str] = NAMES, *,
+def manager(client: sp_client.Client, names: Iterable[str] = DEFAULT_NAMES, *,
             leader_election: bool = False, graceful_shutdown_timeout: float = 5.0,
-            clients: Mapping[str, sp_client.Client] | None = None, ca_pem: str | None = None
-            ) -> runtime.Manager:
+            clients: Mapping[str, sp_client.Client] | None = None, ca_pem: str | None = None,
+            settings: Settings | None = None) -> runtime.Manager:
     """A manager running the built-in controllers ``names``: their caches read through
     ``client``, each one writes through ``clients[name]`` when given (its own identity, see
     :data:`setpoint.auth.rbac.bootstrap.CONTROLLER_ACCOUNTS`); with ``leader_election``, only
     while holding the Lease ``kube-system/`` :data:`LEASE_NAME`."""
-    controllers, runnables = builtin(names, ca_pem=ca_pem)
+    controllers, runnables = builtin(names, ca_pem=ca_pem, settings=settings)
     election = runtime.LeaderElectionConfig(
         lease_name=LEASE_NAME, lease_namespace=LEASE_NAMESPACE) if leader_election else None
     return runtime.Manager(client, controllers, runnables=runnables, leader_election=election,
@@ -89,5 +138,8 @@ def manager(client: sp_client.Client, names: Iterable[str] = NAMES, *,
                            clients=clients)
 
 
-__all__ = ["LEASE_NAME", "LEASE_NAMESPACE", "NAMES", "USER_AGENT", "GarbageCollector",
-           "builtin", "crd_controller", "manager", "namespace_controller"]
+__all__ = ["DEFAULT_NAMES", "LEASE_NAME", "LEASE_NAMESPACE", "NAMES", "USER_AGENT",
+           "GarbageCollector", "NodeLifecycleConfig", "Scheduler", "SchedulerConfig",
+           "Settings", "builtin", "crd_controller", "deployment_controller", "endpoints_controller",
+           "endpointslice_controller", "manager", "namespace_controller",
+           "node_lifecycle_controller", "replicaset_controller", "taint_eviction_controller"]

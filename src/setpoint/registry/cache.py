@@ -46,7 +46,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from typing import Any, Final
 
 from setpoint.apimachinery import errors
@@ -97,7 +97,12 @@ class Watcher:
         self._replay: collections.deque[CacheEvent | hist.Entry] = collections.deque(replay)
         self._live: collections.deque[hist.Entry] = collections.deque()
         self._buffer = buffer
-        self._wakeup = asyncio.Event()
+        # the reader waiting for an event (None: nobody waits), and the one timer that ends
+        # its wait: armed once for a deadline and moved only when a wait needs an earlier one
+        # (an event per watcher costs no timer work, a thousand watchers no timer churn)
+        self._waiter: asyncio.Future[None] | None = None
+        self._alarm: asyncio.TimerHandle | None = None
+        self._alarm_at = 0.0
         self.closed = False
         self.lagged = False
 
@@ -109,7 +114,12 @@ class Watcher:
             return
         self._live.append(entry)
         self._cache._backlogged.add(self)
-        self._wakeup.set()
+        self._wake()
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     def _lag(self) -> None:
         self.lagged = True
@@ -122,7 +132,10 @@ class Watcher:
         self._replay.clear()
         self._live.clear()
         self._cache._unsubscribe(self)
-        self._wakeup.set()
+        if self._alarm is not None:
+            self._alarm.cancel()
+            self._alarm = None
+        self._wake()
 
     def close(self) -> None:
         """Stop receiving events; pending ones are dropped."""
@@ -145,6 +158,13 @@ class Watcher:
 
     async def next(self, timeout: float | None = None) -> CacheEvent | None:
         """The next event, or ``None`` when closed. ``TimeoutError`` after ``timeout``."""
+        deadline = None if timeout is None else \
+            asyncio.get_running_loop().time() + timeout
+        return await self.next_until(deadline)
+
+    async def next_until(self, deadline: float | None) -> CacheEvent | None:
+        """The next event, or ``None`` when closed. ``TimeoutError`` once the event loop's
+        clock reaches ``deadline`` (None: wait as long as it takes)."""
         while True:
             if self._replay:
                 item = self._replay.popleft()
@@ -156,12 +176,43 @@ class Watcher:
                 return entry.event()
             if self.closed:
                 return None
-            self._wakeup.clear()
-            if timeout is None:
-                await self._wakeup.wait()
-            else:
-                async with asyncio.timeout(timeout):
-                    await self._wakeup.wait()
+            loop = asyncio.get_running_loop()
+            if deadline is not None:
+                if loop.time() >= deadline:
+                    raise TimeoutError
+                if self._alarm is None or self._alarm_at > deadline:
+                    if self._alarm is not None:
+                        self._alarm.cancel()
+                    self._alarm_at = deadline
+                    self._alarm = loop.call_at(deadline, self._ring)
+            waiter = self._waiter = loop.create_future()
+            try:
+                await waiter
+            finally:
+                self._waiter = None
+
+    def _ring(self) -> None:
+        """The alarm: the waiting reader looks at the clock (its deadline may have moved
+        later meanwhile: then it sets the alarm again)."""
+        self._alarm = None
+        self._wake()
+
+    def frame(self, event: CacheEvent, key: hist.FrameKey, make: Callable[[], bytes]) -> bytes:
+        """The bytes ``make`` returns for ``event`` as ``key`` says, shared with every other
+        watcher that asks for the same ``key`` of the same event (see
+        :meth:`~setpoint.registry.history.History.frame`); ``key`` must name everything the
+        bytes depend on besides the event."""
+        if event.origin is None:  # an initial ADDED of the current state: no shared entry
+            return make()
+        return self._cache._history.frame(event.origin, key, make)
+
+    def verdict(self, event: CacheEvent, key: Hashable, decide: Callable[[], str | None]
+                ) -> str | None:
+        """``decide()``, shared with the other watchers asking the same ``key`` of the same
+        event (see :meth:`~setpoint.registry.history.History.verdict`)."""
+        if event.origin is None:
+            return decide()
+        return self._cache._history.verdict(event.origin, key, decide)
 
     def _taken(self) -> None:
         if not self._live and not (self._replay and isinstance(self._replay[0], hist.Entry)):

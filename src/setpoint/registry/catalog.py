@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,23 +20,29 @@ from setpoint.apimachinery import errors, regexp
 from setpoint.apimachinery.clock import Clock
 from setpoint.registry import (
     actions,
+    admissionregistration,
     core,
     crd,
     deletion,
+    deployments,
     endpointslices,
     nodes,
     podactions,
     pods,
+    policies,
     rbac,
+    replicasets,
     serviceaccounts,
     serviceips,
     services,
+    webhooks,
 )
 from setpoint.registry import cache as wc
 from setpoint.registry.customresource import CustomResourceStrategy
 from setpoint.registry.options import DeleteOptions
 from setpoint.registry.resources import ResourceInfo
 from setpoint.registry.store import Store
+from setpoint.schema.structural import Node
 from setpoint.storage import interface as st
 
 log = logging.getLogger(__name__)
@@ -76,10 +83,15 @@ class Catalog:
         self._subresource_actions: dict[tuple[str, str, str], actions.Action] = {}
         self._crd_resources: dict[str, tuple[str, str]] = {}
         self.generation = 0
+        #: ValidatingAdmissionPolicies, enforced on every store's writes
+        self.policies = policies.PolicyAdmission(cache, self._param_source)
+        #: admission webhooks: mutating before the policies, validating after them
+        self.webhooks = webhooks.WebhookAdmission(cache)
         builtins = [*core.builtin_resources(), *rbac.rbac_resources(),
                     serviceaccounts.service_account_resource(), pods.pod_resource(),
                     nodes.node_resource(), services.service_resource(),
-                    services.endpoints_resource(), endpointslices.endpoint_slice_resource()]
+                    services.endpoints_resource(), endpointslices.endpoint_slice_resource(),
+                    replicasets.replica_set_resource(), deployments.deployment_resource()]
         for info, strategy_cls in builtins:
             self._add(Served(self._store(strategy_cls(info))))
         #: the ranges Services are allocated from
@@ -91,13 +103,61 @@ class Catalog:
         self.add_subresource_action("", "pods", "eviction",
                                     podactions.eviction_action(pod_store))
         self._add(Served(self._store(crd.CRDStrategy(crd.crd_resource()))))
+        self._add(Served(self._store(admissionregistration.ValidatingAdmissionPolicyStrategy(
+            admissionregistration.policy_resource(), self._schema_of))))
+        self._add(Served(self._store(
+            admissionregistration.ValidatingAdmissionPolicyBindingStrategy(
+                admissionregistration.binding_resource()))))
+        for mutating in (False, True):
+            self._add(Served(self._store(admissionregistration.WebhookConfigurationStrategy(
+                admissionregistration.webhook_configuration_resource(mutating)))))
         cache.add_listener(self._on_event)
 
     def _store(self, strategy: Any) -> Store:
-        return Store(strategy, self._backend, self._cache, clock=self._clock, rng=self._rng,
-                     namespace_gate=self.check_namespace,
-                     deletion_finalizers=deletion.gc_finalizers if self.garbage_collection
-                     else None)
+        store = Store(strategy, self._backend, self._cache, clock=self._clock, rng=self._rng,
+                      namespace_gate=self.check_namespace,
+                      deletion_finalizers=deletion.gc_finalizers if self.garbage_collection
+                      else None)
+        store.admission.extend((self.webhooks.mutate, self.policies.admit,
+                                self.webhooks.validate))
+        return store
+
+    def _served_kind(self, api_version: str, kind: str) -> tuple[Served, str] | None:
+        group, _, version = api_version.rpartition("/")
+        for served in self._resources.values():
+            info = served.info
+            if info.group == group and info.kind == kind and info.version(version):
+                return served, version
+        return None
+
+    def _param_source(self, api_version: str, kind: str) -> tuple[
+            ResourceInfo, Callable[[Obj], Obj]] | None:
+        """The resource a policy's ``paramKind`` names, and how to read its objects."""
+        found = self._served_kind(api_version, kind)
+        if found is None:
+            return None
+        served, version = found
+        strategy = served.store.strategy
+
+        def convert(obj: Obj) -> Obj:
+            out = dict(strategy.from_storage(obj, version))
+            out.setdefault("kind", kind)
+            out["apiVersion"] = api_version
+            return out
+        return served.info, convert
+
+    def _schema_of(self, group: str, version: str, resource: str) -> tuple[str, Node] | None:
+        """The kind and structural schema of a custom resource version (type checking)."""
+        served = self._resources.get((group, resource))
+        if served is None or not served.custom:
+            return None
+        info = served.info
+        version_info = info.version(version)
+        strategy = served.store.strategy
+        if version_info is None or not isinstance(strategy, CustomResourceStrategy):
+            return None
+        schema = strategy.schema(version_info)
+        return (info.kind, schema.node) if schema is not None else None
 
     def _add(self, served: Served) -> None:
         self._resources[(served.info.group, served.info.resource)] = served

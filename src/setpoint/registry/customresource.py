@@ -50,7 +50,7 @@ class CustomResourceStrategy(Strategy):
                 self._schemas[v.name] = CompiledSchema.from_openapi(v.schema)
         self._defaulted_versions = {v.name for v in info.versions
                                     if v.schema is not None and _has_defaults(v.schema)}
-        self._read_memo: dict[str, collections.OrderedDict[int, tuple[Obj, Obj]]] = {}
+        self._read_memo: dict[str, collections.OrderedDict[tuple[Any, ...], Obj]] = {}
         self._selectors: dict[str, dict[str, jsonpath.JSONPath]] = {}
         for v in info.versions:
             compiled = {}
@@ -73,24 +73,40 @@ class CustomResourceStrategy(Strategy):
         """The stored object through ``version``: apiVersion rewritten (conversion None),
         then that version's defaults applied, as Kubernetes defaults objects it reads.
 
-        Objects in the watch cache are immutable and replaced on every write, so a converted
-        copy is memoised per stored object (by identity, bounded) and reads stay cheap.
+        ``obj`` is shared: its content is what storage holds for its key at its
+        resourceVersion, so the converted copy is memoised by (namespace, name, uid,
+        resourceVersion) and reads of a version with defaults stay cheap; the memo holds
+        the copies only (bounded), never the stored objects.
         """
         converted = super().from_storage(obj, version)
         schema = self._schemas.get(version)
         if schema is None or version not in self._defaulted_versions:
             return converted
+        meta = obj.get("metadata") or {}
+        revision = meta.get("resourceVersion")
+        key = (meta.get("namespace"), meta.get("name"), meta.get("uid"), revision)
         memo = self._read_memo.setdefault(version, collections.OrderedDict())
-        hit = memo.get(id(obj))
-        if hit is not None and hit[0] is obj:
-            memo.move_to_end(id(obj))
-            return hit[1]
+        if revision:
+            hit = memo.get(key)
+            if hit is not None:
+                memo.move_to_end(key)
+                return hit
         copy: Obj = orjson.loads(orjson.dumps(converted))
         schema.default(copy)
-        memo[id(obj)] = (obj, copy)
-        if len(memo) > READ_MEMO_SIZE:
-            memo.popitem(last=False)
+        if revision:
+            memo[key] = copy
+            if len(memo) > READ_MEMO_SIZE:
+                memo.popitem(last=False)
         return copy
+
+    def from_storage_owned(self, obj: Obj, version: str) -> Obj:
+        """:meth:`from_storage` of an object the caller owns: converted and defaulted in
+        place (no copy, no memo)."""
+        obj["apiVersion"] = self.info.api_version(version)
+        schema = self._schemas.get(version)
+        if schema is not None and version in self._defaulted_versions:
+            schema.default(obj)
+        return obj
 
     def prune(self, obj: Obj, version: VersionInfo) -> list[str]:
         pruned = super().prune(obj, version)

@@ -29,6 +29,7 @@ Pure: objects in, objects out, no I/O. Invariants:
 
 from __future__ import annotations
 
+import collections
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -50,6 +51,8 @@ LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 #: the manager whose applies upgrade a client-side-applied object (and keep its annotation)
 KUBECTL = "kubectl"
 MAX_MANAGER_LENGTH = 128
+#: shapes of created objects whose field ownership is kept encoded, per resource version
+MAX_CREATE_SHAPES = 256
 
 STRIPPED: FieldSet = frozenset({
     fieldpath.path("apiVersion"), fieldpath.path("kind"), fieldpath.path("metadata"),
@@ -325,6 +328,10 @@ class FieldManager:
         self.updater = Updater(spec)
         self.api_version = api_version
         self.status_subresource = status_subresource
+        # creates: the fields a created object sets -> the encoded fieldsV1 its creator owns
+        # (None: none). Objects of one resource mostly share a few shapes; bounded.
+        self._created: collections.OrderedDict[FieldSet, bytes | None] = \
+            collections.OrderedDict()
 
     def _managers(self, live: Obj | None, new: Obj | None, subresource: str) -> Managers:
         """The managers to start from: the client's, if it sent valid ones, else the live."""
@@ -349,6 +356,9 @@ class FieldManager:
         if _is_reset_request(meta.get("managedFields")) and not subresource:
             meta.pop("managedFields", None)
             return
+        if live is None and not subresource and not meta.get("managedFields"):
+            self._record_create(new, manager, now)
+            return
         managers = self._managers(live, new, subresource)
         base = _without_managed_fields(live) if live is not None else {}
         target = _without_managed_fields(new)
@@ -364,6 +374,36 @@ class FieldManager:
             return
         _cap(out)
         _store(meta, out)
+
+    def _record_create(self, new: Obj, manager: str, now: str) -> None:
+        """:meth:`update` of a create whose client sent no managedFields: the creator owns
+        every field the object sets (the comparison with nothing, without comparing), and
+        the encoding of that set is shared by the creates of the same shape."""
+        meta = new["metadata"]
+        try:
+            added = typed.added(self.updater.spec, _without_managed_fields(new))
+        except ValueError:
+            meta.pop("managedFields", None)  # as update(): an object the schema cannot type
+            return
+        created = self._created
+        if added in created:
+            created.move_to_end(added)
+            encoded = created[added]
+        else:
+            ignored = _ignored(None, None, "", self.status_subresource)
+            owned = _strip(fieldpath.recursive_difference(added, ignored) if ignored
+                           else added)
+            encoded = orjson.dumps(fieldpath.to_fields_v1(owned)) if owned else None
+            created[added] = encoded
+            if len(created) > MAX_CREATE_SHAPES:
+                created.popitem(last=False)
+        if encoded is None:
+            meta.pop("managedFields", None)
+            return
+        meta["managedFields"] = [{"manager": manager, "operation": UPDATE,
+                                  "apiVersion": self.api_version, "time": now,
+                                  "fieldsType": "FieldsV1",
+                                  "fieldsV1": orjson.loads(encoded)}]
 
     def apply(self, live: Obj | None, config: Obj, manager: str, now: str, *, force: bool,
               subresource: str = "") -> Obj:

@@ -9,14 +9,26 @@ previous version's, which it shares with the entry before it), and a watcher tha
 has to send it decodes it then. So a key's newest version is decoded
 once however many watchers there are, and older versions cost their stored size.
 
+An entry also keeps the **frames** of its event: the bytes a watch stream sends for it, one
+per :data:`FrameKey` (the event type as a watcher reports it, the request version, the output
+form), made by the first watcher that needs one and sent as they are by every other
+(Kubernetes' watch cache keeps one serialisation per event and encoder too). Frames are
+charged with the entry; one is kept only while the charge stays within ``max_bytes``, at most
+:data:`MAX_FRAMES` per entry, and goes with its entry. Whoever asks for a frame supplies the
+function that makes it; the key must name everything the bytes depend on. Likewise an entry
+keeps the **verdicts** of the watches' selectors on its event (how a watch with given
+selectors reports it, or that it does not), at most :data:`MAX_VERDICTS`, so that watches
+with the same selectors match an event once.
+
 Invariants:
 
 * Entries are in strictly increasing revision order, and every event with a revision above
   :attr:`History.window_start` is kept: a watch from ``N >= window_start`` replays exactly.
 * After :meth:`History.record` returns, at most ``capacity`` entries are kept, and their
   charge (:attr:`History.bytes`: the stored bytes that the kept entries alone keep alive,
-  each counted once, plus :data:`ENTRY_OVERHEAD` per entry) is at most ``max_bytes`` or
-  only the newest entry is left. Oldest entries go first.
+  each counted once, plus their frames, plus :data:`ENTRY_OVERHEAD` per entry) is at most
+  ``max_bytes`` or only the newest entry is left. Oldest entries go first. A frame is added
+  only if the charge stays within ``max_bytes``.
 
 Non-guarantees: the charge is of stored (JSON) bytes; a hot entry's decoded ``prev`` (one
 older version of a recently changed key) is charged at its stored size although Python
@@ -27,7 +39,7 @@ sending one) are not the history's to count.
 from __future__ import annotations
 
 import collections
-from collections.abc import Iterator
+from collections.abc import Callable, Hashable, Iterator
 from typing import Any, Final
 
 import orjson
@@ -36,6 +48,16 @@ Obj = dict[str, Any]
 
 #: what one kept entry costs besides its bytes: the entry, its key and its slot, roughly
 ENTRY_OVERHEAD: Final = 160
+
+#: frames one entry keeps at most (event types x request versions x output forms in use)
+MAX_FRAMES: Final = 16
+#: selector verdicts one entry keeps at most (distinct selectors of the watches on a resource)
+MAX_VERDICTS: Final = 64
+#: what a kept frame costs besides its bytes
+FRAME_OVERHEAD: Final = 100
+
+#: what a frame's bytes depend on besides the event: (event type as reported, version, form)
+FrameKey = Hashable
 
 ADDED: Final = "ADDED"
 MODIFIED: Final = "MODIFIED"
@@ -70,16 +92,18 @@ class CacheEvent:
     decodes each of them on first access.
     """
 
-    __slots__ = ("_object", "_prev", "_source", "key", "revision", "type")
+    __slots__ = ("_object", "_prev", "_source", "key", "origin", "revision", "type")
 
     def __init__(self, type: str, key: str, object: Obj, prev: Obj | None,
-                 revision: int) -> None:
+                 revision: int, origin: Entry | None = None) -> None:
         self.type = type
         self.key = key
         self.revision = revision
         self._object: Obj | None = object
         self._prev = prev
         self._source: Entry | None = None
+        #: the history entry the event was made from (its frames are shared), if any
+        self.origin = origin
 
     @classmethod
     def decoding(cls, entry: Entry) -> CacheEvent:
@@ -91,6 +115,7 @@ class CacheEvent:
         event._object = None
         event._prev = None
         event._source = entry
+        event.origin = entry
         return event
 
     @property
@@ -124,8 +149,9 @@ class Entry:
     the key, which is still kept (and charged) there.
     """
 
-    __slots__ = ("charge", "key", "obj", "prev_obj", "prev_revision", "prev_value",
-                 "revision", "shares_prev", "successor", "type", "value")
+    __slots__ = ("charge", "frames", "kept", "key", "obj", "prev_obj", "prev_revision",
+                 "prev_value", "revision", "shares_prev", "successor", "type", "value",
+                 "verdicts")
 
     def __init__(self, type: str, key: str, revision: int, *, obj: Obj, prev_obj: Obj | None,
                  value: bytes | None, prev_value: bytes | None, prev_revision: int,
@@ -142,12 +168,19 @@ class Entry:
         #: the next entry of the key, when it shares this entry's value as its prev_value
         self.successor: Entry | None = None
         self.charge = 0
+        #: the frames of the event, by :data:`FrameKey` (None: none yet)
+        self.frames: dict[FrameKey, bytes] | None = None
+        #: how watches report the event, by their selectors (None: none yet)
+        self.verdicts: dict[Hashable, str | None] | None = None
+        #: still in the history (frames are kept only then)
+        self.kept = True
 
     def event(self) -> CacheEvent:
         """The event to hand out: with the shared decoded objects while hot, else decoded
         on demand from the bytes."""
         if self.obj is not None:
-            return CacheEvent(self.type, self.key, self.obj, self.prev_obj, self.revision)
+            return CacheEvent(self.type, self.key, self.obj, self.prev_obj, self.revision,
+                              self)
         return CacheEvent.decoding(self)
 
     def own_bytes(self) -> int:
@@ -159,7 +192,9 @@ class Entry:
             if self.shares_prev and part is self.prev_value:
                 continue
             seen.append(part)
-        return ENTRY_OVERHEAD + len(self.key) + sum(len(p) for p in seen)
+        frames = sum(FRAME_OVERHEAD + len(f) for f in self.frames.values()) \
+            if self.frames else 0
+        return ENTRY_OVERHEAD + len(self.key) + sum(len(p) for p in seen) + frames
 
 
 class History:
@@ -183,6 +218,9 @@ class History:
 
     def reset(self, window_start: int) -> None:
         """Forget every entry; watches may start at ``window_start`` or later."""
+        for entry in self._entries:
+            entry.frames = entry.verdicts = None
+            entry.kept = False
         self._entries.clear()
         self._newest.clear()
         self.bytes = 0
@@ -233,6 +271,39 @@ class History:
         entry.obj = entry.prev_obj = None
         self._recharge(entry)
 
+    def frame(self, entry: Entry, key: FrameKey, make: Callable[[], bytes]) -> bytes:
+        """The frame ``key`` of ``entry``'s event: the kept one, or ``make()``, kept for the
+        next watcher when the entry is still in the history, has fewer than
+        :data:`MAX_FRAMES` and the charge stays within ``max_bytes``."""
+        frames = entry.frames
+        if frames is not None:
+            found = frames.get(key)
+            if found is not None:
+                return found
+        made = make()
+        if entry.kept and (frames is None or len(frames) < MAX_FRAMES) and \
+                self.bytes + FRAME_OVERHEAD + len(made) <= self.max_bytes:
+            if frames is None:
+                frames = entry.frames = {}
+            frames[key] = made
+            self._recharge(entry)
+        return made
+
+    def verdict(self, entry: Entry, key: Hashable, decide: Callable[[], str | None]
+                ) -> str | None:
+        """``decide()`` for ``entry``'s event, kept for the next watch with the same ``key``
+        (its selectors, version and strategy) while the entry is in the history and has
+        fewer than :data:`MAX_VERDICTS`."""
+        verdicts = entry.verdicts
+        if verdicts is not None and key in verdicts:
+            return verdicts[key]
+        made = decide()
+        if entry.kept and (verdicts is None or len(verdicts) < MAX_VERDICTS):
+            if verdicts is None:
+                verdicts = entry.verdicts = {}
+            verdicts[key] = made
+        return made
+
     def _recharge(self, entry: Entry) -> None:
         charge = entry.own_bytes()
         self.bytes += charge - entry.charge
@@ -250,6 +321,8 @@ class History:
             if self._newest.get(oldest.key) is oldest:
                 del self._newest[oldest.key]
             oldest.obj = oldest.prev_obj = None
+            oldest.frames = oldest.verdicts = None
+            oldest.kept = False
             successor = oldest.successor
             if successor is not None:
                 # the successor now alone keeps the bytes they shared

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from setpoint.apimachinery import selectors
 from setpoint.auth.user import UserInfo
@@ -37,6 +39,8 @@ class WriteOptions:
     force: bool = False
     #: who asks for the write (None: the server itself, trusted)
     user: UserInfo | None = None
+    #: where admission leaves its warnings and audit annotations (None: nowhere)
+    sink: AdmissionSink | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -47,6 +51,59 @@ class DeleteOptions:
     grace_period_seconds: int | None = None
     precondition_uid: str | None = None
     precondition_resource_version: str | None = None
+    #: who asks for the deletion (None: the server itself, trusted)
+    user: UserInfo | None = None
+    #: where admission leaves its warnings and audit annotations (None: nowhere)
+    sink: AdmissionSink | None = None
+
+
+@dataclass(slots=True)
+class AdmissionSink:
+    """What admission of one request reports besides its verdict: ``Warning`` headers for the
+    response and annotations for the request's audit event. One per request; a plain
+    holder, owned by the request's handler."""
+
+    warnings: list[str] = field(default_factory=list)
+    annotations: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(slots=True, kw_only=True)
+class AdmissionAttributes:
+    """One write as admission sees it (Kubernetes' ``admission.Attributes``).
+
+    ``operation`` is ``CREATE``, ``UPDATE`` or ``DELETE``; ``version`` is the version of the
+    request (the objects admission gets are in it); ``options`` is the request's
+    ``CreateOptions``/``UpdateOptions``/``DeleteOptions`` object. ``convert(obj, version)``
+    gives an object of this resource in another of its versions.
+    """
+
+    operation: str
+    group: str
+    version: str
+    resource: str
+    kind: str
+    subresource: str
+    namespace: str
+    name: str
+    namespaced: bool
+    user: UserInfo | None
+    dry_run: bool
+    options: dict[str, Any]
+    sink: AdmissionSink | None
+    #: every version the resource is served in (matchPolicy Equivalent)
+    versions: tuple[str, ...] = ()
+    convert: Callable[[dict[str, Any], str], dict[str, Any]] | None = None
+    #: prune, default and validate the new object again after a hook changed it in place
+    #: (mutating admission); raises the store's 422
+    revalidate: Callable[[dict[str, Any]], None] | None = None
+
+    def warn(self, text: str) -> None:
+        if self.sink is not None:
+            self.sink.warnings.append(text)
+
+    def annotate(self, key: str, value: str) -> None:
+        if self.sink is not None:
+            self.sink.annotations.setdefault(key, value)
 
 
 @dataclass(slots=True)

@@ -344,5 +344,13 @@ def pod_resource() -> tuple[ResourceInfo, type[PodStrategy]]:
                          extra_subresources=(
                              SubresourceInfo("binding", ("create",), "Binding", "", "v1"),
                              SubresourceInfo("eviction", ("create",), "Eviction", "policy",
-                                             "v1"))),
+                                             "v1"),
+                             # served by the pod's node agent (server/nodeproxy.py)
+                             SubresourceInfo("attach", ("create", "get"), "PodAttachOptions",
+                                             "", "v1"),
+                             SubresourceInfo("exec", ("create", "get"), "PodExecOptions",
+                                             "", "v1"),
+                             SubresourceInfo("log", ("get",), "Pod", "", "v1"),
+                             SubresourceInfo("portforward", ("create", "get"),
+                                             "PodPortForwardOptions", "", "v1"))),
             PodStrategy)

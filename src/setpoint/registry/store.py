@@ -34,7 +34,7 @@ import builtins
 import datetime
 import random
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
@@ -54,6 +54,7 @@ from setpoint.apimachinery.clock import Clock
 from setpoint.registry import cache as wc
 from setpoint.registry import fieldmanager, keylocks, listbudget, scale, storageerrors
 from setpoint.registry.options import (
+    AdmissionAttributes,
     DeleteOptions,
     ListOptions,
     WatchOptions,
@@ -68,9 +69,10 @@ Obj = dict[str, Any]
 
 #: namespace admission: raises NotFound / Forbidden for a namespace that cannot take writes
 NamespaceGate = Callable[[str, str, str], Awaitable[None]]
-#: validating admission of a write: ``(new object, old object or None, options)``, called
-#: after the strategy validated it and before it is stored; raises an ApiError to refuse
-Admission = Callable[[Obj, Obj | None, WriteOptions], Awaitable[None]]
+#: validating admission of a write: ``(new object or None, old object or None, attributes)``,
+#: called after the strategy validated it and before it is stored; raises an ApiError to
+#: refuse. CREATE has no old object, DELETE no new one (both in the request's version).
+Admission = Callable[[Obj | None, Obj | None, AdmissionAttributes], Awaitable[None]]
 
 
 class Allocation(Protocol):
@@ -143,6 +145,37 @@ class ListPage:
     remaining: int | None = None
 
 
+class WatchEvent:
+    """One event of a :class:`WatchStream`: its type as this watch reports it and its object
+    in the watch's version (converted on first use). :meth:`frame` shares the encoded
+    event with every other watch that reports it the same way."""
+
+    __slots__ = ("_event", "_object", "_stream", "type")
+
+    def __init__(self, stream: WatchStream, type: str, event: wc.CacheEvent) -> None:
+        self._stream = stream
+        self._event = event
+        self._object: Obj | None = None
+        self.type = type
+
+    @property
+    def object(self) -> Obj:
+        if self._object is None:
+            stream = self._stream
+            self._object = stream._store.strategy.from_storage(self._event.object,
+                                                               stream._version)
+        return self._object
+
+    def frame(self, form: Hashable, make: Callable[[str, Obj], bytes]) -> bytes:
+        """``make(type, object)``: the bytes a watch sends for this event in the output
+        ``form``, made once per event, type, version, strategy and ``form`` and shared by
+        the watches that send the same (``form`` must name everything else the bytes
+        depend on)."""
+        stream = self._stream
+        key = (self.type, stream._version, form, stream._store.strategy)
+        return stream._watcher.frame(self._event, key, lambda: make(self.type, self.object))
+
+
 class WatchStream:
     """API-level events of one watch: selector transitions applied, in the request version."""
 
@@ -152,6 +185,8 @@ class WatchStream:
         self._watcher = watcher
         self._version = version
         self._opts = opts
+        self._unselective = _no_selectors(opts)
+        self._verdict_key = (opts.label_selector, opts.field_selector, version, store.strategy)
         self.last_revision = 0
 
     @property
@@ -171,6 +206,13 @@ class WatchStream:
         return self.last_revision
 
     async def next(self, timeout: float | None = None) -> tuple[str, Obj] | None:
+        """The next event that passes the selectors, as ``(type, object)``; ``None`` when
+        the watch ended. Raises ``TimeoutError`` when nothing arrived within ``timeout``.
+        """
+        event = await self.next_event(timeout)
+        return None if event is None else (event.type, event.object)
+
+    async def next_event(self, timeout: float | None = None) -> WatchEvent | None:
         """The next event that passes the selectors; ``None`` when the watch ended.
 
         Raises ``TimeoutError`` when nothing arrived within ``timeout``.
@@ -183,13 +225,18 @@ class WatchStream:
             kind = self._classify(event)
             if kind is None:
                 continue
-            return kind, self._store.strategy.from_storage(event.object, self._version)
+            return WatchEvent(self, kind, event)
 
     def _classify(self, event: wc.CacheEvent) -> str | None:
-        opts = self._opts
-        if _no_selectors(opts):
+        """How this watch reports ``event`` (None: not at all); decided once per event for
+        every watch with the same selectors, version and strategy."""
+        if self._unselective:
             # every event passes; the previous state (decoded on demand) is not needed
             return event.type
+        return self._watcher.verdict(event, self._verdict_key, lambda: self._decide(event))
+
+    def _decide(self, event: wc.CacheEvent) -> str | None:
+        opts = self._opts
         matches = self._store.matches
         version = self._version
         now = matches(event.object, opts.label_selector, opts.field_selector, version)
@@ -385,7 +432,13 @@ class Store:
             await self._namespace_gate(namespace, self.info.qualified, name)
 
     def _output(self, stored: Obj, version: VersionInfo) -> Obj:
+        """A shared stored object (the cache's, or decoded from storage) in ``version``."""
         return self.strategy.from_storage(stored, version.name)
+
+    def _output_owned(self, obj: Obj, version: VersionInfo) -> Obj:
+        """An object this request made (just written, or a dry run's) in ``version``:
+        converted in place, not copied."""
+        return self.strategy.from_storage_owned(obj, version.name)
 
     def _fields(self, version: VersionInfo) -> fieldmanager.FieldManager:
         """Field management (managedFields, server-side apply) of ``version``."""
@@ -395,6 +448,54 @@ class Store:
                 self.strategy.field_type(version), self.info.api_version(version.name),
                 status_subresource=self.strategy.has_status(version))
         return found
+
+    # --- admission -----------------------------------------------------------------------
+
+    def _convert(self, obj: Obj, version: str) -> Obj:
+        """``obj`` (in the version its apiVersion names) in ``version``."""
+        stored = self.strategy.to_storage(deep_copy(obj), _version_of(obj.get("apiVersion")))
+        return self.strategy.from_storage(stored, version)
+
+    async def _admit(self, operation: str, new: Obj | None, old: Obj | None,
+                     version: VersionInfo, opts: WriteOptions | DeleteOptions,
+                     subresource: str = "") -> None:
+        """Run the admission hooks on a write that is about to be stored."""
+        if not self.admission:
+            return
+        obj = new if new is not None else old
+        meta = (obj or {}).get("metadata") or {}
+        if operation == "DELETE":
+            options: Obj = {"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1"}
+            if isinstance(opts, DeleteOptions) and opts.propagation_policy:
+                options["propagationPolicy"] = opts.propagation_policy
+        else:
+            options = {"kind": "CreateOptions" if operation == "CREATE" else "UpdateOptions",
+                       "apiVersion": "meta.k8s.io/v1"}
+            if isinstance(opts, WriteOptions) and opts.field_manager:
+                options["fieldManager"] = opts.field_manager
+        if opts.dry_run:
+            options["dryRun"] = ["All"]
+        attrs = AdmissionAttributes(
+            operation=operation, group=self.info.group, version=version.name,
+            resource=self.info.resource, kind=self.info.kind, subresource=subresource,
+            namespace=str(meta.get("namespace") or "") if self.info.namespaced else "",
+            name=str(meta.get("name") or ""), namespaced=self.info.namespaced,
+            user=opts.user, dry_run=opts.dry_run, options=options, sink=opts.sink,
+            versions=tuple(v.name for v in self.info.served_versions), convert=self._convert)
+        if new is not None:
+            def revalidate(obj: Obj) -> None:
+                # what a mutating hook changed is pruned, defaulted and validated again
+                self._check_depth(obj, str((obj.get("metadata") or {}).get("name") or ""))
+                self.strategy.prune(obj, version)
+                self.strategy.default(obj, version)
+                errs = self.strategy.validate(obj, version) if old is None else \
+                    self.strategy.validate_subresource_update(obj, old, version, subresource)
+                if errs:
+                    raise self._invalid(str((obj.get("metadata") or {}).get("name") or ""),
+                                        errs)
+            attrs.revalidate = revalidate
+        for admit in self.admission:
+            await admit(new, old, attrs)
 
     # --- reads ---------------------------------------------------------------------------
 
@@ -558,8 +659,7 @@ class Store:
         errs = self.strategy.validate(obj, version)
         if errs:
             raise self._invalid(name, errs)
-        for admit in self.admission:
-            await admit(obj, None, opts)
+        await self._admit("CREATE", obj, None, version, opts)
         allocation = await self.allocator.allocate(obj, None, opts.dry_run) \
             if self.allocator is not None else None
         if opts.dry_run:
@@ -580,7 +680,8 @@ class Store:
         if allocation is not None:
             await allocation.commit()
         stored["metadata"]["resourceVersion"] = str(kv.mod_revision)
-        return WriteResult(self._output(stored, version), created=True, warnings=warnings)
+        return WriteResult(self._output_owned(stored, version), created=True,
+                           warnings=warnings)
 
     # --- update --------------------------------------------------------------------------
 
@@ -652,9 +753,13 @@ class Store:
         """Prepare, validate and compare-and-swap ``new`` over ``current`` (storage form).
 
         Raises :class:`RevisionConflict` when the object moved on; callers retry or 409.
+        ``current`` is the caller's own decoding of the stored value (it is converted in
+        place); ``new`` is the caller's too.
         """
         name = str(current["metadata"].get("name", ""))
-        old = deep_copy(self._output(current, version))
+        # ``current`` was decoded for this write alone: converted in place, not copied; the
+        # hooks below read ``old`` and copy what they take from it
+        old = self._output_owned(current, version)
         old_meta = old["metadata"]
         new_meta = new.setdefault("metadata", {})
         for k in SERVER_OWNED_META:
@@ -679,14 +784,13 @@ class Store:
         errs = self.strategy.validate_subresource_update(new, old, version, subresource)
         if errs:
             raise self._invalid(name, errs)
-        for admit in self.admission:
-            await admit(new, old, opts)
+        await self._admit("UPDATE", new, old, version, opts, subresource)
         if new == old and not kv.stale:  # a stale value is rewritten (key rotation)
             if not opts.dry_run and self._deletion_done(current):
                 # an earlier write removed the last finalizer but its delete did not happen
                 # (storage failed in between): a client that repeats the write finishes it
                 await self._finish_deletion(kv.key, kv.mod_revision, current)
-            return WriteResult(self._output(current, version), warnings=warnings)
+            return WriteResult(old, warnings=warnings)
         allocation = await self.allocator.allocate(new, old, opts.dry_run) \
             if self.allocator is not None else None
         if opts.dry_run:
@@ -712,7 +816,7 @@ class Store:
         stored["metadata"]["resourceVersion"] = str(written.mod_revision)
         if self._deletion_done(stored):
             await self._finish_deletion(key, written.mod_revision, stored)
-        return WriteResult(self._output(stored, version), warnings=warnings)
+        return WriteResult(self._output_owned(stored, version), warnings=warnings)
 
     def _deletion_done(self, obj: Obj) -> bool:
         """Marked for deletion and nothing keeps it: the object is to be removed."""
@@ -857,7 +961,7 @@ class Store:
         version = self._version(version_name)
         spec = self._scale_spec(version)
         obj = await self.get(namespace, name, version.name, resource_version=resource_version)
-        return scale.scale_of(obj, spec)
+        return self._scale_of(obj, spec)
 
     async def update_scale(self, namespace: str | None, name: str, version_name: str,
                            opts: WriteOptions, change: Callable[[Obj], Any]) -> Obj:
@@ -870,7 +974,7 @@ class Store:
             async for _ in self._attempts():
                 kv, current = await self._current(namespace, name)
                 obj = self._output(current, version)
-                wanted = change(scale.scale_of(obj, spec))
+                wanted = change(self._scale_of(obj, spec))
                 _check_name(wanted.get("metadata") if isinstance(wanted.get("metadata"), dict)
                             else {}, name)
                 replicas, errs = scale.replicas_errors(wanted)
@@ -887,8 +991,15 @@ class Store:
                                                       "scale", warnings)
                 except st.RevisionConflict:
                     continue
-                return scale.scale_of(result.object, spec)
+                return self._scale_of(result.object, spec)
             raise self._conflict(name)
+
+    def _scale_of(self, obj: Obj, spec: ScaleSpec) -> Obj:
+        out = scale.scale_of(obj, spec)
+        selector = self.strategy.scale_selector(obj)
+        if selector:
+            out["status"]["selector"] = selector
+        return out
 
     def _scale_spec(self, version: VersionInfo) -> ScaleSpec:
         if version.scale is None:
@@ -935,17 +1046,21 @@ class Store:
                         else:
                             umeta.pop("finalizers", None)
                         if not meta.get("deletionTimestamp"):
+                            await self._admit("DELETE", None, self._output(current, version),
+                                              version, opts)
                             umeta.setdefault("deletionTimestamp", self._now())
                             umeta.setdefault("deletionGracePeriodSeconds", 0)
                             if self.strategy.uses_generation:
                                 umeta["generation"] = int(umeta.get("generation") or 0) + 1
                             self.strategy.prepare_for_delete(updated)
                         if opts.dry_run:
-                            return self._output(updated, version), False
+                            return self._output_owned(updated, version), False
                         written = await self._backend.update(kv.key, encode(updated),
                                                              kv.mod_revision)
                         umeta["resourceVersion"] = str(written.mod_revision)
-                        return self._output(updated, version), False
+                        return self._output_owned(updated, version), False
+                    await self._admit("DELETE", None, self._output(current, version), version,
+                                      opts)
                     if opts.dry_run:
                         return self._deleted(current, version), True
                     await self._backend.delete(kv.key, kv.mod_revision)

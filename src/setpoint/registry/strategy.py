@@ -96,13 +96,20 @@ class Strategy:
         return obj
 
     def from_storage(self, obj: Obj, version: str) -> Obj:
-        """A copy of a stored object as seen through ``version``; ``obj`` is shared."""
+        """A stored object as seen through ``version``; ``obj`` is shared (the watch cache's,
+        or decoded from storage: its content is what storage holds at its resourceVersion)
+        and so is the result: neither may be changed."""
         api_version = self.info.api_version(version)
         if obj.get("apiVersion") == api_version:
             return obj
         out = dict(obj)
         out["apiVersion"] = api_version
         return out
+
+    def from_storage_owned(self, obj: Obj, version: str) -> Obj:
+        """:meth:`from_storage` of an object the caller owns (one it just wrote or made),
+        which a strategy may convert in place instead of copying (it need not)."""
+        return self.from_storage(obj, version)
 
     # --- normalisation -------------------------------------------------------------------
 
@@ -213,6 +220,11 @@ class Strategy:
 
     def prepare_for_delete(self, obj: Obj) -> None:
         """Change ``obj`` (in place) as it is marked for deletion (a Namespace's phase)."""
+
+    def scale_selector(self, obj: Obj) -> str | None:
+        """The ``status.selector`` of the Scale of ``obj`` (built-in kinds, whose selector is
+        an object, print it in the query syntax); ``None``: the version's scale path."""
+        return None
 
     # --- presentation --------------------------------------------------------------------
 

@@ -25,9 +25,23 @@ queue), :mod:`~setpoint.runtime.controller` (workers), :mod:`~setpoint.runtime.b
 :mod:`~setpoint.runtime.owners`, :mod:`~setpoint.runtime.conditions`,
 :mod:`~setpoint.runtime.events` and :mod:`~setpoint.runtime.leaderelection`. Work that is not
 a controller (it discovers what to watch as it runs) is a :mod:`~setpoint.runtime.runnable`.
+Why a reconcile ran is :mod:`~setpoint.runtime.triggers` (kept by
+:mod:`~setpoint.runtime.history`), the order of a queue :mod:`~setpoint.runtime.fairness`;
+active-active replicas that split the keys are :mod:`~setpoint.runtime.sharding`;
+budgets for calls to external APIs (rate, concurrency, circuit breaker) are
+:mod:`~setpoint.runtime.budgets`, a per-object poll cadence :mod:`~setpoint.runtime.polling`;
+typed resources from pydantic models are :mod:`setpoint.runtime.typed` (not imported here:
+pydantic is optional).
 """
 
 # Only this module imports names from the others: it is the package's public surface.
+from setpoint.runtime.budgets import (
+    BreakerOpenError,
+    Budget,
+    BudgetConfig,
+    Budgets,
+    UpstreamError,
+)
 from setpoint.runtime.builder import Controller, ControllerOptions
 from setpoint.runtime.cache import Cache, Handlers
 from setpoint.runtime.clock import AsyncClock, FakeAsyncClock, SystemAsyncClock
@@ -41,8 +55,16 @@ from setpoint.runtime.conditions import (
 from setpoint.runtime.context import Context
 from setpoint.runtime.controller import Engine
 from setpoint.runtime.events import EventRecorder
+from setpoint.runtime.fairness import PriorityConfig
 from setpoint.runtime.finalizers import Finalizer, with_finalizer
-from setpoint.runtime.handlers import EnqueueMapped, EnqueueOwner, EnqueueSelf, Handler
+from setpoint.runtime.handlers import (
+    RECONCILE_NOW_ANNOTATION,
+    EnqueueMapped,
+    EnqueueOwner,
+    EnqueueSelf,
+    Handler,
+)
+from setpoint.runtime.history import HistoryConfig, ReconcileHistory
 from setpoint.runtime.informer import ClientListWatcher, Informer, SharedInformers
 from setpoint.runtime.leaderelection import LeaderElectionConfig, LeaderElector
 from setpoint.runtime.listwatch import BackoffConfig, WatcherConfig, run_watcher
@@ -55,6 +77,7 @@ from setpoint.runtime.owners import (
     owner_of,
     set_controller_reference,
 )
+from setpoint.runtime.polling import PollConfig
 from setpoint.runtime.predicates import (
     Predicate,
     annotations_changed,
@@ -79,11 +102,17 @@ from setpoint.runtime.reconcile import (
 )
 from setpoint.runtime.registry import Registry, controllers_in
 from setpoint.runtime.runnable import Runnable, RunnableContext
+from setpoint.runtime.sharding import ShardCoordinator, ShardingConfig
+from setpoint.runtime.triggers import Trigger, current_triggers
 
 __all__ = [
     "AlreadyOwnedError",
     "AsyncClock",
     "BackoffConfig",
+    "BreakerOpenError",
+    "Budget",
+    "BudgetConfig",
+    "Budgets",
     "Cache",
     "CacheSyncTimeoutError",
     "ClientListWatcher",
@@ -101,6 +130,7 @@ __all__ = [
     "FuncReconciler",
     "Handler",
     "Handlers",
+    "HistoryConfig",
     "Informer",
     "ItemExponentialBackoff",
     "LeaderElectionConfig",
@@ -108,24 +138,33 @@ __all__ = [
     "Manager",
     "MaxOf",
     "MetricsRegistry",
+    "PollConfig",
     "Predicate",
+    "PriorityConfig",
+    "RECONCILE_NOW_ANNOTATION",
     "RateLimiter",
+    "ReconcileHistory",
     "Reconciler",
     "Registry",
     "Request",
     "Result",
     "Runnable",
     "RunnableContext",
+    "ShardCoordinator",
+    "ShardingConfig",
     "SharedInformers",
     "ShutDown",
     "SystemAsyncClock",
     "TerminalError",
     "TokenBucket",
+    "Trigger",
+    "UpstreamError",
     "WatcherConfig",
     "WorkQueue",
     "annotations_changed",
     "controller_of",
     "controllers_in",
+    "current_triggers",
     "default_controller_rate_limiter",
     "generation_changed",
     "get_condition",

@@ -25,33 +25,49 @@ The reconcile is either a :class:`~setpoint.runtime.reconcile.Reconciler` (an ob
 ``async def reconcile(request) -> Result``) or a function ``async def f(request, ctx)``
 returning a ``Result`` or ``None``, where ``ctx`` is a :class:`~setpoint.runtime.context.Context`.
 
+**Blocking reconciles**: a reconcile declared with plain ``def`` (a function, or a
+``Reconciler`` whose ``reconcile`` is not ``async def``) is detected when the controller is
+declared (:attr:`Controller.blocking`) and runs in a thread pool of the controller's own,
+with as many threads as it has workers, so blocking SDK calls and CPU work do not stall the
+event loop. Such a reconcile calls the async client through
+:meth:`~setpoint.runtime.context.Context.run`. If it returns an awaitable anyway (a
+wrapper that hides an ``async def``), that is awaited on the event loop.
+
 Invariants: the builder methods return the controller itself (chainable) and only record;
 nothing touches the network before :meth:`Controller.resolve`. Options are validated when
 set (``workers`` is bounded).
 
 Non-guarantees: changing a controller after a manager has started with it has no effect on
-that manager.
+that manager. A thread cannot be cancelled: a blocking reconcile still running when its
+controller stops (graceful-shutdown timeout, lost leadership) runs on to its end, unobserved,
+possibly while the next leadership term reconciles the same object.
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import contextvars
 import dataclasses
+import inspect
 from collections.abc import Awaitable, Callable, Hashable, Sequence
 from dataclasses import dataclass
-from typing import Literal, cast
+from typing import Any, Literal, cast
 
 from setpoint import client as sp_client
 from setpoint.client import api as client_api
 from setpoint.runtime import context as rtcontext
 from setpoint.runtime import controller as engine
-from setpoint.runtime import handlers, ratelimit
+from setpoint.runtime import fairness, handlers, polling, ratelimit
 from setpoint.runtime import predicates as preds
 from setpoint.runtime import reconcile as rtreconcile
 
 ResourceLike = client_api.ResourceLike
 ContextReconcileFunc = Callable[[rtreconcile.Request, rtcontext.Context],
                                 Awaitable[rtreconcile.Result | None]]
-ReconcileLike = rtreconcile.Reconciler | ContextReconcileFunc
+SyncContextReconcileFunc = Callable[[rtreconcile.Request, rtcontext.Context],
+                                    rtreconcile.Result | None]
+ReconcileLike = rtreconcile.Reconciler | ContextReconcileFunc | SyncContextReconcileFunc
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ControllerOptions:
@@ -64,6 +80,13 @@ class ControllerOptions:
     rate_limiter: engine.RateLimiterFactory | None = None
     #: watch one namespace only (None: all); cluster-scoped resources ignore it
     namespace: str | None = None
+    #: the order of ready requests: weighted priority classes (None: plain FIFO); see
+    #: :mod:`setpoint.runtime.fairness`
+    priority: fairness.PriorityConfig | None = dataclasses.field(
+        default_factory=fairness.PriorityConfig)
+    #: reconcile every object again every ``interval`` s ± jitter (None: only on events);
+    #: see :mod:`setpoint.runtime.polling`
+    poll: polling.PollConfig | None = None
 
     def __post_init__(self) -> None:
         engine.check_workers(self.workers)
@@ -115,6 +138,18 @@ class ResolvedController:
         return {w.alias: w.ref for w in self.watches if isinstance(w.alias, Hashable)}
 
 
+def resource_of(resource: ResourceLike | type) -> ResourceLike:
+    """A typed resource model (:mod:`setpoint.runtime.typed`) as its ``(apiVersion, kind)``;
+    anything else as is."""
+    if isinstance(resource, type):
+        named = getattr(resource, "api_version_kind", None)
+        if callable(named):
+            api_version, kind = named()
+            return (str(api_version), str(kind))
+        raise TypeError(f"{resource!r} is not a typed resource model")
+    return resource
+
+
 class _ContextReconciler:
     """A ``(request, ctx)`` function bound to its context: a Reconciler."""
 
@@ -126,35 +161,71 @@ class _ContextReconciler:
         return rtreconcile.as_result(await self.func(request, self.ctx))
 
 
+class _ThreadReconciler:
+    """A blocking reconcile run in a thread pool: a Reconciler."""
+
+    def __init__(self, call: Callable[[rtreconcile.Request], Any],
+                 executor: concurrent.futures.Executor, name: str) -> None:
+        self.call = call
+        self.executor = executor
+        self.name = name
+
+    async def reconcile(self, request: rtreconcile.Request) -> rtreconcile.Result:
+        loop = asyncio.get_running_loop()
+        # the thread sees this task's context variables (the reconcile's triggers)
+        context = contextvars.copy_context()
+        value = await loop.run_in_executor(self.executor, context.run, self.call, request)
+        if inspect.isawaitable(value):
+            value = await value
+        return rtreconcile.as_result(value)
+
+    def __repr__(self) -> str:
+        return f"_ThreadReconciler({self.name})"
+
+
+def is_blocking(reconcile: ReconcileLike) -> bool:
+    """Whether ``reconcile`` is synchronous (plain ``def``): it then runs in a thread."""
+    if isinstance(reconcile, rtreconcile.Reconciler):
+        return not rtreconcile.is_async_callable(reconcile.reconcile)
+    return not rtreconcile.is_async_callable(reconcile)
+
+
 class Controller:
     """A controller's declaration; see the module docstring."""
 
-    def __init__(self, for_: ResourceLike, reconcile: ReconcileLike, *, name: str | None = None,
+    def __init__(self, for_: ResourceLike | type, reconcile: ReconcileLike, *,
+                 name: str | None = None,
                  predicates: Sequence[preds.Predicate] = (), metadata_only: bool = False
                  ) -> None:
         if not (isinstance(reconcile, rtreconcile.Reconciler) or callable(reconcile)):
-            raise TypeError("reconcile must be a Reconciler or an async (request, ctx) function")
+            raise TypeError("reconcile must be a Reconciler or a (request, ctx) function")
         self.reconcile = reconcile
+        #: a plain ``def`` reconcile, run in a thread pool (see the module docstring)
+        self.blocking = is_blocking(reconcile)
         self._name = name
+        #: the typed resource model ``for_`` named, if it named one
+        self.model: type | None = for_ if isinstance(for_, type) else None
         self._watches: list[WatchSpec] = [
-            WatchSpec("for", for_, handlers.EnqueueSelf(), tuple(predicates), metadata_only)]
+            WatchSpec("for", resource_of(for_), handlers.EnqueueSelf(), tuple(predicates),
+                      metadata_only)]
         self._filters: tuple[preds.Predicate, ...] = ()
         self._options = ControllerOptions()
 
     # --- declaring --------------------------------------------------------------------
 
-    def owns(self, resource: ResourceLike, *, predicates: Sequence[preds.Predicate] = (),
+    def owns(self, resource: ResourceLike | type, *, predicates: Sequence[preds.Predicate] = (),
              metadata_only: bool = False) -> Controller:
         """Reconcile the owner when an object of ``resource`` it controls changes."""
-        self._watches.append(WatchSpec("owns", resource, None, tuple(predicates),
+        self._watches.append(WatchSpec("owns", resource_of(resource), None, tuple(predicates),
                                        metadata_only))
         return self
 
-    def watches(self, resource: ResourceLike, handler: handlers.Handler | handlers.Mapper, *,
+    def watches(self, resource: ResourceLike | type, handler: handlers.Handler | handlers.Mapper, *,
                 predicates: Sequence[preds.Predicate] = (),
                 metadata_only: bool = False) -> Controller:
         """Reconcile what ``handler`` maps a changed object of ``resource`` to."""
-        self._watches.append(WatchSpec("watches", resource, handlers.as_handler(handler),
+        self._watches.append(WatchSpec("watches", resource_of(resource),
+                                       handlers.as_handler(handler),
                                        tuple(predicates), metadata_only))
         return self
 
@@ -173,9 +244,16 @@ class Controller:
     def with_options(self, *, workers: int | None = None,
                      rate_limiter: engine.RateLimiterFactory
                      | ratelimit.RateLimiter[rtreconcile.Request] | None = None,
-                     namespace: str | None = None) -> Controller:
+                     namespace: str | None = None,
+                     priority: fairness.PriorityConfig | Literal["fifo"] | None = None,
+                     poll: polling.PollConfig | float | Literal["off"] | None = None
+                     ) -> Controller:
         """Change how the controller runs; arguments left out keep their value.
 
+        ``priority``: a :class:`~setpoint.runtime.fairness.PriorityConfig`, or ``"fifo"``
+        for the plain first-in first-out order.
+        ``poll``: a :class:`~setpoint.runtime.polling.PollConfig`, a number of seconds (with
+        the default 10 % jitter), or ``"off"``.
         ``rate_limiter`` is a factory taking the manager's clock (a fresh limiter each time
         the controller starts), or a limiter to reuse as is.
         """
@@ -190,6 +268,20 @@ class Controller:
                 changes["rate_limiter"] = rate_limiter
         if namespace is not None:
             changes["namespace"] = namespace
+        if priority == "fifo":
+            changes["priority"] = None
+        elif priority is not None:
+            if not isinstance(priority, fairness.PriorityConfig):
+                raise TypeError("priority must be a PriorityConfig or 'fifo'")
+            changes["priority"] = priority
+        if poll == "off":
+            changes["poll"] = None
+        elif isinstance(poll, (int, float)) and not isinstance(poll, bool):
+            changes["poll"] = polling.PollConfig(interval=float(poll))
+        elif isinstance(poll, polling.PollConfig):
+            changes["poll"] = poll
+        elif poll is not None:
+            raise TypeError("poll must be a PollConfig, a number of seconds or 'off'")
         self._options = dataclasses.replace(self._options, **changes)  # type: ignore[arg-type]
         return self
 
@@ -213,7 +305,8 @@ class Controller:
         return tuple(self._watches)
 
     def __repr__(self) -> str:
-        return f"Controller(for_={self.for_!r}, name={self._name!r})"
+        named = f", name={self._name!r}" if self._name else ""
+        return f"Controller(for_={self.for_!r}{named})"
 
     # --- resolving --------------------------------------------------------------------
 
@@ -236,8 +329,23 @@ class Controller:
         return ResolvedController(self, self._name or primary.kind.lower(), primary,
                                   tuple(resolved))
 
-    def reconciler(self, ctx: rtcontext.Context) -> rtreconcile.Reconciler:
-        """The reconciler the engine calls, with ``ctx`` bound for a function reconcile."""
+    def reconciler(self, ctx: rtcontext.Context,
+                   executor: concurrent.futures.Executor | None = None
+                   ) -> rtreconcile.Reconciler:
+        """The reconciler the engine calls, with ``ctx`` bound for a function reconcile.
+
+        A blocking reconcile runs in ``executor`` (which the caller owns and shuts down);
+        ``ValueError`` when it is missing.
+        """
+        if self.blocking:
+            if executor is None:
+                raise ValueError(f"{self!r} has a blocking (plain 'def') reconcile: it needs "
+                                 "an executor to run in")
+            target = self.reconcile
+            if isinstance(target, rtreconcile.Reconciler):
+                return _ThreadReconciler(target.reconcile, executor, repr(self))
+            func = cast(Callable[[rtreconcile.Request, rtcontext.Context], Any], target)
+            return _ThreadReconciler(lambda request: func(request, ctx), executor, repr(self))
         if isinstance(self.reconcile, rtreconcile.Reconciler):
             return self.reconcile
-        return _ContextReconciler(self.reconcile, ctx)
+        return _ContextReconciler(cast(ContextReconcileFunc, self.reconcile), ctx)

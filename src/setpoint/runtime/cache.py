@@ -23,9 +23,16 @@ Invariants:
   other handlers or the watcher. A handler subscribing to a synced cache first hears
   ``on_add`` for every object it holds.
 - Lists and index lookups are sorted by key (deterministic).
+- :attr:`Cache.resource_version` only moves forward: the highest resourceVersion of any
+  object applied (added, updated or deleted) or of a complete list. Once it reaches a
+  write's resourceVersion, the cache shows that write or something newer
+  (:meth:`Cache.wait_for_resource_version`): the read-your-writes signal.
 
 Non-guarantees: objects are **shared, not copied**: every reader and handler gets the very
 dict the watcher decoded. Treat them as immutable; ``copy.deepcopy`` before changing one.
+resourceVersions are compared as integers, which they are on setpoint and on every
+Kubernetes cluster (etcd revisions) although the API calls them opaque; a non-integer one is
+ignored by the tracking, and waiting for one raises ``ValueError``.
 Handlers must be quick and must not block (enqueue a key and return): there is no buffer per
 handler, so a slow handler slows the watcher, and nothing grows without bound. ``on_delete``
 may name an object the cache never held (a delete seen without its create).
@@ -74,6 +81,16 @@ def index_by_owner_uid(obj: Obj) -> list[str]:
     """The UIDs of the object's owners (``metadata.ownerReferences[].uid``)."""
     refs = (obj.get("metadata") or {}).get("ownerReferences") or ()
     return [str(ref["uid"]) for ref in refs if isinstance(ref, Mapping) and ref.get("uid")]
+
+
+def parse_resource_version(resource_version: object) -> int:
+    """A resourceVersion as an integer; ``ValueError`` unless it is a non-negative integer
+    (a string of digits, as setpoint and Kubernetes give them)."""
+    if isinstance(resource_version, str) and resource_version.isascii() \
+            and resource_version.isdigit() \
+            and len(resource_version) <= 20:
+        return int(resource_version)
+    raise ValueError(f"not an integer resourceVersion: {resource_version!r}")
 
 
 class EventHandler(Protocol):
@@ -167,6 +184,9 @@ class Cache:
         self._indexes: dict[str, _Index] = {}
         self._subscriptions: list[Subscription] = []
         self._synced = asyncio.Event()
+        # the highest integer resourceVersion applied, and who waits for a higher one
+        self._rv = -1
+        self._rv_waiters: builtins.list[tuple[int, asyncio.Future[None]]] = []
         self.add_indexer(NAMESPACE_INDEX, index_by_namespace)
         self.add_indexer(OWNER_INDEX, index_by_owner_uid)
         for name, func in (indexers or {}).items():
@@ -208,6 +228,52 @@ class Cache:
 
     async def wait_synced(self) -> None:
         await self._synced.wait()
+
+    @property
+    def resource_version(self) -> str | None:
+        """The highest resourceVersion the cache has applied (None before any)."""
+        return str(self._rv) if self._rv >= 0 else None
+
+    def has_seen(self, resource_version: str) -> bool:
+        """Whether the cache has applied ``resource_version`` or a later one."""
+        return self._rv >= parse_resource_version(resource_version)
+
+    async def wait_for_resource_version(self, resource_version: str) -> None:
+        """Return once the cache has applied ``resource_version`` or a later one.
+
+        Pass the ``metadata.resourceVersion`` a write returned: afterwards the cache shows
+        that write (or a newer state of the object, or its deletion). Never returns if the
+        write is not of this cache's kind and namespace; bound it with a timeout.
+        """
+        wanted = parse_resource_version(resource_version)
+        if self._rv >= wanted:
+            return
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        entry = (wanted, waiter)
+        self._rv_waiters.append(entry)
+        try:
+            await waiter
+        finally:
+            if entry in self._rv_waiters:
+                self._rv_waiters.remove(entry)
+
+    def _advance(self, resource_version: object) -> None:
+        try:
+            rv = parse_resource_version(resource_version)
+        except ValueError:
+            return
+        if rv <= self._rv:
+            return
+        self._rv = rv
+        if self._rv_waiters:
+            still: builtins.list[tuple[int, asyncio.Future[None]]] = []
+            for wanted, waiter in self._rv_waiters:
+                if wanted <= rv:
+                    if not waiter.done():
+                        waiter.set_result(None)
+                else:
+                    still.append((wanted, waiter))
+            self._rv_waiters = still
 
     def _index(self, name: str) -> _Index:
         try:
@@ -258,14 +324,23 @@ class Cache:
                     self._buffer = {}
                 self._buffer[self._key(obj)] = obj
             case watcher.InitDone():
-                self._replace(self._buffer or {})
+                buffered = self._buffer or {}
+                self._replace(buffered)
+                self._advance_past(buffered.values())
+                self._advance(event.resource_version)
             case watcher.Apply(obj):
                 self._put(obj)
+                self._advance_past((obj,))
             case watcher.Delete(obj):
                 self._delete(obj)
+                self._advance_past((obj,))
             case watcher.Resync():
                 for obj in self.list():
                     self._notify_update(obj, obj)
+
+    def _advance_past(self, objs: Iterable[Obj]) -> None:
+        for obj in objs:
+            self._advance((obj.get("metadata") or {}).get("resourceVersion"))
 
     def _put(self, obj: Obj) -> None:
         key = self._key(obj)

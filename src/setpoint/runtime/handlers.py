@@ -20,8 +20,21 @@ only compute keys and add them to a deduplicating queue, so a burst of events fo
 collapses into one reconcile. A mapper that raises is logged and skipped; the cache and other
 handlers carry on.
 
-Non-guarantees: the event itself is not passed on (the request holds only the key); an owner
-referenced by a child may not exist (its reconcile finds nothing).
+Given a ``watch`` label, :class:`QueueingHandler` says why with each add: a
+:class:`~setpoint.runtime.triggers.Trigger` naming the watch, the event (``initial`` for the
+replay a new subscription hears, ``resync`` for an update whose old and new object are the
+same one) and the changed object's key.
+
+**Reconcile now, by annotation**: an update that sets a new, non-empty value of the
+annotation :data:`RECONCILE_NOW_ANNOTATION` (``setpoint.dev/reconcile-now``; any value, a
+timestamp is customary: ``kubectl annotate book/x setpoint.dev/reconcile-now="$(date +%s)"
+--overwrite``) enqueues with the cause ``reconcile_now`` (``detail``: the value), and passes
+whatever the watch's predicate says (``generation_changed`` would otherwise drop a
+metadata-only change). The reconcile need not remove the annotation: only a *new* value
+triggers.
+
+Non-guarantees: the event itself is not passed on (the request holds only the key and its
+triggers); an owner referenced by a child may not exist (its reconcile finds nothing).
 """
 
 from __future__ import annotations
@@ -33,8 +46,12 @@ from typing import Any, Protocol, runtime_checkable
 
 from setpoint.runtime import predicates as preds
 from setpoint.runtime import reconcile
+from setpoint.runtime import triggers as rttriggers
 
 logger = logging.getLogger(__name__)
+
+#: the annotation whose every new value asks for a reconcile now
+RECONCILE_NOW_ANNOTATION = "setpoint.dev/reconcile-now"
 
 Obj = Mapping[str, Any]
 Mapper = Callable[[Obj], Iterable[reconcile.Request]]
@@ -104,24 +121,40 @@ def as_handler(handler: Handler | Mapper) -> Handler:
 
 
 class QueueingHandler:
-    """A cache event handler that filters events and adds their requests to a queue."""
+    """A cache event handler that filters events and adds their requests to a queue.
 
-    def __init__(self, handler: Handler, add: Callable[[reconcile.Request], None], *,
-                 predicate: preds.Predicate | None = None, name: str = "") -> None:
+    With ``watch`` (e.g. ``"owns ConfigMap"``), ``add`` is called as ``add(request,
+    trigger)``; without, as ``add(request)``. Set :attr:`initial` while subscribing to a
+    synced cache, so that its replay is told apart from new objects.
+    """
+
+    def __init__(self, handler: Handler, add: Callable[..., None], *,
+                 predicate: preds.Predicate | None = None, name: str = "",
+                 watch: str | None = None) -> None:
         self.handler = handler
         self.add = add
         self.predicate = predicate or preds.Predicate()
         self.name = name
+        self.watch = watch
+        #: adds are the replay of a new subscription (cause ``initial``)
+        self.initial = False
 
-    def _enqueue(self, *objs: Obj) -> None:
+    def _enqueue(self, cause: str, *objs: Obj, detail: str = "") -> None:
         for obj in objs:
             try:
                 requests = list(self.handler.requests(obj))
             except Exception:
                 logger.exception("%s: mapping an event to requests failed", self.name)
                 continue
+            if not requests:
+                continue
+            if self.watch is None:
+                for request in requests:
+                    self.add(request)
+                continue
+            trigger = rttriggers.Trigger(cause, self.watch, _key(obj), detail)
             for request in requests:
-                self.add(request)
+                self.add(request, trigger)
 
     def _passes(self, check: Callable[[], bool]) -> bool:
         try:
@@ -132,12 +165,36 @@ class QueueingHandler:
 
     def on_add(self, obj: Obj) -> None:
         if self._passes(lambda: self.predicate.create(obj)):
-            self._enqueue(obj)
+            self._enqueue(rttriggers.CAUSE_INITIAL if self.initial else rttriggers.CAUSE_ADD,
+                          obj)
 
     def on_update(self, old: Obj, new: Obj) -> None:
+        asked = _reconcile_now_value(new)
+        if asked and asked != _reconcile_now_value(old) and self.watch is not None:
+            self._enqueue(rttriggers.CAUSE_RECONCILE_NOW, new, detail=asked)
+            return
         if self._passes(lambda: self.predicate.update(old, new)):
-            self._enqueue(*((new,) if old is new else (old, new)))
+            if old is new:
+                self._enqueue(rttriggers.CAUSE_RESYNC, new)
+            else:
+                self._enqueue(rttriggers.CAUSE_UPDATE, old, new)
 
     def on_delete(self, obj: Obj) -> None:
         if self._passes(lambda: self.predicate.delete(obj)):
-            self._enqueue(obj)
+            self._enqueue(rttriggers.CAUSE_DELETE, obj)
+
+
+def _reconcile_now_value(obj: Obj) -> str:
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    value = annotations.get(RECONCILE_NOW_ANNOTATION) if isinstance(annotations, Mapping) \
+        else None
+    return value if isinstance(value, str) else ""
+
+
+def _key(obj: Obj) -> str:
+    metadata = obj.get("metadata") or {}
+    name = metadata.get("name")
+    if not isinstance(name, str):
+        return ""
+    namespace = metadata.get("namespace")
+    return f"{namespace}/{name}" if isinstance(namespace, str) and namespace else name

@@ -267,6 +267,13 @@ class LeaderElector:
         self._observe(updated)
         return True
 
+    async def observe(self) -> None:
+        """Read the Lease and note whether it changed, without writing (a candidate that
+        watches a Lease it does not want yet, so that its expiry is judged from the last
+        change seen, not from the first read). ``NotFound`` when there is none."""
+        c = self.config
+        self._observe(await self.api.get(c.lease_namespace, c.lease_name))
+
     async def release(self) -> bool:
         """Give the Lease up (empty holder) if this process holds it; True on success."""
         lease = self._lease

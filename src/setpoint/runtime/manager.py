@@ -3,7 +3,10 @@
 :meth:`Manager.run` does, in order:
 
 1. serves ``/healthz``, ``/readyz`` and ``/metrics`` (aiohttp; port 0 picks a free port, see
-   :attr:`Manager.health_url` and :attr:`Manager.metrics_url`);
+   :attr:`Manager.health_url` and :attr:`Manager.metrics_url`), and beside ``/metrics``
+   ``/debug/reconciles``: the bounded history of recent reconciles and their triggers
+   (:mod:`~setpoint.runtime.history`); a port that cannot be listened on raises
+   :class:`ListenError`;
 2. resolves every controller's resources through discovery (retried until
    ``cache_sync_timeout``, so a CRD installed just after start is waited for);
 3. starts one shared informer per (resource, namespace, form) and waits until all have
@@ -11,8 +14,10 @@
    ``/readyz`` answers 200 from then on, whether or not this replica leads;
 4. without leader election, runs the controllers and the runnables
    (:mod:`~setpoint.runtime.runnable`); with it, competes for the Lease and runs them only
-   while leading. Losing the Lease cancels the controllers at once; the manager then competes
-   again, with its caches still warm;
+   while leading; with ``sharding`` (instead), runs them at once and reconciles only the
+   keys of the shards this replica holds (:mod:`~setpoint.runtime.sharding`). Losing the
+   Lease cancels the controllers at once; the manager then competes again, with its
+   caches still warm;
 5. on :meth:`Manager.stop`, a stop signal, or cancellation of ``run``: stops accepting new
    work, lets the workers finish what is queued within ``graceful_shutdown_timeout`` (then
    cancels them), releases the Lease if configured, stops the informers and the HTTP server.
@@ -32,8 +37,10 @@ or loss of leadership; the next term's full reconcile covers it. See
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import logging
+import os
 import random
 import signal
 from collections.abc import Awaitable, Iterable, Mapping, Sequence
@@ -43,6 +50,7 @@ from aiohttp import web
 
 from setpoint import client as sp_client
 from setpoint.apimachinery import errors
+from setpoint.runtime import budgets as rtbudgets
 from setpoint.runtime import (
     builder,
     deadlines,
@@ -56,9 +64,13 @@ from setpoint.runtime import cache as rtcache
 from setpoint.runtime import clock as rtclock
 from setpoint.runtime import context as rtcontext
 from setpoint.runtime import controller as engine
+from setpoint.runtime import history as rthistory
 from setpoint.runtime import metrics as rtmetrics
+from setpoint.runtime import reconcile as rtreconcile
 from setpoint.runtime import registry as rtregistry
 from setpoint.runtime import runnable as rtrunnable
+from setpoint.runtime import sharding as rtsharding
+from setpoint.runtime import triggers as rttriggers
 
 logger = logging.getLogger(__name__)
 
@@ -73,6 +85,10 @@ class CacheSyncTimeoutError(TimeoutError):
     """The informers did not list everything within the cache sync timeout."""
 
 
+class ListenError(OSError):
+    """A probe or metrics port could not be listened on (in use, not permitted, ...)."""
+
+
 class _Stopped(Exception):
     """A stop was requested while waiting for something else."""
 
@@ -81,23 +97,46 @@ class _Term:
     """One controller during one leadership term: its engine and cache subscriptions."""
 
     def __init__(self, bound: _Bound, clock: rtclock.AsyncClock,
-                 metrics: rtmetrics.MetricsRegistry) -> None:
-        options = bound.resolved.controller.options
+                 metrics: rtmetrics.MetricsRegistry,
+                 history: rthistory.ReconcileHistory | None = None,
+                 rng: random.Random | None = None,
+                 shards: engine.ShardGate | None = None) -> None:
+        controller = bound.resolved.controller
+        options = controller.options
         limiter = options.rate_limiter(clock) if options.rate_limiter else None
-        self.engine = engine.Engine(bound.name, bound.resolved.controller.reconciler(bound.ctx),
+        #: the threads of a blocking reconcile, one per worker (None for async ones)
+        self.executor: concurrent.futures.ThreadPoolExecutor | None = None
+        if controller.blocking:
+            self.executor = concurrent.futures.ThreadPoolExecutor(
+                max_workers=options.workers, thread_name_prefix=f"reconcile-{bound.name}")
+        self.engine = engine.Engine(bound.name, controller.reconciler(bound.ctx, self.executor),
                                     workers=options.workers, clock=clock, rate_limiter=limiter,
-                                    metrics=metrics, logger=bound.ctx.logger)
+                                    metrics=metrics, logger=bound.ctx.logger, history=history,
+                                    priority=options.priority, poll=options.poll,
+                                    still_exists=lambda r: bound.ctx.cache.get(r.key)
+                                    is not None, rng=rng, shards=shards)
         self.subscriptions: list[rtcache.Subscription] = []
         for watch, inf in zip(bound.resolved.watches, bound.informers, strict=True):
             handler = handlers.QueueingHandler(watch.handler, self.engine.enqueue,
-                                               predicate=watch.predicate, name=bound.name)
-            self.subscriptions.append(inf.cache.subscribe(handler))
+                                               predicate=watch.predicate, name=bound.name,
+                                               watch=f"{watch.role} {watch.ref.kind}")
+            handler.initial = True  # what the cache replays on subscribing is the initial set
+            try:
+                self.subscriptions.append(inf.cache.subscribe(handler))
+            finally:
+                handler.initial = False
 
     def close(self) -> None:
         for subscription in self.subscriptions:
             subscription.cancel()
         self.subscriptions.clear()
         self.engine.shut_down()
+
+    def finish(self) -> None:
+        """After the workers ended: release the threads (a running one is not waited for)."""
+        self.close()
+        if self.executor is not None:
+            self.executor.shutdown(wait=False, cancel_futures=True)
 
 
 class _Bound:
@@ -132,7 +171,10 @@ class Manager:
                  graceful_shutdown_timeout: float = DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT,
                  watcher_config: listwatch.WatcherConfig | None = None,
                  runnables: Iterable[rtrunnable.Runnable] = (),
-                 clients: Mapping[str, sp_client.Client] | None = None) -> None:
+                 clients: Mapping[str, sp_client.Client] | None = None,
+                 history: rthistory.HistoryConfig | None = None,
+                 budgets: Mapping[str, rtbudgets.BudgetConfig] | None = None,
+                 sharding: rtsharding.ShardingConfig | None = None) -> None:
         self.client = client
         #: per controller or runnable name, the client its writes and Events go through
         #: (its own identity, as kube-controller-manager gives each controller its own
@@ -151,6 +193,16 @@ class Manager:
             if port is not None and not 0 <= port <= 65535:
                 raise ValueError(f"port out of range: {port}")
         self.leader_election = leader_election
+        if sharding is not None:
+            if leader_election is not None:
+                raise ValueError("a manager is either sharded or leader-elected, not both")
+            blocking = [repr(c) for c in self.controllers if c.blocking]
+            if blocking:
+                raise ValueError(f"sharding cancels the reconciles of a lost shard, which a "
+                                 f"blocking (plain 'def') reconcile cannot be: {blocking}")
+        self.sharding = sharding
+        #: with ``sharding``: this replica's shards (while running)
+        self.shards: rtsharding.ShardCoordinator | None = None
         self._health_port = health_port
         self._metrics_port = metrics_port
         self._host = host
@@ -159,6 +211,13 @@ class Manager:
         self._sync_timeout = cache_sync_timeout
         self._shutdown_timeout = graceful_shutdown_timeout
         self.metrics = rtmetrics.MetricsRegistry()
+        #: the recent reconciles of each object (served on ``/debug/reconciles``)
+        self.history = rthistory.ReconcileHistory(history)
+        #: the external-API budgets every controller and runnable of this manager shares,
+        #: by target name (:mod:`~setpoint.runtime.budgets`; ``ctx.budget(name)``)
+        self.budgets = rtbudgets.Budgets(budgets, clock=self._clock, metrics=self.metrics)
+        # the engines of the current leadership term, by controller name
+        self._engines: dict[str, engine.Engine] = {}
         self.informers = informer.SharedInformers(client, clock=self._clock,
                                                   config=watcher_config, rng=self._rng)
         self.elector: leaderelection.LeaderElector | None = None
@@ -205,6 +264,20 @@ class Manager:
             if bound.name == name:
                 return bound.ctx
         raise KeyError(f"no running controller named {name!r}")
+
+    def reconcile_now(self, controller: str, request: rtreconcile.Request,
+                      reason: str = "") -> bool:
+        """Ask ``controller`` to reconcile ``request`` now (trigger ``external``, with
+        ``reason`` as its detail). False when this manager does not run the controller at
+        the moment (not started, stopping, or not the leader); ``KeyError`` for a name no
+        controller has."""
+        if controller not in {b.name for b in self._bound}:
+            raise KeyError(f"no controller named {controller!r}")
+        running = self._engines.get(controller)
+        if running is None or running.queue.shutting_down:
+            return False
+        running.enqueue(request, rttriggers.Trigger(rttriggers.CAUSE_EXTERNAL, detail=reason))
+        return True
 
     # --- stopping ----------------------------------------------------------------------
 
@@ -273,7 +346,9 @@ class Manager:
                         await self._until_stopped(group, self._wait_synced())
                         self._ready.set()
                         logger.info("caches synced; starting %d controller(s)", len(self._bound))
-                        if self.elector is None:
+                        if self.sharding is not None:
+                            await self._run_sharded(group, self.sharding)
+                        elif self.elector is None:
                             await self._lead()
                         else:
                             await self._campaign(group)
@@ -317,7 +392,8 @@ class Manager:
                 name=r.name, client=writer, resource=r.ref, cache=infs[0].cache,
                 recorder=events.EventRecorder(writer, r.name, instance=instance,
                                               clock=self._clock),
-                logger=log, caches=caches, aliases=r.aliases())
+                logger=log, caches=caches, aliases=r.aliases(), clock=self._clock,
+                budgets=self.budgets)
             self._bound.append(_Bound(r, infs, ctx))
 
     async def _wait_synced(self) -> None:
@@ -341,7 +417,10 @@ class Manager:
         """Run every controller and runnable until a stop is requested, then drain
         (bounded)."""
         assert self._stop is not None
-        terms = [_Term(bound, self._clock, self.metrics) for bound in self._bound]
+        terms = [_Term(bound, self._clock, self.metrics, self.history, self._rng,
+                       self.shards)
+                 for bound in self._bound]
+        self._engines = {term.engine.name: term.engine for term in terms}
         stopping = asyncio.Event()
         try:
             async with asyncio.TaskGroup() as group:
@@ -367,8 +446,36 @@ class Manager:
                     for run in runs:
                         run.cancel()
         finally:
+            self._engines = {}
             for term in terms:
-                term.close()
+                term.finish()
+
+    async def _run_sharded(self, group: asyncio.TaskGroup,
+                           config: rtsharding.ShardingConfig) -> None:
+        """Keep this replica's shard Leases while the controllers run; the controllers
+        reconcile only the keys of the shards held (see :mod:`~setpoint.runtime.sharding`).
+        """
+        self.shards = rtsharding.ShardCoordinator(self.client, config, clock=self._clock,
+                                                  rng=self._rng,
+                                                  on_acquired=self._enqueue_shard)
+        keeper = group.create_task(self.shards.run(), name=f"shards {config.name}")
+        try:
+            await self._lead()
+        finally:
+            keeper.cancel()
+            await asyncio.wait({keeper})
+
+    def _enqueue_shard(self, shard: int) -> None:
+        """A shard was acquired: reconcile every cached object of it (trigger ``initial``)."""
+        assert self.shards is not None
+        for bound in self._bound:
+            running = self._engines.get(bound.name)
+            if running is None:
+                continue
+            for key in bound.ctx.cache.keys():  # noqa: SIM118 (a Cache, not a dict)
+                if self.shards.shard(key) == shard:
+                    running.enqueue(rtreconcile.Request.from_key(key), rttriggers.Trigger(
+                        rttriggers.CAUSE_INITIAL, detail=f"shard {shard} acquired"))
 
     async def _campaign(self, group: asyncio.TaskGroup) -> None:
         """Compete for the Lease, lead while holding it, and compete again after a loss."""
@@ -406,11 +513,19 @@ class Manager:
             app.router.add_get("/readyz", self._readyz)
         if "metrics" in endpoints:
             app.router.add_get("/metrics", self._metrics)
+            app.router.add_get("/debug/reconciles", self._debug_reconciles)
         runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
         await runner.setup()
         stack.push_async_callback(runner.cleanup)
         site = web.TCPSite(runner, self._host, port)
-        await site.start()
+        try:
+            await site.start()
+        except OSError as e:
+            what = " and ".join(sorted(endpoints))
+            reason = (os.strerror(e.errno) if e.errno else e.strerror or str(e)
+                      or type(e).__name__)
+            raise ListenError(e.errno, f"cannot serve {what} on {self._host}:{port}: "
+                                       f"{reason}") from e
         sockets: Any = getattr(site._server, "sockets", None) or []
         bound = int(sockets[0].getsockname()[1]) if sockets else port
         host = f"[{self._host}]" if ":" in self._host else self._host
@@ -428,6 +543,34 @@ class Manager:
         response = web.Response(body=self.metrics.render().encode())
         response.headers["Content-Type"] = rtmetrics.CONTENT_TYPE
         return response
+
+
+    async def _debug_reconciles(self, request: web.Request) -> web.Response:
+        """``/debug/reconciles``: the controllers with history; ``?controller=NAME``: the
+        last reconcile of each of its objects; ``&key=NS/NAME``: that object's history."""
+        controller = request.query.get("controller", "")
+        key = request.query.get("key", "")
+        if len(controller) > _MAX_QUERY or len(key) > _MAX_QUERY:
+            return web.json_response({"error": "query values are limited to "
+                                      f"{_MAX_QUERY} characters"}, status=400)
+        if key and not controller:
+            return web.json_response({"error": "key needs controller"}, status=400)
+        if not controller:
+            return web.json_response({"controllers": self.history.controllers(),
+                                      "limits": {"objects": self.history.config.max_objects,
+                                                 "per_object": self.history.config.per_object}})
+        if controller not in {b.name for b in self._bound}:
+            return web.json_response({"error": f"no controller named {controller!r}"},
+                                     status=404)
+        if not key:
+            return web.json_response({"controller": controller,
+                                      "objects": self.history.latest(controller)})
+        return web.json_response({"controller": controller, "key": key,
+                                  "reconciles": self.history.of(controller, key)})
+
+
+#: the longest ``controller`` or ``key`` query value ``/debug/reconciles`` accepts
+_MAX_QUERY = 512
 
 
 def _sole(error: BaseExceptionGroup[BaseException]) -> BaseException:

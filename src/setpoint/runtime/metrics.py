@@ -7,7 +7,10 @@ registry belongs to one manager (there is no global registry).
 The families, as controller-runtime and client-go's workqueue name them:
 
 - per controller (label ``controller``): ``controller_runtime_reconcile_total`` (also
-  ``result`` = success | error | requeue | requeue_after), ``..._reconcile_errors_total``,
+  ``result`` = success | error | requeue | requeue_after),
+  ``controller_runtime_reconcile_triggers_total`` (also ``cause``, one of
+  :data:`setpoint.runtime.triggers.CAUSES`: each reconcile counts once per distinct cause
+  merged into it; setpoint's own), ``..._reconcile_errors_total``,
   ``..._terminal_reconcile_errors_total``, ``..._reconcile_time_seconds`` (histogram),
   ``..._active_workers``, ``..._max_concurrent_reconciles``;
 - per work queue (labels ``name``, ``controller``): ``workqueue_depth``,
@@ -31,6 +34,7 @@ from setpoint.apimachinery.prometheus import Histogram as Histogram
 from setpoint.apimachinery.prometheus import MetricsRegistry as MetricsRegistry
 from setpoint.apimachinery.prometheus import format_value as format_value
 from setpoint.runtime import queue as rtqueue
+from setpoint.runtime import triggers as rttriggers
 
 #: controller-runtime's buckets for controller_runtime_reconcile_time_seconds
 RECONCILE_TIME_BUCKETS: Final = (
@@ -73,8 +77,14 @@ class ControllerMetrics:
         self.max_concurrent = registry.gauge(
             "controller_runtime_max_concurrent_reconciles",
             "Maximum number of concurrent reconciles per controller", ("controller",))
+        self.by_cause = registry.counter(
+            "controller_runtime_reconcile_triggers_total",
+            "Reconciliations per controller and cause (a reconcile counts once per distinct "
+            "cause merged into it)", ("controller", "cause"))
         for result in RESULTS:  # exported at 0 from the start, as controller-runtime does
             self.total.touch(controller, result)
+        for cause in rttriggers.CAUSES:
+            self.by_cause.touch(controller, cause)
         self.errors.touch(controller)
         self.terminal_errors.touch(controller)
         self.time.touch(controller)
@@ -88,6 +98,10 @@ class ControllerMetrics:
 
     def worker_finished(self) -> None:
         self.active.dec(self.controller)
+
+    def triggered(self, triggers: tuple[rttriggers.Trigger, ...]) -> None:
+        for cause in {t.cause for t in triggers}:
+            self.by_cause.inc(self.controller, cause)
 
     def reconciled(self, result: str, seconds: float) -> None:
         self.total.inc(self.controller, result)

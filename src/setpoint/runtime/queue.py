@@ -8,8 +8,10 @@ the cache. Its guarantees, as client-go's ``workqueue`` package states them:
 - **Stingy**: a key is never handed to two workers at once. A key added while a worker holds
   it is marked *dirty* and handed out once more after that worker calls :meth:`done`
   (however many times it was added meanwhile).
-- **Fair**: keys are handed out in the order they became ready (FIFO), and waiting workers
-  are served in the order they asked.
+- **Fair**: keys are handed out in the order they became ready (FIFO), or, with a
+  ``priority`` config, by weighted priority classes (:mod:`setpoint.runtime.fairness`:
+  changes before initial-list items and resyncs, but every class keeps a share of the turns,
+  so nothing waits forever); waiting workers are served in the order they asked.
 - **Multiple producers and consumers**: any number of coroutines may add, and any number of
   workers may ``await get()``, all in one event loop.
 - **Delayed adds**: :meth:`add_after` makes a key ready after a delay; a key waiting with
@@ -24,10 +26,16 @@ the cache. Its guarantees, as client-go's ``workqueue`` package states them:
   waiting and future caller. :meth:`shut_down_with_drain` also waits until every key
   handed out (or still ready) has been marked done.
 
-The internal sets (see the field comments) satisfy: ``ready ⊆ dirty``, ``ready ∩ processing
-= ∅``, and each key is at most once in ``ready``.
+- **Triggers**: every add may say why (a :class:`~setpoint.runtime.triggers.Trigger`); the
+  triggers of the adds merged into one pending key travel with it (bounded per key, see
+  :mod:`setpoint.runtime.triggers`) and :meth:`triggers` returns them while a worker holds
+  the key.
 
-Non-guarantees: no priorities; no bound on the number of distinct keys (callers enqueue one
+The internal sets (see the field comments) satisfy: ``ready ⊆ dirty``, ``ready ∩ processing
+= ∅``, each key is at most once in ``ready``, and the keys with pending triggers are dirty
+(held ones: processing; delayed ones: delayed).
+
+Non-guarantees: no bound on the number of distinct keys (callers enqueue one
 key per object, so this is bounded by the objects watched); a key waiting in the delay heap
 that is also added directly is processed now *and* again when its delay expires (the delay
 was asked for explicitly); dropping delayed keys at shutdown loses them. All methods must be
@@ -44,7 +52,8 @@ from collections.abc import Hashable
 from typing import Generic, Protocol, TypeVar
 
 from setpoint.runtime import clock as rtclock
-from setpoint.runtime import ratelimit
+from setpoint.runtime import fairness, ratelimit
+from setpoint.runtime import triggers as rttriggers
 
 K = TypeVar("K", bound=Hashable)
 
@@ -113,13 +122,15 @@ class WorkQueue(Generic[K]):
 
     def __init__(self, *, clock: rtclock.AsyncClock | None = None,
                  rate_limiter: ratelimit.RateLimiter[K] | None = None,
-                 metrics: QueueMetrics | None = None) -> None:
+                 metrics: QueueMetrics | None = None,
+                 priority: fairness.PriorityConfig | None = None) -> None:
         self._clock: rtclock.AsyncClock = clock or rtclock.SystemAsyncClock()
         self._limiter: ratelimit.RateLimiter[K] = (
             rate_limiter or ratelimit.default_controller_rate_limiter(self._clock))
         self._metrics: QueueMetrics = metrics or NoMetrics()
         # keys to hand out, oldest first; each also in _dirty and never in _processing
-        self._ready: deque[K] = deque()
+        self._ready: fairness.ReadyOrder[K] = (
+            fairness.WeightedPriority(priority) if priority is not None else fairness.Fifo())
         # keys that need processing: ready ones, and held ones added again while held
         self._dirty: set[K] = set()
         # keys held by a worker (between get and done), with the time each was handed out
@@ -138,12 +149,23 @@ class WorkQueue(Generic[K]):
         # callers of shut_down_with_drain, woken when nothing is ready or held
         self._drainers: list[asyncio.Future[None]] = []
         self._shutting_down = False
+        # why each key is wanted: pending (dirty) keys, held keys, delayed keys
+        self._triggers: dict[K, rttriggers.Merged] = {}
+        self._held_triggers: dict[K, rttriggers.Merged] = {}
+        self._delayed_triggers: dict[K, rttriggers.Merged] = {}
 
     # --- adding ----------------------------------------------------------------------
 
-    def add(self, key: K) -> None:
-        """Mark ``key`` as needing processing; a no-op if it already does."""
-        if self._shutting_down or key in self._dirty:
+    def add(self, key: K, trigger: rttriggers.Trigger | None = None) -> None:
+        """Mark ``key`` as needing processing (a no-op if it already does, except that
+        ``trigger`` is merged into its triggers)."""
+        if self._shutting_down:
+            return
+        if trigger is not None:
+            self._merge_trigger(self._triggers, key, trigger)
+        if key in self._dirty:
+            if trigger is not None and key not in self._processing:
+                self._ready.raise_to(key, (trigger.cause,))
             return
         self._dirty.add(key)
         self._added_at[key] = self._clock.monotonic()
@@ -152,13 +174,17 @@ class WorkQueue(Generic[K]):
             return  # handed out again by done()
         self._push_ready(key)
 
-    def add_after(self, key: K, delay: float) -> None:
-        """Add ``key`` once ``delay`` seconds have passed; the earliest of several delays wins."""
+    def add_after(self, key: K, delay: float,
+                  trigger: rttriggers.Trigger | None = None) -> None:
+        """Add ``key`` once ``delay`` seconds have passed; the earliest of several delays wins
+        (the triggers of all of them are merged)."""
         if self._shutting_down:
             return
         if delay <= 0:
-            self.add(key)
+            self.add(key, trigger)
             return
+        if trigger is not None:
+            self._merge_trigger(self._delayed_triggers, key, trigger)
         at = self._clock.monotonic() + delay
         current = self._delayed.get(key)
         if current is not None and current <= at:
@@ -169,12 +195,12 @@ class WorkQueue(Generic[K]):
             self._compact_heap()
         self._arm_timer()
 
-    def add_rate_limited(self, key: K) -> None:
+    def add_rate_limited(self, key: K, trigger: rttriggers.Trigger | None = None) -> None:
         """Add ``key`` after its rate limiter's delay (counts a retry)."""
         if self._shutting_down:
             return
         self._metrics.on_retry()
-        self.add_after(key, self._limiter.when(key))
+        self.add_after(key, self._limiter.when(key), trigger)
 
     def forget(self, key: K) -> None:
         """Stop tracking ``key``'s failures (it succeeded); does not remove it from the queue."""
@@ -183,6 +209,17 @@ class WorkQueue(Generic[K]):
     def num_requeues(self, key: K) -> int:
         """Rate-limited re-adds of ``key`` since it was last forgotten."""
         return self._limiter.num_requeues(key)
+
+    def triggers(self, key: K) -> tuple[rttriggers.Trigger, ...]:
+        """Why the held ``key`` was handed out: the distinct triggers merged into it (``()``
+        when it is not held or nobody said)."""
+        merged = self._held_triggers.get(key)
+        return merged.freeze() if merged is not None else ()
+
+    def merged_adds(self, key: K) -> int:
+        """How many adds with a trigger were merged into the held ``key``."""
+        merged = self._held_triggers.get(key)
+        return merged.count if merged is not None else 0
 
     # --- taking ----------------------------------------------------------------------
 
@@ -204,10 +241,13 @@ class WorkQueue(Generic[K]):
                 elif waiter in self._getters:
                     self._getters.remove(waiter)
                 raise
-        key = self._ready.popleft()
+        key = self._ready.pop()
         self._dirty.discard(key)
         now = self._clock.monotonic()
         self._processing[key] = now
+        merged = self._triggers.pop(key, None)
+        if merged is not None:
+            self._held_triggers[key] = merged
         added = self._added_at.pop(key, now)
         self._metrics.on_depth(len(self._ready))
         self._metrics.on_queue_latency(now - added)
@@ -222,6 +262,7 @@ class WorkQueue(Generic[K]):
             started = self._processing.pop(key)
         except KeyError:
             raise ValueError(f"done({key!r}): the key is not being processed") from None
+        self._held_triggers.pop(key, None)
         self._metrics.on_work_duration(self._clock.monotonic() - started)
         if key in self._dirty:
             self._push_ready(key)
@@ -238,6 +279,7 @@ class WorkQueue(Generic[K]):
             self._timer.cancel()
             self._timer = None
         self._delayed.clear()
+        self._delayed_triggers.clear()
         self._heap.clear()
         while self._getters:
             self._wake_getter()
@@ -291,7 +333,9 @@ class WorkQueue(Generic[K]):
     # --- internals -------------------------------------------------------------------
 
     def _push_ready(self, key: K) -> None:
-        self._ready.append(key)
+        merged = self._triggers.get(key)
+        causes = {t.cause for t in merged.triggers} if merged is not None else ()
+        self._ready.push(key, causes)
         self._metrics.on_depth(len(self._ready))
         self._wake_getter()
 
@@ -334,5 +378,20 @@ class WorkQueue(Generic[K]):
             at, _, key = heapq.heappop(self._heap)
             if self._delayed.get(key) == at:
                 del self._delayed[key]
+                merged = self._delayed_triggers.pop(key, None)
+                if merged is not None and not self._shutting_down:
+                    pending = self._triggers.get(key)
+                    if pending is None:
+                        self._triggers[key] = merged
+                    else:
+                        pending.merge(merged)
                 self.add(key)
         self._arm_timer()
+
+    @staticmethod
+    def _merge_trigger(into: dict[K, rttriggers.Merged], key: K,
+                       trigger: rttriggers.Trigger) -> None:
+        merged = into.get(key)
+        if merged is None:
+            merged = into[key] = rttriggers.Merged()
+        merged.add(trigger)

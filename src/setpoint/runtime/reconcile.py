@@ -27,6 +27,7 @@ a request may arrive for an object that no longer exists, or arrive more than on
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -115,6 +116,9 @@ ReconcileFunc = Callable[[Request], Awaitable[Result | None]]
 class FuncReconciler:
     """A :class:`Reconciler` from a plain async function; ``None`` means ``Result.done()``.
 
+    A synchronous function is called on the event loop (it must not block: a
+    :class:`~setpoint.runtime.builder.Controller` runs a blocking reconcile in a thread).
+
     >>> import asyncio
     >>> async def hello(request: Request) -> None:
     ...     print("reconciling", request)
@@ -123,14 +127,27 @@ class FuncReconciler:
     Result(requeue_after=None, requeue=False)
     """
 
-    def __init__(self, func: ReconcileFunc) -> None:
+    def __init__(self, func: ReconcileFunc | Callable[[Request], Result | None]) -> None:
         self.func = func
 
     async def reconcile(self, request: Request) -> Result:
-        return as_result(await self.func(request))
+        value = self.func(request)
+        if inspect.isawaitable(value):
+            value = await value
+        return as_result(value)
 
     def __repr__(self) -> str:
         return f"FuncReconciler({getattr(self.func, '__qualname__', self.func)!r})"
+
+
+def is_async_callable(func: object) -> bool:
+    """Whether ``func`` is declared to return an awaitable: an ``async def`` function or
+    method, a ``functools.partial`` of one, or an object whose ``__call__`` is one."""
+    if inspect.iscoroutinefunction(func):
+        return True
+    if inspect.isroutine(func) or not callable(func):
+        return False
+    return inspect.iscoroutinefunction(type(func).__call__)
 
 
 def as_result(value: object) -> Result:

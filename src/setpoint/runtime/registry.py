@@ -23,13 +23,13 @@ registry never starts anything.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import TypeVar
+from typing import Literal, TypeVar
 
-from setpoint.runtime import builder, handlers
+from setpoint.runtime import builder, fairness, handlers, polling
 from setpoint.runtime import controller as engine
 from setpoint.runtime import predicates as preds
 
-F = TypeVar("F", bound=builder.ContextReconcileFunc)
+F = TypeVar("F", bound=builder.ContextReconcileFunc | builder.SyncContextReconcileFunc)
 
 
 class Registry:
@@ -47,15 +47,19 @@ class Registry:
             if not any(c is known for known in self._controllers):
                 self._controllers.append(c)
 
-    def controller(self, *, for_: builder.ResourceLike,
-                   owns: Sequence[builder.ResourceLike] = (),
-                   watches: Sequence[tuple[builder.ResourceLike,
+    def controller(self, *, for_: builder.ResourceLike | type,
+                   owns: Sequence[builder.ResourceLike | type] = (),
+                   watches: Sequence[tuple[builder.ResourceLike | type,
                                            handlers.Handler | handlers.Mapper]] = (),
                    predicates: Sequence[preds.Predicate] = (), name: str | None = None,
                    workers: int = engine.DEFAULT_WORKERS,
                    rate_limiter: engine.RateLimiterFactory | None = None,
-                   namespace: str | None = None) -> Callable[[F], F]:
-        """Register the decorated ``async def f(request, ctx)`` as a controller.
+                   namespace: str | None = None,
+                   priority: fairness.PriorityConfig | Literal["fifo"] | None = None,
+                   poll: polling.PollConfig | float | None = None
+                   ) -> Callable[[F], F]:
+        """Register the decorated ``async def f(request, ctx)`` as a controller (a plain
+        ``def`` runs in a worker thread: see :mod:`setpoint.runtime.builder`).
 
         ``predicates`` filter every watch of the controller (as ``with_predicates``).
         """
@@ -66,7 +70,8 @@ class Registry:
             for resource, handler in watches:
                 c.watches(resource, handler)
             c.with_predicates(*predicates)
-            c.with_options(workers=workers, rate_limiter=rate_limiter, namespace=namespace)
+            c.with_options(workers=workers, rate_limiter=rate_limiter, namespace=namespace,
+                           priority=priority, poll=poll)
             self.add(c)
             return func
         return register

@@ -45,7 +45,7 @@ event older than the list is not detected (the server does not send one).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from setpoint.apimachinery import errors
@@ -70,6 +70,10 @@ class InitApply:
 @dataclass(frozen=True, slots=True)
 class InitDone:
     """The list is complete: replace what was known with what was buffered."""
+
+    #: the list's ``metadata.resourceVersion`` (the snapshot the cache now reflects);
+    #: informational, so not part of equality
+    resource_version: str | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -308,7 +312,7 @@ def _on_page(state: Empty | InitListing, page: Obj) -> Step:
         error = NoResourceVersion("the list carried no metadata.resourceVersion")
         return Step((), Empty(state.consistent),
                     Backoff(ListPage(list_resource_version(state.consistent)), str(error)))
-    events.append(InitDone())
+    events.append(InitDone(rv))
     return Step(tuple(events), InitListed(rv), StartWatch(rv))
 
 

@@ -36,6 +36,7 @@ from setpoint.server import (
     limits,
     metrics,
     negotiation,
+    nodeproxy,
     request_info,
     responses,
     security,
@@ -71,6 +72,8 @@ class AppState:
     git_version: str = "v1.32.0-setpoint"
     ready: bool = False
     lists: listbudget.ListBudget = field(default_factory=listbudget.ListBudget)
+    #: the pods' streaming subresources, served by their node agents (none: not served)
+    pod_streams: nodeproxy.PodStreams | None = None
 
     def __post_init__(self) -> None:
         if self.inflight is None:
@@ -121,7 +124,7 @@ async def _answer_and_close(request: web.Request, response: web.Response) -> web
 
 def build_app(state: AppState) -> web.Application:
     resources = ResourceHandler(state.catalog, state.clock, state.watch, state.lists,
-                                state.edge_limits)
+                                state.edge_limits, pod_streams=state.pod_streams)
     openapi = OpenAPIHandler(openapi_documents.Documents(
         state.catalog, openapi_data.Definitions.load(), clock=state.clock,
         version=state.git_version.split("-", 1)[0]), state.clock)

@@ -17,7 +17,13 @@ from setpoint.apimachinery.clock import Clock
 from setpoint.registry import actions, builtintypes, listbudget, table
 from setpoint.registry.catalog import Catalog, Served
 from setpoint.registry.fieldmanager import manager_from_user_agent
-from setpoint.registry.options import DeleteOptions, ListOptions, WatchOptions, WriteOptions
+from setpoint.registry.options import (
+    AdmissionSink,
+    DeleteOptions,
+    ListOptions,
+    WatchOptions,
+    WriteOptions,
+)
 from setpoint.registry.resources import ResourceInfo, VersionInfo
 from setpoint.registry.store import (
     PATCH_APPLY,
@@ -26,7 +32,7 @@ from setpoint.registry.store import (
     PATCH_STRATEGIC,
     Store,
 )
-from setpoint.server import limits, negotiation, responses, security
+from setpoint.server import limits, negotiation, nodeproxy, responses, security, streaming
 from setpoint.server.request_info import RequestInfo
 from setpoint.server.watch import WatchConfig, serve_watch
 
@@ -38,8 +44,10 @@ PATCH_TYPES = (PATCH_JSON, PATCH_MERGE, PATCH_STRATEGIC, PATCH_APPLY)
 class ResourceHandler:
     def __init__(self, catalog: Catalog, clock: Clock, watch_config: WatchConfig,
                  lists: listbudget.ListBudget | None = None,
-                 request_limits: limits.Limits | None = None) -> None:
+                 request_limits: limits.Limits | None = None, *,
+                 pod_streams: nodeproxy.PodStreams | None = None) -> None:
         self._catalog = catalog
+        self._pod_streams = pod_streams
         self._clock = clock
         self._watch = watch_config
         self._lists = lists or listbudget.ListBudget()
@@ -67,6 +75,11 @@ class ResourceHandler:
         assert version is not None
         if ri.namespace is not None and not info.namespaced:
             raise self._no_route(ri)
+        if ri.subresource in streaming.SUBRESOURCES and info.group == "" \
+                and info.resource == "pods" and ri.name and ri.namespace \
+                and self._pod_streams is not None:
+            return await self._pod_streams.serve(request, ri.namespace, ri.name,
+                                                 ri.subresource)
         if ri.subresource and ri.subresource not in subresources(info, version):
             if served.custom:
                 # as kube-apiserver's custom resource handler: the object "is not found"
@@ -234,7 +247,7 @@ class ResourceHandler:
         return WriteOptions(dry_run=bool(dry), field_manager=manager,
                             field_validation=validation,
                             force=responses.parse_bool(query, "force"),
-                            user=request.get(security.USER))
+                            user=request.get(security.USER), sink=_sink(request))
 
     async def _body(self, request: web.Request, served: Served) -> Any:
         """The decoded body of a create or update: its Content-Type checked first (415), then
@@ -287,7 +300,7 @@ class ResourceHandler:
         opts = self._write_options(request)
         body = await self._body(request, served)
         result = await served.store.create(ri.namespace, body, version.name, opts)
-        return self._created(result.object, True, result.warnings)
+        return self._created(result.object, True, _with_admission(result.warnings, opts))
 
     async def _update(self, request: web.Request, served: Served, version: VersionInfo,
                       ri: RequestInfo) -> web.StreamResponse:
@@ -300,7 +313,8 @@ class ResourceHandler:
             return responses.json_response(scale)
         result = await store.update(ri.namespace, ri.name, body, version.name, opts,
                                     subresource=ri.subresource)
-        return self._created(result.object, result.created, result.warnings)
+        return self._created(result.object, result.created,
+                             _with_admission(result.warnings, opts))
 
     async def _patch(self, request: web.Request, served: Served, version: VersionInfo,
                      ri: RequestInfo) -> web.StreamResponse:
@@ -320,13 +334,14 @@ class ResourceHandler:
             return responses.json_response(scale)
         result = await store.patch(ri.namespace, ri.name, content_type, body, version.name,
                                    opts, subresource=ri.subresource, strategic=strategic)
-        return self._created(result.object, result.created, result.warnings)
+        return self._created(result.object, result.created,
+                             _with_admission(result.warnings, opts))
 
     async def _delete(self, request: web.Request, served: Served, version: VersionInfo,
                       ri: RequestInfo) -> web.StreamResponse:
         opts = await self._delete_options(request)
         body, _finished = await served.store.delete(ri.namespace, ri.name, version.name, opts)
-        return responses.json_response(body)
+        return responses.json_response(body, warnings=_with_admission([], opts))
 
     async def _delete_options(self, request: web.Request) -> DeleteOptions:
         query = request.query
@@ -367,7 +382,8 @@ class ResourceHandler:
             orphan_dependents=orphan if isinstance(orphan, bool) else None,
             grace_period_seconds=grace if isinstance(grace, int) else None,
             precondition_uid=preconditions.get("uid"),
-            precondition_resource_version=preconditions.get("resourceVersion"))
+            precondition_resource_version=preconditions.get("resourceVersion"),
+            user=request.get(security.USER), sink=_sink(request))
 
     async def _delete_collection(self, request: web.Request, served: Served,
                                  version: VersionInfo, ri: RequestInfo) -> web.StreamResponse:
@@ -380,6 +396,21 @@ class ResourceHandler:
                 "metadata": {"resourceVersion": str(page.resource_version)},
                 "items": page.items}
         return responses.json_response(body)
+
+
+def _sink(request: web.Request) -> AdmissionSink:
+    """Where admission of ``request`` reports: its audit annotations go straight into the
+    request's audit record (if any), as Kubernetes' ``AddAnnotation`` does."""
+    record = request.get(security.AUDIT)
+    return AdmissionSink(annotations=record.annotations) if record is not None \
+        else AdmissionSink()
+
+
+def _with_admission(warnings: list[str], opts: WriteOptions | DeleteOptions) -> list[str]:
+    """The warnings of a write, followed by those its admission gave."""
+    if opts.sink is None or not opts.sink.warnings:
+        return warnings
+    return [*warnings, *opts.sink.warnings]
 
 
 def _audited(request: web.Request, body: Any) -> Any:

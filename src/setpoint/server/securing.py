@@ -53,11 +53,11 @@ from setpoint.registry import actions, escalation, reviews
 from setpoint.registry import cache as wc
 from setpoint.registry import serviceaccounts as sa_registry
 from setpoint.registry.catalog import Catalog
-from setpoint.registry.options import WriteOptions
+from setpoint.registry.options import AdmissionAttributes
 from setpoint.registry.rbacsource import CacheSource
 from setpoint.registry.resources import ResourceInfo, VersionInfo
 from setpoint.registry.store import Admission
-from setpoint.server import kubeconfigs
+from setpoint.server import kubeconfigs, nodeproxy
 from setpoint.server.security import INSECURE_USER, Gate, Security
 from setpoint.server.tls import ServingTLS
 
@@ -66,6 +66,8 @@ log = logging.getLogger(__name__)
 RBAC = "rbac.authorization.k8s.io"
 #: the name :meth:`Secured.controller_kubeconfig` takes for the controller manager itself
 MANAGER = "manager"
+#: the file name (in the PKI directory) of the server's client certificate for node agents
+KUBELET_CLIENT = "apiserver-kubelet-client"
 
 #: names the serving certificate is always valid for (the in-cluster names included, for
 #: workloads that reach the API as ``kubernetes.default.svc``)
@@ -196,6 +198,20 @@ class Secured:
         return self.kubeconfig(url, name=f"controller-{controller}", user=user,
                                groups=groups)
 
+    def node_kubeconfig(self, url: str, node: str) -> dict[str, Any]:
+        """The kubeconfig of node ``node``'s agent: ``system:node:<node>`` in
+        ``system:nodes`` (what the kubelet's client certificate says)."""
+        return self.kubeconfig(url, name=f"node-{node}", user=f"{users.NODE_PREFIX}{node}",
+                               groups=(users.NODES_GROUP,))
+
+    def kubelet_client_files(self) -> tuple[Path, Path] | None:
+        """The certificate and key the server presents to node agents (issued when due)."""
+        if self.authority is None:
+            return None
+        self.authority.client(KUBELET_CLIENT, nodeproxy.KUBELET_CLIENT_USER,
+                              (users.SYSTEM_MASTERS,))
+        return self.authority.paths(KUBELET_CLIENT)
+
     async def renew_periodically(self, on_renewed: Callable[[], None]) -> None:
         """Renew certificates that are due, every ``renew_interval`` seconds."""
         if self.config is None or self.tls is None:
@@ -268,6 +284,14 @@ class Secured:
         catalog.add_subresource_action("", "serviceaccounts", "token", token)
         self._install_escalation_checks(catalog)
 
+        def authorize(attrs: Attributes) -> tuple[bool, str]:
+            verdict = authorizer.authorize(attrs)
+            return verdict.allowed, verdict.reason
+
+        # admission policies' ``authorizer`` asks what the server's authorization answers
+        catalog.policies.authorize = authorize
+        catalog.webhooks.authorize = authorize
+
     def _install_escalation_checks(self, catalog: Catalog) -> None:
         """Writes of roles and bindings grant nothing the writer does not hold
         (:mod:`setpoint.registry.escalation`); the server's own writes are not checked."""
@@ -283,17 +307,17 @@ class Secured:
             return str((obj.get("metadata") or {}).get("namespace") or "")
 
         def role_check(resource: str) -> Admission:
-            async def admit(new: Any, old: Any, opts: WriteOptions) -> None:
-                if opts.user is not None:
-                    escalation.check_role(opts.user, new, resource=resource,
+            async def admit(new: Any, old: Any, attrs: AdmissionAttributes) -> None:
+                if attrs.user is not None and new is not None:
+                    escalation.check_role(attrs.user, new, resource=resource,
                                           namespace=namespace_of(new), authorizer=authorizer,
                                           resolver=resolver)
             return admit
 
         def binding_check(resource: str) -> Admission:
-            async def admit(new: Any, old: Any, opts: WriteOptions) -> None:
-                if opts.user is not None:
-                    escalation.check_binding(opts.user, new, resource=resource,
+            async def admit(new: Any, old: Any, attrs: AdmissionAttributes) -> None:
+                if attrs.user is not None and new is not None:
+                    escalation.check_binding(attrs.user, new, resource=resource,
                                              namespace=namespace_of(new),
                                              authorizer=authorizer, resolver=resolver,
                                              lookup=lookup)

@@ -28,7 +28,7 @@ from setpoint.registry.catalog import Catalog
 from setpoint.registry.crdlifecycle import CRDLifecycle
 from setpoint.registry.options import WriteOptions
 from setpoint.registry.serviceips import ServiceNetworkConfig
-from setpoint.server import connections, health, kubeconfigs
+from setpoint.server import connections, health, kubeconfigs, nodeproxy, webhookclient
 from setpoint.server.app import AppState, build_app
 from setpoint.server.limits import Limits
 from setpoint.server.securing import Secured, SecurityConfig
@@ -198,8 +198,18 @@ class Server:
         self.lists = lists
         self._add_health_checks(backend, cache)
         edge = self.config.limits
+        client_files = secured.kubelet_client_files()
+        dialer = nodeproxy.NodeDialer(
+            secure=secured.secure,
+            cert_file=str(client_files[0]) if client_files is not None else None,
+            key_file=str(client_files[1]) if client_files is not None else None)
+        self._stack.push_async_callback(dialer.close)
+        webhook_client = webhookclient.WebhookClient()
+        catalog.webhooks.transport = webhook_client
+        self._stack.push_async_callback(webhook_client.close)
         state = AppState(catalog=catalog, cache=cache, clock=self._clock, watch=self._watch,
-                         lists=lists, edge_limits=edge, checks=self.health, gate=secured.gate)
+                         lists=lists, edge_limits=edge, checks=self.health, gate=secured.gate,
+                         pod_streams=nodeproxy.PodStreams(catalog, dialer))
         assert state.api_metrics is not None
         guard = connections.ConnectionGuard(
             edge, max_connections=connections.connection_budget(edge.max_connections),
@@ -240,6 +250,11 @@ class Server:
         """A kubeconfig for built-in controller ``controller`` (its own identity)."""
         assert self.secured is not None, "the server has not started"
         return self.secured.controller_kubeconfig(url or self.url, controller)
+
+    def node_kubeconfig(self, node: str, url: str | None = None) -> dict[str, Any]:
+        """A kubeconfig for the agent of node ``node`` (``system:node:<node>``)."""
+        assert self.secured is not None, "the server has not started"
+        return self.secured.node_kubeconfig(url or self.url, node)
 
     def _spawn(self, coro: Any, name: str) -> None:
         assert self._tasks is not None

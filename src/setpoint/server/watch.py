@@ -1,5 +1,10 @@
 """Watch streams: one JSON event per line, flushed as it happens.
 
+Every watch that sends an event the same way (event type, version, output form) sends the
+same bytes, encoded once (:meth:`~setpoint.registry.store.WatchEvent.frame`; kept with the
+event in the watch cache's history, within its byte budget): a thousand watchers of one
+object cost one encoding per event, not a thousand.
+
 Once the 200 has been sent, errors travel in-band as ``ERROR`` events carrying a Status (a too
 old resourceVersion is a 410 ``Expired`` there, as kube-apiserver sends it). Streams end at
 ``timeoutSeconds``, or after a long server-chosen time when the client gave none (kubectl
@@ -25,7 +30,7 @@ from setpoint.apimachinery.clock import Clock
 from setpoint.registry import table
 from setpoint.registry.options import WatchOptions
 from setpoint.registry.resources import VersionInfo
-from setpoint.registry.store import Store, WatchStream
+from setpoint.registry.store import Store, WatchEvent, WatchStream
 from setpoint.server import negotiation
 
 Obj = dict[str, Any]
@@ -50,6 +55,17 @@ class WatchConfig:
 
 def _line(event_type: str, obj: Obj) -> bytes:
     return orjson.dumps({"type": event_type, "object": obj}) + b"\n"
+
+
+def _hashable(cells: list[Any]) -> tuple[Any, ...] | None:
+    """The cells as a key (with their types: 1, 1.0 and True are equal in Python, not in
+    JSON), or ``None`` when one cannot be (a value that is not hashable)."""
+    key = tuple((type(cell), cell) for cell in cells)
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
 
 
 async def serve_watch(request: web.Request, store: Store, namespace: str | None,
@@ -82,17 +98,27 @@ async def serve_watch(request: web.Request, store: Store, namespace: str | None,
     need_initial_end = bool(opts.send_initial_events) and opts.allow_bookmarks
     first_table = True
 
-    def shape(obj: Obj) -> Obj:
+    def frame(event: WatchEvent) -> bytes:
+        """The line of ``event``: made once per event and form, and shared (see
+        :meth:`~setpoint.registry.store.WatchEvent.frame`)."""
         nonlocal first_table
         if output.kind == "table" and columns is not None:
+            # a Table's cells depend on the time and the column definitions go in the first
+            # event only: built per watch, the encoding shared when the Table is the same
+            obj = event.object
             tbl = table.build(columns, [obj], clock.now(), with_definitions=first_table,
                               metadata={"resourceVersion": obj["metadata"].get(
                                   "resourceVersion", "")})
             first_table = False
-            return tbl
+            cells = _hashable(tbl["rows"][0]["cells"])
+            if cells is None:
+                return _line(event.type, tbl)
+            return event.frame(("table", bool(tbl["columnDefinitions"]), cells),
+                               lambda kind, _obj: _line(kind, tbl))
         if output.kind == "partial":
-            return table.partial_metadata(obj)
-        return obj
+            return event.frame("partial", lambda kind, obj: _line(
+                kind, table.partial_metadata(obj)))
+        return event.frame("json", _line)
 
     def bookmark(revision: int, annotations: Obj | None = None) -> bytes:
         meta: Obj = {"resourceVersion": str(revision)}
@@ -114,7 +140,7 @@ async def serve_watch(request: web.Request, store: Store, namespace: str | None,
             if opts.allow_bookmarks:
                 wait = min(wait, config.bookmark_interval)
             try:
-                event = await stream.next(timeout=wait)
+                event = await stream.next_event(timeout=wait)
             except TimeoutError:
                 if opts.allow_bookmarks and loop.time() < deadline:
                     await response.write(bookmark(stream.bookmark_revision(
@@ -122,8 +148,7 @@ async def serve_watch(request: web.Request, store: Store, namespace: str | None,
                 continue
             if event is None:
                 break
-            kind, obj = event
-            await response.write(_line(kind, shape(obj)))
+            await response.write(frame(event))
     except ConnectionResetError:
         # the client went away (a watch it stopped): nothing to log, nothing more to send
         return response

@@ -26,11 +26,14 @@ from setpoint.testing.controlplane import (
     load_operator,
     read_manifests,
 )
+from setpoint.testing.waiting import eventually, eventually_blocking
 
 __all__ = [
     "ControlPlane",
     "OperatorFailedError",
     "control_plane",
+    "eventually",
+    "eventually_blocking",
     "load_operator",
     "read_manifests",
 ]

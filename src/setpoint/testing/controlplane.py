@@ -388,8 +388,13 @@ class ControlPlane:
         timeout, by default). ``service_account`` (``"namespace/name"``, with
         ``control_plane(secure=True)``) runs it as that account, so that RBAC applies to it;
         otherwise it acts as the admin. ``manager_options`` go to the ``Manager`` (e.g.
-        ``leader_election``, ``health_port=0``, ``clock``).
+        ``leader_election``, ``health_port=0``, ``clock``); a module's global ``budgets``
+        is passed as ``budgets`` unless given, as ``setpoint run`` does.
         """
+        if isinstance(target, str | os.PathLike):
+            target = load_operator(target)
+        if isinstance(target, ModuleType) and "budgets" not in manager_options:
+            manager_options["budgets"] = run_cli.budgets_of(target)
         controllers = operator_controllers(target)
         manager_options.setdefault("cache_sync_timeout", timeout)
         manager_options.setdefault("graceful_shutdown_timeout", TEST_SHUTDOWN_TIMEOUT)
@@ -522,7 +527,7 @@ async def control_plane(tmp_path: str | os.PathLike[str] | None = None,
                 server=ServerConfig(port=0, storage=storage_config, kubeconfig_path=kubeconfig,
                                     security=SecurityConfig(pki_dir=directory / "pki")
                                     if secure else None),
-                controllers=frozenset(sp_controlplane.CONTROLLERS) if controllers is None
+                controllers=frozenset(sp_controlplane.DEFAULT_CONTROLLERS) if controllers is None
                 else sp_controlplane.parse_controllers(",".join(controllers)))))
         server = plane.server
         client = await stack.enter_async_context(

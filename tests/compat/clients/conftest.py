@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from setpoint.testing.waiting import eventually_blocking as eventually  # noqa: F401 (re-exported)
 from tests.conftest import ServeProcess, start_serve
 
 GROUP = "example.com"
@@ -78,16 +79,6 @@ def install_crd(serve: ServeProcess, crd: dict[str, Any], plural_path: str) -> N
             return
         time.sleep(0.02)
     raise AssertionError(f"{plural_path} was not served in time")
-
-
-def eventually(check: Any, timeout: float = 10.0, interval: float = 0.05) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value or time.monotonic() > deadline:
-            assert value, "condition not met in time"
-            return value
-        time.sleep(interval)
 
 
 @pytest.fixture(scope="module")

@@ -252,7 +252,7 @@ def test_builtin_kinds_with_protobuf_bodies(kubectl: Kubectl) -> None:
     assert secret["data"] == {"password": "czNjcmV0"}
     ns = kubectl.json("get", "namespace", "shelf")
     assert ns["status"]["phase"] == "Active"
-    out = kubectl.run("get", "configmaps", "-n", "shelf").stdout.splitlines()
+    out = kubectl.run("get", "configmap", "settings", "-n", "shelf").stdout.splitlines()
     assert out[0].split() == ["NAME", "DATA", "AGE"]
     assert out[1].split()[:2] == ["settings", "1"]
     # a ConfigMap apply goes through a strategic merge patch

@@ -17,6 +17,7 @@ from tests.integration.agent.conftest import (
     container,
     logs_of,
     pod,
+    running_ready,
     sh,
     start,
     wait_for,
@@ -302,3 +303,32 @@ async def test_removing_pods_as_they_finish(runtime: ProcessRuntime) -> None:
         netns = f"/run/netns/setpoint-{runtime.agent_id}-{uid}"
         assert not await asyncio.to_thread(os.path.exists, netns)
         assert not procs.marked(runtime.marker(uid))
+
+
+async def test_adopting_after_the_agent_left_gracefully(tmp_path: Path, isolation: str) -> None:
+    """Leaving ``async with`` leaves the pods running; the next runtime on the directory
+    adopts them: the same processes, nothing started twice."""
+    from setpoint.agent.process import ProcessRuntime as Runtime
+    from tests.integration.agent.conftest import make_config, running
+
+    config = make_config(tmp_path / "agent", isolation)
+    keep = pod(sh("c", "echo up; exec sleep 1000"), name="keep")
+    uid = keep["metadata"]["uid"]
+    async with Runtime(config) as rt:
+        await start(rt, keep)
+        await wait_for(rt, uid, running_ready)
+        before = set(procs.marked(rt.marker(uid)))
+        assert before
+    assert set(procs.marked(f"{rt.agent_id}/{uid}/")) == before
+    async with running(config) as again:
+        await start(again, keep)  # the driver syncs the pods it wants, as after any restart
+        status = await wait_for(again, uid, lambda s: s["phase"] == "Running")
+        assert container(status)["restartCount"] == 0
+        # exec needs an instance the runtime watches: the adopted one, not a second start
+        session = await again.exec(uid, "c", ["echo", "adopted"])
+        try:
+            assert await session.stdout.read() == b"adopted\n"
+            assert await session.wait() == 0
+        finally:
+            await session.close()
+        assert set(procs.marked(again.marker(uid))) == before

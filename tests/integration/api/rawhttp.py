@@ -4,6 +4,7 @@ half-sent requests, a missing Content-Type, a connection that stalls."""
 from __future__ import annotations
 
 import asyncio
+import ssl as ssl_module
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -30,9 +31,12 @@ class Connection:
         self.writer = writer
 
     @classmethod
-    async def open(cls, url: str) -> Connection:
+    async def open(cls, url: str, ssl: ssl_module.SSLContext | None = None) -> Connection:
+        """Connect to ``url``'s host and port; over TLS with ``ssl`` for an https URL."""
         parts = urlsplit(url)
-        reader, writer = await asyncio.open_connection(parts.hostname, parts.port)
+        if (parts.scheme == "https") != (ssl is not None):
+            raise ValueError("an https URL goes with an SSL context, and only it")
+        reader, writer = await asyncio.open_connection(parts.hostname, parts.port, ssl=ssl)
         return cls(reader, writer)
 
     async def send(self, data: bytes) -> None:

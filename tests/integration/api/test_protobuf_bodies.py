@@ -124,6 +124,19 @@ SERVED: list[tuple[str, str, dict[str, Any]]] = [
       "addressType": "IPv4",
       "endpoints": [{"addresses": ["10.0.0.1"], "conditions": {"ready": True}}],
       "ports": [{"name": "http", "protocol": "TCP", "port": 80}]}),
+    ("deployment", "/apis/apps/v1/namespaces/default/deployments",
+     {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "x"},
+      "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "x"}},
+               "strategy": {"type": "RollingUpdate",
+                            "rollingUpdate": {"maxSurge": 1, "maxUnavailable": "10%"}},
+               "template": {"metadata": {"labels": {"app": "x"}},
+                            "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}}),
+    ("replicaset", "/apis/apps/v1/namespaces/default/replicasets",
+     {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "x"},
+      "spec": {"replicas": 0, "selector": {"matchExpressions": [
+          {"key": "app", "operator": "In", "values": ["x"]}]},
+               "template": {"metadata": {"labels": {"app": "x"}},
+                            "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}}),
 ]
 
 

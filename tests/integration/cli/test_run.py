@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import socket
 import subprocess
 import sys
 import urllib.request
@@ -125,6 +126,9 @@ async def test_run_the_book_operator_against_serve_and_stop_it(
         output = log.read_text()
         assert code == 0, output
         assert "setpoint run: 1 controller(s)" in output
+        # the banner names each controller and its kind
+        assert ": book (library.example.com/v1 Book)\n" in output
+        assert "name=None" not in output
         assert "Traceback" not in output
         # a graceful stop releases the Lease for the next replica
         lease = await client.get(("coordination.k8s.io/v1", "Lease"), "book-operator-leader")
@@ -177,3 +181,40 @@ def test_bad_kubeconfig_and_flags_are_refused(tmp_path: Path) -> None:
     result = setpoint_run(EXAMPLES / "book" / "operator.py", "--lease-name", "x")
     assert result.returncode == 2
     assert "--lease-name needs --leader-elect" in result.stderr
+
+
+@pytest.mark.parametrize(("source", "expected"), [
+    ("import no_such_dependency_anywhere\n",
+     "ModuleNotFoundError: No module named 'no_such_dependency_anywhere' (broken.py:1)"),
+    ("x = 1\nraise RuntimeError('bad settings')\n", "RuntimeError: bad settings (broken.py:2)"),
+    ("def reconcile(:\n", "SyntaxError: "),
+], ids=["missing-dependency", "raises", "syntax"])
+def test_an_operator_that_cannot_be_imported_gets_one_line(
+        tmp_path: Path, source: str, expected: str) -> None:
+    broken = tmp_path / "broken.py"
+    broken.write_text(source)
+    result = setpoint_run(broken, "--kubeconfig", tmp_path / "missing")
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith(f"setpoint run: error: cannot import {broken}: ")
+    assert expected.replace("broken.py", str(broken)) in lines[0]
+
+
+async def test_a_probe_port_in_use_is_a_clear_error(serve_factory: Any) -> None:
+    serve: ServeProcess = serve_factory()
+    async with Client(load_kubeconfig(serve.kubeconfig)) as client:
+        await install(client, EXAMPLES / "book" / "crd.yaml")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = await asyncio.to_thread(
+            setpoint_run, EXAMPLES / "book" / "operator.py", "--kubeconfig",
+            serve.kubeconfig, "--health-port", str(port))
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    assert (f"setpoint run: error: cannot serve health on 127.0.0.1:{port}: "
+            "Address already in use (choose another port, or 0 for any free one)\n"
+            ) == result.stderr

@@ -1,4 +1,5 @@
-"""The watertank and website examples, each run by ``setpoint run`` against ``setpoint serve``.
+"""The watertank, website and queue-operator examples, each run by ``setpoint run`` against
+``setpoint serve``.
 
 (The book example has its own test in test_run.py, with health, metrics and leader election.)
 """
@@ -6,6 +7,8 @@
 from __future__ import annotations
 
 import asyncio
+import importlib.util
+import os
 import signal
 import subprocess
 import sys
@@ -15,21 +18,25 @@ from pathlib import Path
 from typing import Any
 
 from setpoint.client import Client, load_kubeconfig
+from setpoint.testing.waiting import eventually
 from tests.conftest import ServeProcess
 from tests.integration.cli.test_run import EXAMPLES, ROOT, eventually_get, install
 
 TANK = ("waterworks.example.com/v1", "Tank")
 WEBSITE = ("web.example.com/v1", "Website")
+QUEUE = ("messaging.example.com/v1", "Queue")
 CONFIGMAP = ("v1", "ConfigMap")
 
 
 @asynccontextmanager
-async def operator(example: str, serve: ServeProcess, log: Path) -> AsyncIterator[None]:
+async def operator(example: str, serve: ServeProcess, log: Path,
+                   env: dict[str, str] | None = None,
+                   extra: tuple[str, ...] = ()) -> AsyncIterator[None]:
     with log.open("wb") as out:
         process = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "setpoint", "run", f"examples/{example}/operator.py",
-            "--kubeconfig", str(serve.kubeconfig), cwd=ROOT, stdout=out,
-            stderr=subprocess.STDOUT)
+            "--kubeconfig", str(serve.kubeconfig), *extra, cwd=ROOT, stdout=out,
+            stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
     try:
         yield
     finally:
@@ -83,3 +90,66 @@ async def test_website_page_comes_back_after_deletion(serve_factory: Any,
             await client.patch(WEBSITE, "hello", {"spec": {"title": "Renamed"}})
             await eventually_get(client, CONFIGMAP, "hello-site",
                                  lambda cm: "<h1>Renamed</h1>" in cm["data"]["index.html"])
+
+
+def _fake_queue_service() -> Any:
+    spec = importlib.util.spec_from_file_location(
+        "run_examples_fakequeues", EXAMPLES / "queue-operator" / "fakequeues.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module.FakeQueueService()
+
+
+async def test_queue_operator_keeps_its_queues_in_the_fake_service(
+        serve_factory: Any, tmp_path: Path) -> None:
+    serve: ServeProcess = serve_factory()
+    service = _fake_queue_service()
+    async with service, Client(load_kubeconfig(serve.kubeconfig)) as client:
+        await install(client, EXAMPLES / "queue-operator" / "crd.yaml")
+        env = {"QUEUE_SERVICE_URL": service.url, "QUEUE_POLL_SECONDS": "0.5",
+               "QUEUE_BUDGET_RATE": "20", "QUEUE_BUDGET_BURST": "5"}
+        async with operator("queue-operator", serve, tmp_path / "run.log", env):
+            await install(client, EXAMPLES / "queue-operator" / "queues.yaml")
+            created = await eventually_get(client, QUEUE, "orders",
+                                           lambda q: "url" in (q.get("status") or {}))
+            assert created["status"]["url"] == f"{service.url}/queues/default-orders"
+            assert service.queues["default-orders"] == {"visibilityTimeout": 60}
+            assert service.delete_out_of_band("default-orders")  # behind its back
+            await eventually(lambda: "default-orders" in service.queues,
+                             what="the queue deleted out of band is back")
+            await client.delete(QUEUE, "orders")  # the finalizer deletes the queue
+            await eventually(lambda: not service.queues and any(
+                c.method == "DELETE" for c in service.calls),
+                what="the finalizer deleted the queue")
+            assert service.max_in_window <= 20 + 5
+
+
+async def test_two_sharded_replicas_split_the_website_keys(serve_factory: Any,
+                                                           tmp_path: Path) -> None:
+    serve: ServeProcess = serve_factory()
+    shard = ("--shard-group", "websites", "--shards", "16")  # all to one: 2 in 65,536
+    async with Client(load_kubeconfig(serve.kubeconfig)) as client:
+        await install(client, EXAMPLES / "website" / "crd.yaml")
+        async with operator("website", serve, tmp_path / "a.log", extra=shard), \
+                operator("website", serve, tmp_path / "b.log", extra=shard):
+            for i in range(8):
+                await client.create({"apiVersion": "web.example.com/v1", "kind": "Website",
+                                     "metadata": {"name": f"site{i}", "namespace": "default"},
+                                     "spec": {"title": f"Site {i}"}})
+
+            async def holders() -> set[str] | None:
+                leases = await client.list(("coordination.k8s.io/v1", "Lease"),
+                                           namespace="default")
+                found = {item["spec"].get("holderIdentity") for item in leases["items"]
+                         if item["metadata"]["name"].startswith("websites-shard-")}
+                return found if len(found - {"", None}) == 2 else None
+
+            # both replicas hold shards (rendezvous hashing gives each a part of them)
+            await eventually(holders, what="both replicas hold shards")
+            for i in range(8):
+                await eventually_get(client, CONFIGMAP, f"site{i}-site",
+                                     lambda cm: "<h1>Site" in (cm.get("data") or {}).get(
+                                         "index.html", ""), timeout=30)

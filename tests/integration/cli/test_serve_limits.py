@@ -7,7 +7,6 @@ import asyncio
 import json
 import resource
 import shutil
-import urllib.request
 from typing import Any
 
 import pytest
@@ -27,8 +26,8 @@ def allow_open_files(n: int) -> None:
     resource.setrlimit(resource.RLIMIT_NOFILE, (n, hard))
 
 
-def get(url: str) -> tuple[int, bytes]:
-    with urllib.request.urlopen(url, timeout=10) as response:
+def get(serve: ServeProcess, path: str) -> tuple[int, bytes]:
+    with serve.urlopen(path) as response:
         return response.status, response.read()
 
 
@@ -41,18 +40,18 @@ async def test_more_half_sent_requests_than_file_descriptors(serve_factory: Any)
     stalled: list[rawhttp.Connection] = []
     try:
         for _ in range(1100):
-            conn = await rawhttp.Connection.open(serve.url)
+            conn = await rawhttp.Connection.open(serve.url, serve.ssl_context())
             await conn.send(HALF_REQUEST)
             stalled.append(conn)
         # the earliest were closed to make room for the later ones
         assert await asyncio.wait_for(
             asyncio.gather(*(c.closed_by_server() for c in stalled[:150])), 60)
-        status, body = await asyncio.to_thread(get, serve.url + "/api/v1/namespaces")
+        status, body = await asyncio.to_thread(get, serve, "/api/v1/namespaces")
         assert status == 200
         assert "default" in [ns["metadata"]["name"] for ns in json.loads(body)["items"]]
     finally:
         for conn in stalled:
             await conn.close()
-    status, text = await asyncio.to_thread(get, serve.url + "/readyz?verbose")
+    status, text = await asyncio.to_thread(get, serve, "/readyz?verbose")
     assert status == 200
     assert text.endswith(b"readyz check passed\n")

@@ -4,7 +4,7 @@ Widget and Gadget (namespaced) and Cluster (cluster-scoped), all in example.com/
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +15,7 @@ from setpoint.client import Client, ClientConfig, NoMatchError, ResourceRef
 from setpoint.controlplane import ControlPlane, ControlPlaneConfig
 from setpoint.server.server import ServerConfig
 from setpoint.storage import StorageConfig
+from setpoint.testing.waiting import eventually as eventually  # the suite's one wait
 
 Obj = dict[str, Any]
 
@@ -109,21 +110,6 @@ async def get_or_none(client: Client, resource: tuple[str, str] | ResourceRef, n
         return await client.get(resource, name, namespace=namespace)
     except errors.NotFound:
         return None
-
-
-async def eventually(check: Callable[[], Awaitable[bool] | bool], *, timeout: float = 10.0,
-                     interval: float = 0.02, what: str = "condition") -> None:
-    try:
-        async with asyncio.timeout(timeout):
-            while True:
-                result = check()
-                if not isinstance(result, bool):
-                    result = await result
-                if result:
-                    return
-                await asyncio.sleep(interval)
-    except TimeoutError:
-        raise AssertionError(f"{what} not met within {timeout}s") from None
 
 
 async def gone(client: Client, resource: tuple[str, str], name: str,

@@ -15,6 +15,8 @@ import pytest
 from setpoint.apimachinery import errors
 from setpoint.client import Client, ClientConfig
 from setpoint.controlplane import (
+    CONTROLLERS,
+    DEFAULT_CONTROLLERS,
     ControlPlane,
     ControlPlaneConfig,
     loopback_url,
@@ -36,7 +38,8 @@ from tests.integration.controllers.conftest import (
 
 
 def test_parse_controllers() -> None:
-    assert parse_controllers(None) == {"garbagecollector", "namespace", "crd"}
+    assert parse_controllers(None) == set(DEFAULT_CONTROLLERS)
+    assert set(DEFAULT_CONTROLLERS) == set(CONTROLLERS)
     assert parse_controllers("") == frozenset()
     assert parse_controllers(" namespace, crd ") == {"namespace", "crd"}
     with pytest.raises(ValueError, match="unknown controllers: nope"):

@@ -31,6 +31,7 @@ from tests.integration.controllers.conftest import (
     owner_ref,
     remove_finalizer,
 )
+from tests.integration.controllers.test_malformed_owners import settled_on
 
 pytestmark = pytest.mark.usefixtures("kinds")
 
@@ -116,8 +117,9 @@ async def test_orphan_removes_the_owner_reference_and_keeps_the_dependents(
     _, cm, _ = await chain(client)
     stored = await client.delete(WIDGET, "w", namespace="default", propagation_policy="Orphan")
     assert stored["metadata"]["finalizers"] == ["orphan"]
+    # the collector removes the owner references before the orphan finalizer, so once
+    # the owner is gone its dependents are already orphaned
     await gone(client, WIDGET, "w")
-    await asyncio.sleep(0.3)
     kept = await client.get(CM, "cm", namespace="default")
     assert "ownerReferences" not in kept["metadata"]
     gadget = await client.get(GADGET, "g", namespace="default")
@@ -131,8 +133,7 @@ async def test_the_old_orphan_dependents_flag(client: Client) -> None:
     await client.request("DELETE", ref.path(namespace="default", name="w"),
                          body={"kind": "DeleteOptions", "apiVersion": "v1",
                                "orphanDependents": True})
-    await gone(client, WIDGET, "w")
-    await asyncio.sleep(0.2)
+    await gone(client, WIDGET, "w")  # orphaned before the orphan finalizer went
     assert "ownerReferences" not in (await client.get(CM, "cm", namespace="default"))[
         "metadata"]
 
@@ -180,10 +181,13 @@ async def events_for(client: Client, name: str, namespace: str) -> list[Obj]:
 
 
 async def test_a_reference_to_an_owner_in_another_namespace_is_not_an_owner(
-        client: Client) -> None:
+        plane: ControlPlane, client: Client) -> None:
     await client.create({"apiVersion": "v1", "kind": "Namespace",
                          "metadata": {"name": "elsewhere"}})
     foreign = await client.create(make(WIDGET, "w", namespace="elsewhere"))
+    # the collector must know the owner lives elsewhere to call the reference invalid (one
+    # that has not seen it yet finds no owner and reports nothing, as Kubernetes' does)
+    await settled_on(plane, foreign)
     await client.create(make(CM, "confused", owners=[owner_ref(foreign)]))
     await gone(client, CM, "confused")
 

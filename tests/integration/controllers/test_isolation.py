@@ -8,7 +8,6 @@ import os
 import signal
 import time
 import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +23,9 @@ UID = "00000000-0000-4000-8000-0000000000aa"
 def call(serve: ServeProcess, method: str, path: str, body: Obj | None = None,
          timeout: float = 10.0) -> tuple[int, Obj]:
     data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(serve.url + path, data=data, method=method,
-                                 headers={"Content-Type": "application/json"})
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as r:
+        with serve.urlopen(path, data=data, method=method,
+                           headers={"Content-Type": "application/json"}, timeout=timeout) as r:
             return r.status, json.loads(r.read() or b"{}")
     except urllib.error.HTTPError as e:
         return e.code, json.loads(e.read() or b"{}")
@@ -125,7 +123,7 @@ def test_a_cluster_scoped_object_naming_one_uid_as_two_namespaced_owners(
                    "an OwnerRefInvalidNamespace event")
         # and carries on collecting; the server answers
         collects(serve, "after")
-        with urllib.request.urlopen(serve.url + "/readyz", timeout=5) as r:
+        with serve.urlopen("/readyz", timeout=5) as r:
             assert r.status == 200
         # a cluster-scoped object cannot have a namespaced owner: it is left alone
         status, kept = call(serve, "GET", "/api/v1/namespaces/confused")

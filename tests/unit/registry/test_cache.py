@@ -207,3 +207,36 @@ async def test_resource_size_follows_writes(backend: MemoryBackend) -> None:
         assert cache.resource_size("/registry/core/secrets/") == (0, 0)
     finally:
         await stop(task)
+
+
+async def test_a_wait_ends_at_its_deadline_whatever_deadlines_came_before(
+        backend: MemoryBackend) -> None:
+    """A watcher keeps one alarm for its waits: a wait with a later deadline than the armed
+    one waits on past it, a wait with an earlier one is woken in time, and an event ends
+    a wait at once."""
+    cache, task = await run_cache(backend)
+    try:
+        watcher = cache.watch(PREFIX, cache.revision)
+        loop = asyncio.get_running_loop()
+        with pytest.raises(TimeoutError):  # arms the alarm at +0.05 s
+            await watcher.next_until(loop.time() + 0.05)
+        start = loop.time()
+        with pytest.raises(TimeoutError):  # an earlier alarm went off: it waits on
+            await watcher.next_until(start + 0.15)
+        assert loop.time() >= start + 0.15
+        pending = asyncio.ensure_future(watcher.next_until(loop.time() + 3600))
+        await asyncio.sleep(0)  # the alarm is set an hour ahead
+        pending.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await pending
+        async with asyncio.timeout(5):  # brought forward: the wait ends in time
+            with pytest.raises(TimeoutError):
+                await watcher.next_until(loop.time() + 0.05)
+        kv = await backend.create(PREFIX + "ns/a", b'{"metadata":{"name":"a"}}')
+        event = await watcher.next_until(loop.time() + 3600)
+        assert event is not None
+        assert event.revision == kv.mod_revision
+        watcher.close()
+        assert await watcher.next_until(loop.time() + 3600) is None
+    finally:
+        await stop(task)

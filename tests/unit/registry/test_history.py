@@ -134,3 +134,117 @@ def test_bounds_must_be_positive() -> None:
         hist.History(capacity=0, max_bytes=1)
     with pytest.raises(ValueError, match="positive"):
         hist.History(capacity=1, max_bytes=0)
+
+
+# --- frames: the encoded event, shared by the watchers that send it the same way ----------
+
+
+class Maker:
+    """A frame maker that counts its calls."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.calls = 0
+
+    def __call__(self) -> bytes:
+        self.calls += 1
+        return bytes(self.data)
+
+
+def test_a_frame_is_made_once_per_key_and_shared() -> None:
+    history = hist.History(capacity=100, max_bytes=10**9)
+    entry = Writer(history).put(KEY, value(1))
+    json_maker, partial_maker = Maker(b"json-line\n"), Maker(b"partial-line\n")
+    first = history.frame(entry, ("MODIFIED", "v1", "json"), json_maker)
+    again = history.frame(entry, ("MODIFIED", "v1", "json"), json_maker)
+    assert first == b"json-line\n"
+    assert again is first
+    assert json_maker.calls == 1
+    # another form, another type or another version is another frame
+    assert history.frame(entry, ("MODIFIED", "v1", "partial"), partial_maker) == \
+        b"partial-line\n"
+    history.frame(entry, ("ADDED", "v1", "json"), json_maker)
+    history.frame(entry, ("MODIFIED", "v2", "json"), json_maker)
+    assert json_maker.calls == 3
+    assert partial_maker.calls == 1
+
+
+def test_frames_are_charged_with_their_entry_and_go_with_it() -> None:
+    history = hist.History(capacity=2, max_bytes=10**9)
+    w = Writer(history)
+    entry = w.put(KEY, value(1))
+    before = history.bytes
+    history.frame(entry, "json", Maker(b"x" * 5000))
+    assert history.bytes == before + 5000 + hist.FRAME_OVERHEAD
+    assert entry.charge == entry.own_bytes()
+    w.put(KEY, value(2))  # the entry turns cold: its frames stay, charged
+    assert entry.frames is not None
+    assert history.bytes == sum(e.charge for e in history)
+    w.put("/registry/core/configmaps/ns/b", value(3))
+    w.put("/registry/core/configmaps/ns/c", value(4))  # evicts the entry
+    assert entry.frames is None
+    assert not entry.kept
+    assert history.bytes == sum(e.charge for e in history)
+    # an evicted entry's frame is made for the asker and not kept
+    maker = Maker(b"late\n")
+    assert history.frame(entry, "json", maker) == b"late\n"
+    assert history.frame(entry, "json", maker) == b"late\n"
+    assert maker.calls == 2
+    assert entry.frames is None
+
+
+def test_a_frame_is_kept_only_within_the_byte_budget() -> None:
+    history = hist.History(capacity=100, max_bytes=3000)
+    entry = Writer(history).put(KEY, value(1, size=500))
+    room = history.max_bytes - history.bytes
+    too_big = Maker(b"y" * room)  # with the frame's overhead it does not fit
+    assert history.frame(entry, "json", too_big) == b"y" * room
+    history.frame(entry, "json", too_big)
+    assert too_big.calls == 2
+    assert entry.frames is None
+    fits = Maker(b"z" * (room - hist.FRAME_OVERHEAD))
+    history.frame(entry, "partial", fits)
+    history.frame(entry, "partial", fits)
+    assert fits.calls == 1
+    assert history.bytes == history.max_bytes
+
+
+def test_at_most_max_frames_per_entry() -> None:
+    history = hist.History(capacity=100, max_bytes=10**9)
+    entry = Writer(history).put(KEY, value(1))
+    for n in range(hist.MAX_FRAMES + 5):
+        history.frame(entry, ("table", n), Maker(b"row\n"))
+    assert entry.frames is not None
+    assert len(entry.frames) == hist.MAX_FRAMES
+
+
+def test_reset_drops_the_frames() -> None:
+    history = hist.History(capacity=100, max_bytes=10**9)
+    entry = Writer(history).put(KEY, value(1))
+    history.frame(entry, "json", Maker(b"line\n"))
+    history.reset(10)
+    assert entry.frames is None
+    assert not entry.kept
+    assert history.bytes == 0
+
+
+def test_a_verdict_is_decided_once_per_key_while_the_entry_is_kept() -> None:
+    history = hist.History(capacity=1, max_bytes=10**9)
+    w = Writer(history)
+    entry = w.put(KEY, value(1))
+    decided: list[str] = []
+
+    def decide(answer: str | None) -> str | None:
+        decided.append(str(answer))
+        return answer
+
+    assert history.verdict(entry, ("tier=web", "v1"), lambda: decide("ADDED")) == "ADDED"
+    assert history.verdict(entry, ("tier=web", "v1"), lambda: decide("DELETED")) == "ADDED"
+    assert history.verdict(entry, ("tier=db", "v1"), lambda: decide(None)) is None
+    assert history.verdict(entry, ("tier=db", "v1"), lambda: decide("ADDED")) is None
+    assert decided == ["ADDED", "None"]
+    w.put("/registry/core/configmaps/ns/b", value(2))  # evicts the entry
+    assert entry.verdicts is None
+    assert history.verdict(entry, ("tier=web", "v1"), lambda: decide("MODIFIED")) == \
+        "MODIFIED"
+    assert entry.verdicts is None

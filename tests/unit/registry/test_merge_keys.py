@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from setpoint.registry import endpointslices, nodes, pods, services
+from setpoint.registry import deployments, endpointslices, nodes, pods, replicasets, services
 from setpoint.server.openapi.builtins import Definitions
 
 KINDS = {
@@ -16,6 +16,8 @@ KINDS = {
     "io.k8s.api.core.v1.Service": services.ServiceStrategy,
     "io.k8s.api.core.v1.Endpoints": services.EndpointsStrategy,
     "io.k8s.api.discovery.v1.EndpointSlice": endpointslices.EndpointSliceStrategy,
+    "io.k8s.api.apps.v1.ReplicaSet": replicasets.ReplicaSetStrategy,
+    "io.k8s.api.apps.v1.Deployment": deployments.DeploymentStrategy,
 }
 
 

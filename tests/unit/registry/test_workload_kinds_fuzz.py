@@ -1,4 +1,5 @@
-"""Property-based fuzzing of the Pod, Node, Service, Endpoints and EndpointSlice strategies.
+"""Property-based fuzzing of the Pod, Node, Service, Endpoints, EndpointSlice, ReplicaSet and
+Deployment strategies.
 
 A valid object has values at random paths replaced by random JSON (wrong types, nulls,
 junk strings, deep nesting). Whatever comes of it, each hook the store calls either refuses
@@ -17,7 +18,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from setpoint.registry import endpointslices, nodes, pods, services
+from setpoint.registry import deployments, endpointslices, nodes, pods, replicasets, services
 from setpoint.registry.options import DeleteOptions
 from setpoint.registry.strategy import Strategy
 
@@ -65,12 +66,29 @@ SLICE = {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
          "metadata": {"name": "s", "namespace": "default"}, "addressType": "IPv4",
          "endpoints": [{"addresses": ["10.0.0.1"]}], "ports": [{"port": 80}]}
 
+DEPLOYMENT = {"apiVersion": "apps/v1", "kind": "Deployment",
+              "metadata": {"name": "d", "namespace": "default", "generation": 1},
+              "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "x"},
+                                                   "matchExpressions": [
+                                                       {"key": "tier", "operator": "In",
+                                                        "values": ["a"]}]},
+                       "strategy": {"type": "RollingUpdate",
+                                    "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": 1}},
+                       "template": {"metadata": {"labels": {"app": "x", "tier": "a"}},
+                                    "spec": POD["spec"]}},
+              "status": {"replicas": 2, "readyReplicas": 1, "conditions": [
+                  {"type": "Available", "status": "True"}]}}
+REPLICA_SET = {**DEPLOYMENT, "kind": "ReplicaSet",
+               "spec": {k: v for k, v in DEPLOYMENT["spec"].items() if k != "strategy"}}
+
 STRATEGIES: list[tuple[Strategy, dict[str, Any]]] = [
     (pods.PodStrategy(pods.pod_resource()[0]), POD),
     (nodes.NodeStrategy(nodes.node_resource()[0]), NODE),
     (services.ServiceStrategy(services.service_resource()[0]), SERVICE),
     (services.EndpointsStrategy(services.endpoints_resource()[0]), ENDPOINTS),
     (endpointslices.EndpointSliceStrategy(endpointslices.endpoint_slice_resource()[0]), SLICE),
+    (replicasets.ReplicaSetStrategy(replicasets.replica_set_resource()[0]), REPLICA_SET),
+    (deployments.DeploymentStrategy(deployments.deployment_resource()[0]), DEPLOYMENT),
 ]
 
 
@@ -137,3 +155,4 @@ def test_no_hook_raises_whatever_the_object(
     strategy.field_labels(obj)
     strategy.grace_period(obj, DeleteOptions())
     strategy.blocks_deletion(obj)
+    strategy.scale_selector(obj)

@@ -314,3 +314,55 @@ async def test_feed_applies_a_stream() -> None:
     cache = c.Cache()
     await cache.feed(events())
     assert cache.keys() == ["default/a", "default/b"]
+
+
+async def test_resource_version_moves_forward_with_lists_adds_and_deletes() -> None:
+    cache = c.Cache()
+    assert cache.resource_version is None
+    cache.apply(w.Init())
+    cache.apply(w.InitApply(obj("a", "5")))
+    cache.apply(w.InitDone("9"))  # the list's own resourceVersion is newer than its items
+    assert cache.resource_version == "9"
+    cache.apply(w.Apply(obj("b", "12")))
+    assert cache.resource_version == "12"
+    cache.apply(w.Apply(obj("a", "11")))  # never backwards
+    assert cache.resource_version == "12"
+    cache.apply(w.Delete(obj("b", "15")))
+    assert cache.resource_version == "15"
+    assert cache.has_seen("15")
+    assert not cache.has_seen("16")
+    cache.apply(w.Apply(obj("c", "not-a-number")))  # ignored by the tracking
+    assert cache.resource_version == "15"
+
+
+async def test_wait_for_resource_version_wakes_on_the_event_that_reaches_it() -> None:
+    cache = c.Cache()
+    listed(cache, obj("a", "3"))
+    early = asyncio.ensure_future(cache.wait_for_resource_version("4"))
+    late = asyncio.ensure_future(cache.wait_for_resource_version("6"))
+    await asyncio.sleep(0)
+    assert not early.done()
+    assert not late.done()
+    cache.apply(w.Apply(obj("a", "4")))
+    await early  # it must be done now: the cache shows the write
+    assert cache.get("default/a")["metadata"]["resourceVersion"] == "4"  # type: ignore[index]
+    assert not late.done()
+    cache.apply(w.Apply(obj("b", "7")))  # a later write covers an earlier one
+    await late
+    await cache.wait_for_resource_version("2")  # already reached: returns at once
+
+
+async def test_a_cancelled_wait_leaves_no_waiter_behind() -> None:
+    cache = c.Cache()
+    waiter = asyncio.ensure_future(cache.wait_for_resource_version("10"))
+    await asyncio.sleep(0)
+    waiter.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiter
+    assert cache._rv_waiters == []
+
+
+@pytest.mark.parametrize("rv", ["", "abc", "-1", "1.5", "²", "9" * 21])
+async def test_only_integer_resource_versions_can_be_waited_for(rv: str) -> None:
+    with pytest.raises(ValueError, match="not an integer resourceVersion"):
+        await c.Cache().wait_for_resource_version(rv)

@@ -295,3 +295,36 @@ async def test_a_reconciler_that_requeues_itself_at_once_cannot_starve_the_loop(
     await others[0]
     # without the yield the other task would only run after all 10,000 reconciles
     assert seen_by_the_other_task[0] <= 2
+
+
+async def test_an_exception_without_a_message_is_logged_with_one(
+        clock: FakeAsyncClock, caplog: pytest.LogCaptureFixture) -> None:
+    async def times_out(request: Request) -> Result:
+        raise TimeoutError
+
+    e = make(clock, times_out)
+    e.enqueue(A)
+    with caplog.at_level("ERROR"):
+        assert await take(e) == "error"
+    message = caplog.records[-1].getMessage()
+    assert message.startswith("error reconciling default/a (retry 1): TimeoutError: a timeout "
+                              "expired")
+    assert "test_controller.py:" in message
+    assert "in times_out" in message
+    e.shut_down()
+
+
+@pytest.mark.parametrize(("error", "expected"), [
+    (KeyError("spec"), "KeyError: 'spec'"),
+    (ValueError(), "ValueError (without a message)"),
+    (RuntimeError("boom"), "RuntimeError: boom"),
+])
+def test_describe_error(error: Exception, expected: str) -> None:
+    assert engine.describe_error(error).startswith(expected)
+
+
+async def test_a_synchronous_reconcile_function_is_accepted(clock: FakeAsyncClock) -> None:
+    e = make(clock, lambda request: Result.after(5))
+    e.enqueue(A)
+    assert await take(e) == "requeue_after"
+    e.shut_down()

@@ -144,3 +144,22 @@ def test_wildcards_name_groups_and_everything() -> None:
     assert cfg.rule_for("/registry/x.io/other/ns/a") is None
     assert parse_config(config({"identity": {}}, resources=("*.*",))).rule_for("/any") \
         is not None
+
+
+async def test_the_wrapped_backends_health_is_reported_through_it() -> None:
+    """Readiness reads ``health()`` of the backend it is given: a wrapper that hid it made
+    /readyz pass while SQLite could no longer acknowledge writes."""
+
+    class Failing(MemoryBackend):
+        problem: str | None = None
+
+        def health(self) -> str | None:
+            return self.problem
+
+    inner = Failing()
+    backend = EncryptingBackend(inner, parse_config(config({"identity": {}})))
+    assert backend.health() is None
+    inner.problem = "the database file was deleted"
+    assert backend.health() == "the database file was deleted"
+    assert EncryptingBackend(MemoryBackend(), parse_config(config({"identity": {}}))
+                             ).health() is None

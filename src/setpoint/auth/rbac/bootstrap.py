@@ -40,7 +40,16 @@ CONTROLLER_ACCOUNTS: Final = {
     "clusterrole-aggregation": "clusterrole-aggregation-controller",
     "serviceaccount": "service-account-controller",
     "root-ca-cert-publisher": "root-ca-cert-publisher",
+    "nodelifecycle": "node-controller",
+    "taint-eviction-controller": "taint-eviction-controller",
+    "endpoint": "endpoint-controller",
+    "endpointslice": "endpointslice-controller",
+    "replicaset": "replicaset-controller",
+    "deployment": "deployment-controller",
 }
+#: built-in controllers that act as a user of their own rather than a ServiceAccount
+CONTROLLER_USERS: Final = {"scheduler": "system:kube-scheduler"}
+SCHEDULER_USER: Final = CONTROLLER_USERS["scheduler"]
 
 
 def rule(verbs: Sequence[str], groups: Sequence[str] = (), resources: Sequence[str] = (), *,
@@ -149,7 +158,10 @@ def _controller_roles() -> list[Obj]:
             rule(("get", "list", "watch", "patch", "update", "delete"), ["*"], ["*"])],
         "namespace-controller": [
             rule(("get", "list", "watch", "delete"), [""], ["namespaces"]),
-            rule(["update"], [""], ["namespaces/finalize", "namespaces/status"]),
+            rule(["update"], [""], ["namespaces/finalize"]),
+            # Kubernetes' role has update only: this controller writes its conditions
+            # with a merge patch of the status (runtime.set_conditions)
+            rule(["update", "patch"], [""], ["namespaces/status"]),
             rule(("get", "list", "delete", "deletecollection"), ["*"], ["*"])],
         "crd-cleanup-controller": [
             rule(("get", "list", "watch", "update", "patch"), ["apiextensions.k8s.io"],
@@ -164,6 +176,34 @@ def _controller_roles() -> list[Obj]:
         "root-ca-cert-publisher": [
             rule(["create", "update"], [""], ["configmaps"]),
             rule(READ, [""], ["namespaces", "configmaps"])],
+        "node-controller": [
+            rule(("get", "list", "update", "patch", "delete"), [""], ["nodes"]),
+            rule(["patch", "update"], [""], ["nodes/status", "pods/status"]),
+            rule(("list", "delete"), [""], ["pods"])],
+        "taint-eviction-controller": [
+            rule(READ, [""], ["nodes"]),
+            rule(("get", "list", "watch", "delete"), [""], ["pods"])],
+        "endpoint-controller": [
+            rule(READ, [""], ["pods", "services"]),
+            rule(("create", "delete", "get", "list", "update"), [""], ["endpoints"]),
+            rule(["create"], [""], ["endpoints/restricted"])],
+        "endpointslice-controller": [
+            rule(READ, [""], ["nodes", "pods", "services"]),
+            rule(("create", "delete", "get", "list", "update"), ["discovery.k8s.io"],
+                 ["endpointslices"])],
+        "replicaset-controller": [
+            rule(("get", "list", "watch", "update"), ["apps", "extensions"], ["replicasets"]),
+            rule(["update"], ["apps", "extensions"], ["replicasets/status"]),
+            rule(["update"], ["apps", "extensions"], ["replicasets/finalizers"]),
+            rule(("list", "watch", "patch", "create", "delete"), [""], ["pods"])],
+        "deployment-controller": [
+            rule(("get", "list", "watch", "update"), ["apps", "extensions"], ["deployments"]),
+            # Kubernetes' role has update only: a name collision is counted with a patch
+            rule(["update", "patch"], ["apps", "extensions"], ["deployments/status"]),
+            rule(["update"], ["apps", "extensions"], ["deployments/finalizers"]),
+            rule(("get", "list", "watch", "create", "update", "patch", "delete"),
+                 ["apps", "extensions"], ["replicasets"]),
+            rule(("get", "list", "watch", "update"), [""], ["pods"])],
     }
     return [cluster_role(f"system:controller:{name}", [*rules, *events, *leases])
             for name, rules in roles.items()]
@@ -174,11 +214,45 @@ def _controller_roles() -> list[Obj]:
 CONTROLLER_MANAGER_USER: Final = "system:kube-controller-manager"
 
 
+#: what a node agent may do (the ClusterRole ``system:node``, bound to ``system:nodes``).
+#: Kubernetes narrows it further with its Node authorizer (a node reads only the Secrets and
+#: ConfigMaps of its own pods, writes only its own Node, Lease and pods' status); setpoint
+#: has no Node authorizer: any node may do this to any node's objects.
+NODE_RULES: Final = (
+    rule(("create", "get", "list", "watch", "update", "patch", "delete"), [""], ["nodes"]),
+    rule(("patch", "update"), [""], ["nodes/status"]),
+    rule(("get", "list", "watch", "delete"), [""], ["pods"]),
+    rule(("patch", "update"), [""], ["pods/status"]),
+    rule(["create"], [""], ["pods/eviction"]),
+    rule(("get", "list", "watch"), [""], ["services", "endpoints", "configmaps", "secrets",
+                                           "persistentvolumeclaims", "persistentvolumes"]),
+    rule(["create"], [""], ["serviceaccounts/token"]),
+    rule(("create", "patch", "update"), ["", "events.k8s.io"], ["events"]),
+    rule(("create", "get", "list", "watch", "update", "patch", "delete"),
+         ["coordination.k8s.io"], ["leases"]),
+    rule(("get", "list", "watch"), ["discovery.k8s.io"], ["endpointslices"]),
+    rule(["create"], ["authentication.k8s.io"], ["tokenreviews"]),
+    rule(["create"], ["authorization.k8s.io"], ["subjectaccessreviews"]),
+)
+
+
 def cluster_roles() -> list[Obj]:
     everything = [rule(["*"], ["*"], ["*"]), rule(["*"], urls=["*"])]
     return [
+        cluster_role("system:node", NODE_RULES),
         cluster_role(CONTROLLER_MANAGER_USER, [
             rule(READ, ["*"], ["*"]),
+            rule(("create", "get", "update"), ["coordination.k8s.io"], ["leases"]),
+            rule(["create", "patch", "update"], ["", "events.k8s.io"], ["events"])]),
+        cluster_role(SCHEDULER_USER, [
+            rule(READ, [""], ["namespaces", "nodes", "pods", "services",
+                              "persistentvolumeclaims", "persistentvolumes",
+                              "replicationcontrollers"]),
+            rule(["create"], [""], ["bindings", "pods/binding"]),
+            rule(["patch", "update"], [""], ["pods/status"]),
+            rule(["delete"], [""], ["pods"]),
+            rule(READ, ["apps"], ["replicasets", "statefulsets"]),
+            rule(READ, ["policy"], ["poddisruptionbudgets"]),
             rule(("create", "get", "update"), ["coordination.k8s.io"], ["leases"]),
             rule(["create", "patch", "update"], ["", "events.k8s.io"], ["events"])]),
         cluster_role("cluster-admin", everything),
@@ -210,9 +284,13 @@ def cluster_role_bindings() -> list[Obj]:
         cluster_role_binding("system:public-info-viewer", "system:public-info-viewer",
                              [group(users.ALL_AUTHENTICATED),
                               group(users.ALL_UNAUTHENTICATED)]),
+        cluster_role_binding("system:node", "system:node", [group(users.NODES_GROUP)]),
         cluster_role_binding(CONTROLLER_MANAGER_USER, CONTROLLER_MANAGER_USER, [
             {"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
              "name": CONTROLLER_MANAGER_USER}]),
+        cluster_role_binding(SCHEDULER_USER, SCHEDULER_USER, [
+            {"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
+             "name": SCHEDULER_USER}]),
         cluster_role_binding("system:service-account-issuer-discovery",
                              "system:service-account-issuer-discovery",
                              [group(users.SERVICE_ACCOUNTS_GROUP)]),
@@ -226,6 +304,8 @@ def cluster_role_bindings() -> list[Obj]:
 
 def controller_user(controller: str) -> tuple[str, tuple[str, ...]]:
     """(user name, groups) the built-in ``controller`` acts as."""
+    if controller in CONTROLLER_USERS:
+        return CONTROLLER_USERS[controller], ()
     account = CONTROLLER_ACCOUNTS[controller]
     return (users.service_account_username("kube-system", account),
             users.service_account_groups("kube-system"))

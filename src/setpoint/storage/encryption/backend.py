@@ -67,6 +67,13 @@ class EncryptingBackend:
 
     # --- the Backend protocol --------------------------------------------------------------
 
+    def health(self) -> str | None:
+        """The wrapped backend's health (:class:`st.ReportsHealth`); None when it reports
+        none. Encryption itself never makes writes unacknowledgeable."""
+        if isinstance(self.inner, st.ReportsHealth):
+            return self.inner.health()
+        return None
+
     async def start(self) -> None:
         await self.inner.start()
 

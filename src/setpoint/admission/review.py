@@ -1,0 +1,130 @@
+"""AdmissionReview v1: the request a webhook is sent and the checks on what it answers.
+
+:func:`review` wraps an AdmissionRequest; :func:`parse_response` reads a webhook's answer
+as Kubernetes' ``VerifyAdmissionResponse`` does, and raises :class:`InvalidResponse` with its
+messages (``expected response.uid="a", got "b"``, ``webhook returned response.patch but not
+response.patchType``, ``validating webhook may not return response.patch``, ...) for anything
+else. A patch is decoded (base64) and parsed here; it is applied by the caller.
+
+Invariant: never raises anything but :class:`InvalidResponse` on any bytes; the size of the
+body is bounded by the caller (it never reaches here larger than the transport's limit); a
+patch value nested deeper than an object may be (``decoding.MAX_DEPTH``) is invalid, so
+applying it cannot exhaust the stack.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import orjson
+
+from setpoint.apimachinery import decoding
+
+API_VERSION: Final = "admission.k8s.io/v1"
+#: warnings kept from one response, and the longest one (longer ones are cut)
+MAX_WARNINGS: Final = 32
+MAX_WARNING_BYTES: Final = 1024
+#: audit annotations kept from one response
+MAX_ANNOTATIONS: Final = 32
+
+
+class InvalidResponse(Exception):
+    """A webhook's answer that is not a valid AdmissionReview response."""
+
+
+@dataclass(slots=True)
+class Response:
+    allowed: bool
+    code: int = 0
+    message: str = ""
+    reason: str = ""
+    #: the JSON patch operations, when the webhook mutated
+    patch: list[Any] | None = None
+    warnings: list[str] = field(default_factory=list)
+    annotations: dict[str, str] = field(default_factory=dict)
+
+
+def review(request: Mapping[str, Any]) -> bytes:
+    return orjson.dumps({"apiVersion": API_VERSION, "kind": "AdmissionReview",
+                         "request": request})
+
+
+def _warnings(value: Any) -> list[str]:
+    if not isinstance(value, list):
+        return []
+    out: list[str] = []
+    for w in value[:MAX_WARNINGS]:
+        if isinstance(w, str) and w.strip():
+            text = " ".join(w.split())  # a header value is one line
+            out.append(text[:MAX_WARNING_BYTES])
+    return out
+
+
+def parse_response(body: bytes, uid: str, *, mutating: bool) -> Response:
+    try:
+        doc = orjson.loads(body)
+    except orjson.JSONDecodeError as e:
+        raise InvalidResponse(f"json: {e}") from None
+    if not isinstance(doc, dict):
+        raise InvalidResponse("json: cannot unmarshal into Go value of type "
+                              "v1.AdmissionReview")
+    if doc.get("apiVersion") != API_VERSION or doc.get("kind") != "AdmissionReview":
+        raise InvalidResponse(
+            f"expected webhook response of {API_VERSION}, Kind=AdmissionReview, got "
+            f"{doc.get('apiVersion')!s}, Kind={doc.get('kind')!s}")
+    resp = doc.get("response")
+    if not isinstance(resp, dict):
+        raise InvalidResponse("webhook response was absent")
+    got = resp.get("uid")
+    if got != uid:
+        raise InvalidResponse(f'expected response.uid="{uid}", got "{got!s}"')
+    allowed = resp.get("allowed")
+    if not isinstance(allowed, bool):
+        raise InvalidResponse("json: response.allowed must be a boolean")
+    out = Response(allowed, warnings=_warnings(resp.get("warnings")))
+    status = resp.get("status")
+    if isinstance(status, dict):
+        code = status.get("code")
+        out.code = code if isinstance(code, int) and not isinstance(code, bool) \
+            and 0 <= code < 1000 else 0
+        out.message = str(status.get("message") or "")[:MAX_WARNING_BYTES * 4]
+        out.reason = str(status.get("reason") or "")[:256]
+    annotations = resp.get("auditAnnotations")
+    if isinstance(annotations, dict):
+        for k, v in list(annotations.items())[:MAX_ANNOTATIONS]:
+            if isinstance(k, str) and isinstance(v, str):
+                out.annotations[k] = v[:MAX_WARNING_BYTES * 10]
+    patch, patch_type = resp.get("patch"), resp.get("patchType")
+    if patch is not None and patch != "":
+        if not mutating:
+            raise InvalidResponse("validating webhook may not return response.patch")
+        if patch_type is None or patch_type == "":
+            raise InvalidResponse("webhook returned response.patch but not "
+                                  "response.patchType")
+        if patch_type != "JSONPatch":
+            raise InvalidResponse(f'webhook returned invalid response.patchType of '
+                                  f'"{patch_type!s}"')
+        try:
+            if not isinstance(patch, str):
+                raise ValueError("not a string")
+            ops = orjson.loads(base64.b64decode(patch, validate=True))
+        except (ValueError, binascii.Error, orjson.JSONDecodeError) as e:
+            raise InvalidResponse(f"illegal base64 or JSON in response.patch: {e}") \
+                from None
+        if not isinstance(ops, list):
+            raise InvalidResponse("json: cannot unmarshal object into Go value of type "
+                                  "jsonpatch.Patch")
+        # the operations list, an operation, then a value no deeper than an object may be
+        if decoding.too_deep(ops, decoding.MAX_DEPTH + 2) is not None:
+            raise InvalidResponse(f"response.patch nests deeper than "
+                                  f"{decoding.MAX_DEPTH} levels")
+        out.patch = ops
+    elif patch_type not in (None, ""):
+        if not mutating:
+            raise InvalidResponse("validating webhook may not return response.patchType")
+        raise InvalidResponse("webhook returned response.patchType but not response.patch")
+    return out

@@ -1,0 +1,417 @@
+"""The agent's pod loop: the pods bound to this node, run by a :class:`PodRuntime`.
+
+It watches the pods whose ``spec.nodeName`` is this node (an informer with that field
+selector, as the kubelet does), and for each:
+
+* **runs it**: fetches what it refers to (ConfigMaps, Secrets, ServiceAccount tokens through
+  ``serviceaccounts/<name>/token`` bound to the pod) and calls the runtime's ``sync_pod``;
+  pods that refer to other objects are synced again every ``resync`` seconds, so updated
+  ConfigMaps and Secrets reach their volumes and tokens are renewed;
+* **reports it**: every status change the runtime signals is written to ``pods/<name>/status``
+  (PUT with the resourceVersion read; on a conflict the pod is read again and the write
+  retried), keeping the conditions and fields the agent does not own (a scheduler's
+  ``PodScheduled``, readiness gates' conditions, ``nominatedNodeName``);
+* **records Events** the runtime reports (``Started``, ``Killing``, ``BackOff``, ``Failed``,
+  ...), with the container's ``fieldPath`` and ``source.host``; repeats of one Event within
+  10 minutes bump its ``count``;
+* **completes graceful deletion**: once the pod has a ``deletionTimestamp``, its containers
+  are stopped within ``deletionGracePeriodSeconds`` (``preStop``, SIGTERM, SIGKILL of every
+  process), the final status is written, then the pod is deleted with
+  ``gracePeriodSeconds: 0`` and a ``uid`` precondition (so a new pod of the same name is never
+  deleted instead), and the runtime forgets it.
+
+When the informer has first synced, pods the runtime holds (adopted from a previous agent on
+the same directory) that the API no longer has are removed: their processes killed, their
+files deleted. A pod that disappears from the API without a graceful deletion (a force
+delete) is removed the same way.
+
+Bounds: ``workers`` pods synced at once, ``status_workers`` status writes at once, at most
+``events_queue`` Events waiting (the oldest dropped beyond), the Event series table
+``max_series`` entries. Failures to write are retried with the work queue's backoff; they
+never stop the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from setpoint import client as sp_client
+from setpoint import runtime
+from setpoint.agent import PodEvent, PodRuntime, references, resolve_inputs
+from setpoint.agent.status import KUBELET_CONDITIONS
+from setpoint.apimachinery import errors, timeutil
+from setpoint.apimachinery.clock import Clock, SystemClock
+from setpoint.runtime import clock as rtclock
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+
+#: the status fields the agent writes (anything else in a pod's status is kept)
+OWNED_STATUS: Final = frozenset({
+    "phase", "conditions", "reason", "message", "hostIP", "hostIPs", "podIP", "podIPs",
+    "startTime", "initContainerStatuses", "containerStatuses", "qosClass"})
+TERMINAL: Final = ("Succeeded", "Failed")
+MAX_CONFLICT_RETRIES: Final = 5
+EVENT_SERIES_WINDOW: Final = 600.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PodLoopConfig:
+    node_name: str
+    workers: int = 8
+    status_workers: int = 16
+    resync: float = 60.0
+    events_queue: int = 1000
+    max_series: int = 4096
+    #: seconds of token validity asked for projected ServiceAccount tokens without one
+    token_seconds: int = 3600
+
+    def __post_init__(self) -> None:
+        if not self.node_name:
+            raise ValueError("node_name is required")
+        if min(self.workers, self.status_workers, self.events_queue, self.max_series) < 1:
+            raise ValueError("workers, status_workers, events_queue, max_series must be >= 1")
+        if self.resync <= 0:
+            raise ValueError("resync must be positive")
+
+
+def pod_key(pod: Mapping[str, Any]) -> str:
+    meta = pod.get("metadata") or {}
+    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+
+
+def _uid(pod: Mapping[str, Any] | None) -> str:
+    return str(((pod or {}).get("metadata") or {}).get("uid") or "")
+
+
+def _sync_relevant(pod: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What a change must touch to need a sync (status writes are the agent's own)."""
+    meta = pod.get("metadata") or {}
+    return (meta.get("uid"), meta.get("deletionTimestamp"), meta.get("labels"),
+            meta.get("annotations"), pod.get("spec"))
+
+
+def merge_status(current: Mapping[str, Any] | None, reported: Mapping[str, Any]) -> Obj:
+    """The status to write: the runtime's, with what others own kept from ``current``."""
+    current = current or {}
+    merged: Obj = {k: v for k, v in current.items() if k not in OWNED_STATUS}
+    merged.update(reported)
+    ours = {c.get("type") for c in reported.get("conditions") or []}
+    before = {c.get("type"): c for c in current.get("conditions") or []}
+    foreign = [c for t, c in before.items() if t not in ours and t not in KUBELET_CONDITIONS]
+    # the scheduler's PodScheduled (its transition time) is kept once it is True
+    mine = [before["PodScheduled"] if c.get("type") == "PodScheduled"
+            and (before.get("PodScheduled") or {}).get("status") == "True" else c
+            for c in reported.get("conditions") or []]
+    merged["conditions"] = [*foreign, *mine]
+    return merged
+
+
+class PodLoop:
+    """See the module docstring. ``run()`` until cancelled."""
+
+    def __init__(self, client: sp_client.Client, pods: PodRuntime, config: PodLoopConfig, *,
+                 clock: runtime.AsyncClock | None = None, wall: Clock | None = None) -> None:
+        self.client = client
+        self.runtime = pods
+        self.config = config
+        self.clock: runtime.AsyncClock = clock or runtime.SystemAsyncClock()
+        self.wall = wall or SystemClock()
+        self.queue: runtime.WorkQueue[str] = runtime.WorkQueue(clock=self.clock)
+        self.status_queue: runtime.WorkQueue[str] = runtime.WorkQueue(clock=self.clock)
+        self.informer: runtime.Informer | None = None
+        #: uid -> key of every pod handed to the runtime (adopted ones once synced)
+        self.uids: dict[str, str] = {}
+        self._terminating: dict[str, asyncio.Task[None]] = {}
+        self._events: collections.deque[PodEvent] = collections.deque(
+            maxlen=config.events_queue)
+        self._events_ready = asyncio.Event()
+        self._series: collections.OrderedDict[tuple[str, ...], tuple[str, str, int, float]] = \
+            collections.OrderedDict()
+        self._group: asyncio.TaskGroup | None = None
+        self.synced = asyncio.Event()
+        self._pods_ref: sp_client.ResourceRef | None = None
+
+    # --- running --------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        ref = await self.client.resolve(("v1", "Pod"))
+        self._pods_ref = ref
+        lw = runtime.ClientListWatcher(self.client, ref,
+                                       field_selector=f"spec.nodeName={self.config.node_name}")
+        informer = runtime.Informer(lw, clock=self.clock, name="node pods")
+        self.informer = informer
+        informer.cache.add_indexer("uid", lambda obj: (_uid(obj),))
+        informer.cache.subscribe(runtime.Handlers(
+            add=lambda obj: self.queue.add(pod_key(obj)),
+            update=self._on_update,
+            delete=lambda obj: self.queue.add(pod_key(obj))))
+        try:
+            async with asyncio.TaskGroup() as group:
+                self._group = group
+                group.create_task(informer.run(), name="pod informer")
+                await informer.wait_synced()
+                self._adopt()
+                self.synced.set()
+                for i in range(self.config.workers):
+                    group.create_task(self._worker(), name=f"pod worker {i}")
+                for i in range(self.config.status_workers):
+                    group.create_task(self._status_worker(), name=f"status writer {i}")
+                group.create_task(self._feed_changes(), name="runtime changes")
+                group.create_task(self._take_events(), name="runtime events")
+                group.create_task(self._write_events(), name="event writer")
+        finally:
+            self.queue.shut_down()
+            self.status_queue.shut_down()
+
+    def _on_update(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
+        if _sync_relevant(old) != _sync_relevant(new):
+            self.queue.add(pod_key(new))
+
+    def _adopt(self) -> None:
+        """Map the runtime's pods to the API's; remove those the API no longer has."""
+        assert self.informer is not None
+        cache = self.informer.cache
+        for uid in self.runtime.pods():
+            found = cache.by_index("uid", uid)
+            if found:
+                self.uids[uid] = pod_key(found[0])
+                self.status_queue.add(uid)
+            else:
+                log.info("removing pod %s: the API no longer has it", uid)
+                self._spawn(self._remove(uid), f"remove {uid}")
+
+    def _spawn(self, coro: Any, name: str) -> asyncio.Task[Any]:
+        assert self._group is not None
+        return self._group.create_task(coro, name=name)
+
+    async def _remove(self, uid: str) -> None:
+        try:
+            await self.runtime.remove_pod(uid)
+        except Exception:
+            log.exception("removing pod %s failed", uid)
+        self.uids.pop(uid, None)
+
+    async def _worker(self) -> None:
+        while True:
+            try:
+                key = await self.queue.get()
+            except runtime.ShutDown:
+                return
+            try:
+                await self.sync(key)
+            except (TimeoutError, errors.ApiError, OSError) as e:
+                log.info("syncing pod %s failed (will retry): %s", key, e)
+                self.queue.add_rate_limited(key)
+            except Exception:
+                log.exception("syncing pod %s failed (will retry)", key)
+                self.queue.add_rate_limited(key)
+            else:
+                self.queue.forget(key)
+            finally:
+                self.queue.done(key)
+
+    # --- one pod --------------------------------------------------------------------------
+
+    async def sync(self, key: str) -> None:
+        assert self.informer is not None
+        pod = self.informer.cache.get(key)
+        uid = _uid(pod)
+        for old_uid, old_key in list(self.uids.items()):
+            if old_key == key and old_uid != uid and old_uid not in self._terminating:
+                # deleted without a graceful deletion (or replaced by a new pod of this name)
+                self.uids.pop(old_uid, None)
+                self._spawn(self._remove(old_uid), f"remove {old_uid}")
+        if pod is None or not uid:
+            return
+        meta = pod.get("metadata") or {}
+        if meta.get("deletionTimestamp"):
+            if uid not in self._terminating:
+                self._terminating[uid] = self._spawn(self._terminate(pod), f"terminate {key}")
+            return
+        known = uid in self.uids
+        phase = (pod.get("status") or {}).get("phase")
+        if not known and phase in TERMINAL:
+            return  # finished before this agent knew it: nothing to run again
+        refs = references(pod)
+        inputs = await self._inputs(pod, refs)
+        await self.runtime.sync_pod(pod, inputs)
+        self.uids[uid] = key
+        if refs.config_maps or refs.secrets or refs.tokens:
+            self.queue.add_after(key, self.config.resync)
+
+    async def _inputs(self, pod: Mapping[str, Any], refs: Any) -> Any:
+        meta = pod.get("metadata") or {}
+        ns = str(meta.get("namespace") or "default")
+        config_maps: dict[str, Any] = {}
+        secrets: dict[str, Any] = {}
+        for name in sorted(refs.config_maps):
+            with contextlib.suppress(errors.NotFound):
+                config_maps[name] = await self.client.get(("v1", "ConfigMap"), name,
+                                                          namespace=ns)
+        for name in sorted(refs.secrets):
+            with contextlib.suppress(errors.NotFound):
+                secrets[name] = await self.client.get(("v1", "Secret"), name, namespace=ns)
+        tokens: dict[tuple[str, str], str] = {}
+        account = str((pod.get("spec") or {}).get("serviceAccountName") or "default")
+        for volume, path, audience, seconds in refs.tokens:
+            spec: Obj = {"expirationSeconds": seconds or self.config.token_seconds,
+                         "boundObjectRef": {"apiVersion": "v1", "kind": "Pod",
+                                            "name": meta.get("name"), "uid": meta.get("uid")}}
+            if audience:
+                spec["audiences"] = [audience]
+            try:
+                answer = await self.client.request(
+                    "POST", f"/api/v1/namespaces/{ns}/serviceaccounts/{account}/token",
+                    body={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                          "spec": spec})
+            except errors.NotFound:
+                continue
+            token = (answer.get("status") or {}).get("token")
+            if isinstance(token, str):
+                tokens[(volume, path)] = token
+        return resolve_inputs(pod, config_maps=config_maps, secrets=secrets, tokens=tokens)
+
+    async def _terminate(self, pod: Mapping[str, Any]) -> None:
+        """Graceful deletion: stop the containers, report, delete with grace 0."""
+        meta = pod.get("metadata") or {}
+        uid = _uid(pod)
+        key = pod_key(pod)
+        try:
+            grace = meta.get("deletionGracePeriodSeconds")
+            if uid in self.runtime.pods():
+                await self.runtime.kill_pod(uid, float(grace) if isinstance(grace, int)
+                                            else None)
+                await self._write_status(uid)
+            ns, name = str(meta.get("namespace")), str(meta.get("name"))
+            while True:
+                try:
+                    await self.client.delete(("v1", "Pod"), name, namespace=ns,
+                                             grace_period_seconds=0, uid=uid)
+                    break
+                except (errors.NotFound, errors.Conflict):
+                    break  # gone already, or another pod of that name now
+                except (TimeoutError, errors.ApiError, OSError) as e:
+                    log.info("deleting pod %s failed (will retry): %s", key, e)
+                    await rtclock.sleep(self.clock, 1.0)
+            await self.runtime.remove_pod(uid)
+            self.uids.pop(uid, None)
+        finally:
+            self._terminating.pop(uid, None)
+
+    # --- status ---------------------------------------------------------------------------
+
+    async def _feed_changes(self) -> None:
+        async for uid in self.runtime.changes():
+            if uid in self.uids:
+                self.status_queue.add(uid)
+
+    async def _status_worker(self) -> None:
+        while True:
+            try:
+                uid = await self.status_queue.get()
+            except runtime.ShutDown:
+                return
+            try:
+                await self._write_status(uid)
+            except (TimeoutError, errors.ApiError, OSError) as e:
+                log.info("writing the status of pod %s failed (will retry): %s", uid, e)
+                self.status_queue.add_rate_limited(uid)
+            except Exception:
+                log.exception("writing the status of pod %s failed (will retry)", uid)
+                self.status_queue.add_rate_limited(uid)
+            else:
+                self.status_queue.forget(uid)
+            finally:
+                self.status_queue.done(uid)
+
+    async def _write_status(self, uid: str) -> None:
+        assert self.informer is not None
+        assert self._pods_ref is not None
+        key = self.uids.get(uid)
+        reported = self.runtime.pod_status(uid)
+        if key is None or reported is None:
+            return
+        pod = self.informer.cache.get(key)
+        for _ in range(MAX_CONFLICT_RETRIES):
+            if pod is None or _uid(pod) != uid:
+                return
+            status = merge_status(pod.get("status"), reported)
+            if status == pod.get("status"):
+                return
+            body = {**pod, "status": status}
+            try:
+                await self.client.update_status(body, resource=self._pods_ref)
+                return
+            except errors.NotFound:
+                return
+            except errors.Conflict:
+                meta = pod.get("metadata") or {}
+                try:
+                    pod = await self.client.get(self._pods_ref, str(meta.get("name")),
+                                                namespace=str(meta.get("namespace")))
+                except errors.NotFound:
+                    return
+        raise errors.Conflict(f"pod {key}: the status kept conflicting")
+
+    # --- events ---------------------------------------------------------------------------
+
+    async def _take_events(self) -> None:
+        async for event in self.runtime.events():
+            self._events.append(event)  # the oldest dropped when full
+            self._events_ready.set()
+
+    async def _write_events(self) -> None:
+        while True:
+            while not self._events:
+                self._events_ready.clear()
+                await self._events_ready.wait()
+            event = self._events.popleft()
+            try:
+                await self.record(event)
+            except (TimeoutError, errors.ApiError, OSError) as e:
+                log.debug("could not record event %s for pod %s: %s", event.reason,
+                          event.name, e)
+
+    async def record(self, event: PodEvent) -> None:
+        """Write ``event`` as a core/v1 Event (or bump the count of its recent twin)."""
+        series_key = (event.uid, event.type, event.reason, event.message, event.field_path)
+        now = self.wall.now()
+        stamp = timeutil.format_time(now)
+        mono = self.clock.monotonic()
+        found = self._series.get(series_key)
+        if found is not None and mono - found[3] <= EVENT_SERIES_WINDOW:
+            ns, name, count, _ = found
+            try:
+                await self.client.patch(("v1", "Event"), name, {"count": count + 1,
+                                                                 "lastTimestamp": stamp},
+                                        namespace=ns)
+                self._series[series_key] = (ns, name, count + 1, mono)
+                self._series.move_to_end(series_key)
+                return
+            except errors.NotFound:
+                pass
+        involved: Obj = {"apiVersion": "v1", "kind": "Pod", "namespace": event.namespace,
+                         "name": event.name, "uid": event.uid}
+        if event.field_path:
+            involved["fieldPath"] = event.field_path
+        nanos = int(now.timestamp() * 1e9) + len(self._series)
+        name = f"{event.name}.{nanos:x}"
+        await self.client.create({
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": name, "namespace": event.namespace},
+            "involvedObject": involved, "reason": event.reason, "message": event.message,
+            "type": event.type, "count": 1, "firstTimestamp": stamp, "lastTimestamp": stamp,
+            "source": {"component": "kubelet", "host": self.config.node_name},
+            "reportingComponent": "kubelet", "reportingInstance": self.config.node_name,
+        }, namespace=event.namespace)
+        self._series[series_key] = (event.namespace, name, 1, mono)
+        while len(self._series) > self.config.max_series:
+            self._series.popitem(last=False)

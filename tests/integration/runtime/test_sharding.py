@@ -1,0 +1,145 @@
+"""Three sharded replicas against one server: the keys are split, a killed replica's keys
+are taken over by the others once its Leases have expired (as the Leases' own timestamps
+show), and no key is ever reconciled by two replicas at once (checked by a recorder shared
+by the replicas)."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import time
+from typing import Any
+
+from setpoint.client import Client
+from setpoint.runtime import Context, Controller, Manager, Request, Result, ShardingConfig
+from setpoint.runtime.sharding import rendezvous_owner, shard_of
+from setpoint.server.server import Server
+
+from .conftest import BOOK, book, eventually, install_books, make_client
+
+SHARDS = 12
+LEASE_DURATION = 2.0
+RETRY = 0.2
+
+
+class Recorder:
+    """Who reconciles what, and whether two replicas ever ran one key at once."""
+
+    def __init__(self) -> None:
+        self.running: dict[str, str] = {}
+        self.overlaps: list[tuple[str, str, str]] = []
+        self.done: list[tuple[str, str, float]] = []  # (replica, key, monotonic end)
+
+    def reconciler(self, me: str):  # type: ignore[no-untyped-def]
+        async def reconcile(request: Request, ctx: Context) -> Result:
+            key = request.key
+            other = self.running.get(key)
+            if other is not None:
+                self.overlaps.append((key, other, me))
+            self.running[key] = me
+            try:
+                await asyncio.sleep(0.02)  # long enough for an overlap to be seen
+            finally:
+                if self.running.get(key) == me:
+                    del self.running[key]
+            self.done.append((me, key, time.monotonic()))
+            return Result.done()
+        return reconcile
+
+    def last_by(self, key: str) -> str:
+        return [who for who, k, _ in self.done if k == key][-1]
+
+
+def micro_time(value: str) -> datetime.datetime:
+    return datetime.datetime.strptime(value, "%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+async def record_leases(client: Client, history: list[tuple[str, dict[str, Any]]]) -> None:
+    """Append (name, spec) of every version of every Lease in ``default``, until cancelled."""
+    async with client.watch(("coordination.k8s.io/v1", "Lease"), namespace="default") as events:
+        async for event in events:
+            if event.type in ("ADDED", "MODIFIED"):
+                history.append((event.object["metadata"]["name"],
+                                dict(event.object.get("spec") or {})))
+
+
+def config(identity: str) -> ShardingConfig:
+    return ShardingConfig(name="books", identity=identity, shards=SHARDS,
+                          lease_duration=LEASE_DURATION, renew_deadline=1.5,
+                          retry_period=RETRY, skew_margin=0.4, release_on_shutdown=False)
+
+
+async def test_three_replicas_split_the_keys_and_take_over_a_dead_ones(
+        server: Server, client: Client) -> None:
+    await install_books(client)
+    recorder = Recorder()
+    names = ["r0", "r1", "r2"]
+    managers = [Manager(make_client(server),
+                        [Controller(for_=BOOK, reconcile=recorder.reconciler(n))],
+                        sharding=config(n)) for n in names]
+    keys = [f"default/b{i:02d}" for i in range(30)]
+    leases: list[tuple[str, dict[str, Any]]] = []
+    try:
+        async with asyncio.TaskGroup() as group:
+            watcher = group.create_task(record_leases(client, leases))
+            runs = [group.create_task(m.run()) for m in managers]
+            for m in managers:
+                await eventually(lambda m=m: m.ready)
+
+            def balanced() -> bool:
+                held = [set(m.shards.held) if m.shards else set() for m in managers]
+                return all(held) and sum(len(h) for h in held) == SHARDS and \
+                    set().union(*held) == set(range(SHARDS))
+
+            await eventually(balanced, timeout=10)
+            for key in keys:
+                await client.create(book(key.split("/")[1]))
+            await eventually(lambda: {k for _, k, _ in recorder.done} >= set(keys))
+            # each key went to the replica rendezvous hashing gives its shard to
+            for key in keys:
+                owner = rendezvous_owner(shard_of(key, SHARDS), names)
+                assert recorder.last_by(key) == owner, key
+
+            # kill r0: cancelled, its Leases left to expire
+            coordinator = managers[0].shards
+            assert coordinator is not None
+            orphans = [k for k in keys if coordinator.shard(k) in set(coordinator.held)]
+            assert orphans
+            runs[0].cancel()
+            await asyncio.wait({runs[0]})
+            killed = time.monotonic()  # what happened after, not how long it took
+            survivors = {"r1", "r2"}
+
+            def taken_over() -> bool:
+                return all(any(who in survivors and k == key and at > killed
+                               for who, k, at in recorder.done) for key in orphans)
+
+            await eventually(taken_over)
+            # each of its shards was taken only once its last renewal was a lease duration
+            # old, as the Lease's own timestamps show (the fence kept r0 off it before that)
+            gaps = []
+            for shard in sorted({coordinator.shard(k) for k in orphans}):
+                versions = [spec for name, spec in leases
+                            if name == f"books-shard-{shard}"]
+                holders = [v.get("holderIdentity") for v in versions]
+                last = max(i for i, h in enumerate(holders) if h == "r0")
+                taken = next(i for i, h in enumerate(holders) if i > last and h in survivors)
+                gap = (micro_time(versions[taken]["acquireTime"])
+                       - micro_time(versions[last]["renewTime"]))
+                assert gap >= datetime.timedelta(
+                    seconds=versions[last]["leaseDurationSeconds"]), shard
+                gaps.append(gap.total_seconds())
+            print(f"\n{len(orphans)} keys of the dead replica; its shards taken over "
+                  f"{min(gaps):.2f}-{max(gaps):.2f}s after their last renewal "
+                  f"(lease {LEASE_DURATION:g}s)")
+            await eventually(lambda: set(managers[1].shards.held)  # type: ignore[union-attr]
+                             | set(managers[2].shards.held)  # type: ignore[union-attr]
+                             == set(range(SHARDS)))
+            for m in managers[1:]:
+                m.stop()
+            await asyncio.wait(runs[1:])
+            watcher.cancel()
+        assert recorder.overlaps == []
+    finally:
+        for m in managers:
+            await m.client.close()

@@ -1,0 +1,67 @@
+"""Random policies and objects: validation never raises, evaluation always finishes with a
+decision or none, within the cost limits."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from setpoint.admission import policy as pol
+from setpoint.admission import validation
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False)
+    | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,
+                                                                max_size=4),
+    max_leaves=20)
+
+fragments = st.sampled_from([
+    "object", "oldObject", "request", "params", "variables", "authorizer", "namespaceObject",
+    ".spec", ".metadata.name", ".data", ".x", "[0]", "['a']", " == ", " + ", " < ", " && ",
+    " || ", "!", "(", ")", "size(", "has(", "1", "'s'", "true", "null", ".all(x, ", "x",
+    ".map(y, y)", ".exists(z, z)", "?", ":", ",", "int(", "string(", "matches('a+')",
+    "request.operation", "request.userInfo.username", "object.data.size()", "[1,2]",
+    "{'k': 1}", "variables.v", "params.max",
+])
+expressions = st.lists(fragments, min_size=1, max_size=12).map("".join)
+
+
+def spec_of(exprs: list[str], extra: dict[str, Any]) -> dict[str, Any]:
+    return {"metadata": {"name": "p"}, "spec": {
+        "failurePolicy": "Fail", "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+        "matchConstraints": {"resourceRules": [{"apiGroups": ["*"], "apiVersions": ["*"],
+                                                "operations": ["*"], "resources": ["*"]}]},
+        "variables": [{"name": "v", "expression": exprs[0]}],
+        "validations": [{"expression": e, "messageExpression": e} for e in exprs],
+        "auditAnnotations": [{"key": "k", "valueExpression": exprs[-1]}], **extra}}
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(expressions, min_size=1, max_size=4), json_values, json_values, json_values)
+def test_random_policies_on_random_objects(exprs: list[str], obj: Any, old: Any,
+                                           params: Any) -> None:
+    stored = spec_of(exprs, {})
+    validation.default_policy(stored)
+    validation.validate_policy(stored)  # never raises, whatever the expressions
+    compiled = pol.compile_policy(stored)
+    result = pol.evaluate(compiled, {"object": obj, "oldObject": old, "params": params,
+                                     "request": {"operation": "CREATE"},
+                                     "namespaceObject": None})
+    assert result is None or all(isinstance(d.message, str) for d in result.decisions)
+
+
+@settings(max_examples=200, deadline=None)
+@given(json_values)
+def test_random_specs_validate_without_raising(spec: Any) -> None:
+    for obj in ({"metadata": {"name": "p"}, "spec": spec},
+                {"metadata": {"name": "p"}, "spec": {"validations": spec,
+                                                     "matchConstraints": spec,
+                                                     "variables": spec}}):
+        validation.default_policy(obj)
+        validation.validate_policy(obj)
+        validation.default_binding(obj)
+        validation.validate_binding(obj)
+        pol.compile_policy(obj)

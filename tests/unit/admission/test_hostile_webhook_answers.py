@@ -1,0 +1,88 @@
+"""Random webhook answers and configurations: parsing a response raises nothing but
+InvalidResponse, validating a configuration never raises."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from setpoint.admission import review, webhookconfig
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats(allow_nan=False)
+    | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,
+                                                                max_size=4),
+    max_leaves=20)
+
+response_fields = st.fixed_dictionaries({}, optional={
+    "uid": st.sampled_from(["u", "other", ""]) | json_values,
+    "allowed": st.booleans() | json_values,
+    "status": json_values | st.fixed_dictionaries({}, optional={
+        "code": json_values, "message": json_values, "reason": json_values}),
+    "patch": json_values | st.binary(max_size=64).map(lambda b: base64.b64encode(b).decode())
+    | json_values.map(lambda v: base64.b64encode(orjson.dumps(v)).decode()),
+    "patchType": st.sampled_from(["JSONPatch", "", "Merge"]) | json_values,
+    "warnings": json_values | st.lists(st.text(max_size=2000), max_size=40),
+    "auditAnnotations": json_values,
+})
+
+answers = st.one_of(
+    st.binary(max_size=200),
+    response_fields.map(lambda r: orjson.dumps({
+        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": r})),
+    json_values.map(orjson.dumps),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(answers, st.booleans())
+def test_any_answer_parses_or_is_invalid(body: bytes, mutating: bool) -> None:
+    try:
+        got = review.parse_response(body, "u", mutating=mutating)
+    except review.InvalidResponse as e:
+        message = str(e)
+        assert message
+        return
+    assert isinstance(got.allowed, bool)
+    assert len(got.warnings) <= review.MAX_WARNINGS
+    assert all("\n" not in w and len(w) <= review.MAX_WARNING_BYTES for w in got.warnings)
+    assert got.patch is None or (mutating and isinstance(got.patch, list))
+
+
+def test_the_checks_kubernetes_makes() -> None:
+    def body(**response: Any) -> bytes:
+        return orjson.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                             "response": {"uid": "u", "allowed": True, **response}})
+    cases = [
+        (body(uid="x"), True, 'expected response.uid="u", got "x"'),
+        (body(patch="W10="), True, "webhook returned response.patch but not "
+                                   "response.patchType"),
+        (body(patch="W10=", patchType="JSONPatch"), False,
+         "validating webhook may not return response.patch"),
+        (b'{"apiVersion": "v1", "kind": "Status"}', True,
+         "expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got v1, "
+         "Kind=Status"),
+    ]
+    for data, mutating, message in cases:
+        with pytest.raises(review.InvalidResponse) as caught:
+            review.parse_response(data, "u", mutating=mutating)
+        assert str(caught.value) == message
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(json_values | st.fixed_dictionaries({}, optional={
+    "name": json_values | st.sampled_from(["a.b.c", "x"]), "clientConfig": json_values,
+    "rules": json_values, "sideEffects": json_values, "timeoutSeconds": json_values,
+    "admissionReviewVersions": json_values, "matchConditions": json_values,
+    "namespaceSelector": json_values}), max_size=3), st.booleans())
+def test_validating_any_configuration_never_raises(hooks: list[Any], mutating: bool) -> None:
+    obj = {"webhooks": hooks}
+    webhookconfig.default_configuration(obj, mutating=mutating)
+    errs = webhookconfig.validate_configuration(obj, mutating=mutating)
+    assert isinstance(errs, list)
