@@ -1062,11 +1062,11 @@ class Store:
                     await self._admit("DELETE", None, self._output(current, version), version,
                                       opts)
                     if opts.dry_run:
-                        return self._success(current), True
+                        return self._deleted(current, version), True
                     await self._backend.delete(kv.key, kv.mod_revision)
                     if self.allocator is not None:
                         await self.allocator.release(current)
-                    return self._success(current), True
+                    return self._deleted(current, version), True
                 except st.RevisionConflict:
                     continue
                 except st.KeyNotFound as e:
@@ -1097,6 +1097,13 @@ class Store:
         if grace <= 0:
             return None
         return timeutil.format_time(self._clock.now() + datetime.timedelta(seconds=grace)), grace
+
+    def _deleted(self, obj: Obj, version: VersionInfo) -> Obj:
+        """What a DELETE that removed ``obj`` answers: the object, for kinds that return it,
+        else a Success Status."""
+        if self.strategy.return_deleted_object:
+            return self._output(obj, version)
+        return self._success(obj)
 
     def _success(self, obj: Obj) -> Obj:
         meta = obj.get("metadata") or {}

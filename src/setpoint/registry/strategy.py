@@ -59,6 +59,9 @@ class Strategy:
     requires_type_meta: bool = False
     #: extra field selectors beyond metadata.name and metadata.namespace
     selectable_fields: tuple[str, ...] = ()
+    #: a DELETE that removes the object answers with the object, not a Status (Kubernetes'
+    #: ``ReturnDeletedObject``: Pods, Services)
+    return_deleted_object: bool = False
     #: lists a strategic merge patch merges, by dotted path (see
     #: :data:`setpoint.apimachinery.patch.DEFAULT_MERGE_KEYS`, which is always included)
     merge_keys: Mapping[str, str] = {}
