@@ -51,6 +51,7 @@ from setpoint.apimachinery import (
     validation,
 )
 from setpoint.apimachinery.clock import Clock
+from setpoint.apimachinery.jsoncopy import deep_copy
 from setpoint.registry import cache as wc
 from setpoint.registry import fieldmanager, keylocks, listbudget, scale, storageerrors
 from setpoint.registry.options import (
@@ -129,12 +130,6 @@ def encode(obj: Obj) -> bytes:
         del meta["resourceVersion"]
         obj = {**obj, "metadata": meta}
     return orjson.dumps(obj)
-
-
-def deep_copy(obj: Obj) -> Obj:
-    """A private copy of a (JSON-shaped) object."""
-    out: Obj = orjson.loads(orjson.dumps(obj))
-    return out
 
 
 @dataclass(slots=True)
