@@ -24,7 +24,7 @@ from typing import Any
 
 from setpoint.apimachinery import fields, gotypes, typed, validation
 from setpoint.apimachinery.fields import FieldError, FieldPath
-from setpoint.apimachinery.objectmeta import OBJECT_META_FIELDS
+from setpoint.apimachinery.metafields import OBJECT_META_FIELDS
 from setpoint.registry import table
 from setpoint.registry.options import DeleteOptions
 from setpoint.registry.resources import ResourceInfo, VersionInfo

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from setpoint.apimachinery.objectmeta import OBJECT_META_FIELDS
+from setpoint.apimachinery.metafields import OBJECT_META_FIELDS
 from setpoint.schema.structural import META_FIELDS, Node
 
 PruneFn = Callable[[Any, str, list[str]], None]
