@@ -330,9 +330,9 @@ class ServiceProxy:
         if self.routes is not None:
             await self.routes.recover()
         if self.mode == "loopback":
-            log.warning("service proxy: cluster IPs are not reachable on this node (not root "
-                        "on Linux with iproute2); NodePort Services are served on "
-                        "127.0.0.1:<nodePort>")
+            why = " (not root on Linux with iproute2)" if self.config.mode == "auto" else ""
+            log.warning("service proxy: cluster IPs are not reachable on this node%s; "
+                        "NodePort Services are served on 127.0.0.1:<nodePort>", why)
         self._retry = asyncio.get_running_loop().create_task(self._retry_loop())
         return self
 
