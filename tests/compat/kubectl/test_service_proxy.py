@@ -133,6 +133,18 @@ def test_a_cluster_ip_reaches_ready_pods_round_robin(kubectl: Kubectl,
     kubernetes = kubectl.json("get", "service", "kubernetes", "-n", "default")
     assert env["KUBERNETES_SERVICE_HOST"] == kubernetes["spec"]["clusterIP"]
     assert env["KUBERNETES_SERVICE_PORT"] == "443"
+    # from a pod: through its service variables to the cluster IP
+    fetch = ('import os, urllib.request; print(urllib.request.urlopen("http://%s:%s/who" % '
+             '(os.environ["WEB_SERVICE_HOST"], os.environ["WEB_SERVICE_PORT"]), '
+             'timeout=10).read().decode().strip())')
+    apply(kubectl, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "client"},
+                    "spec": {"nodeName": NODE, "restartPolicy": "Never", "containers": [{
+                        "name": "client", "image": "python:3.12",
+                        "command": ["python3", "-c", fetch]}]}})
+    eventually(lambda: kubectl.json("get", "pod", "client")["status"]["phase"] == "Succeeded",
+               timeout=60)
+    assert kubectl.run("logs", "client").stdout.strip() in {"web-0", "web-1", "web-2"}
+    kubectl.run("delete", "pod", "client")
     # deleting the Service frees its listener: the connection is refused on this machine
     kubectl.run("delete", "service", "web")
     eventually(lambda: refused(ip), timeout=30)
