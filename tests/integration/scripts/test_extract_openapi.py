@@ -29,7 +29,7 @@ def definition(**props: Any) -> dict[str, Any]:
 
 
 #: a kind the script does not extract
-UNLISTED = "io.k8s.api.batch.v1.CronJob"
+UNLISTED = "io.k8s.api.networking.v1.Ingress"
 
 
 def swagger() -> dict[str, Any]:
