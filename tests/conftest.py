@@ -66,18 +66,33 @@ class ServeProcess:
         connector = aiohttp.TCPConnector(ssl=self.ssl_context() or False)
         return aiohttp.ClientSession(base_url=self.url, connector=connector, **kwargs)
 
-    def stop(self, sig: int | None = None) -> int:
+    def stop(self, sig: int | None = None, *, leave_pods: bool = False) -> int:
+        """Stop the server (SIGTERM, or ``sig``; SIGKILL after 15 s) and return its exit
+        status. Its agent leaves the pods' processes running for the next agent, as a
+        kubelet does: unless ``leave_pods``, they are stopped here, so that no test leaves
+        a process behind."""
         if self.process.poll() is None:
             if sig is None:
                 self.process.terminate()
             else:
                 self.process.send_signal(sig)
             try:
-                return self.process.wait(timeout=15)
+                self.process.wait(timeout=15)
             except subprocess.TimeoutExpired:
                 self.process.kill()
-                return self.process.wait()
+                self.process.wait()
+        if not leave_pods:
+            self.stop_pods()
         return self.process.returncode
+
+    def stop_pods(self) -> None:
+        """``setpoint agent --stop-pods`` on the agent's directory, if it left pods."""
+        agent = self.data_dir / "agent"
+        pods = agent / "pods" / "pods"
+        if pods.is_dir() and any(pods.iterdir()):
+            subprocess.run([sys.executable, "-m", "setpoint", "agent", "--stop-pods",
+                            "--root-dir", str(agent)], capture_output=True, timeout=120,
+                           check=True)
 
 
 def kubeconfig_ssl_context(path: Path) -> ssl.SSLContext | None:

@@ -33,7 +33,7 @@ from typing import Any, Final
 
 from setpoint import client as sp_client
 from setpoint import process
-from setpoint.agent import RootDirInUse
+from setpoint.agent import ProcessRuntime, ProcessRuntimeConfig, RootDirInUse
 from setpoint.agent.proxy import ProxyConfig
 from setpoint.node import POD_RUNTIMES, AgentConfig, NodeAgent, default_node_name
 
@@ -91,6 +91,10 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     parser.add_argument("--shutdown-timeout", type=float, default=15.0, metavar="SECONDS",
                         help="after SIGINT/SIGTERM, end at once if not stopped within this "
                         "time (default: 15)")
+    parser.add_argument("--stop-pods", action="store_true",
+                        help="do not join: stop every pod whose processes an earlier agent on "
+                        "--root-dir left running (after SIGTERM, or kill -9), remove their "
+                        "directories, and exit (no API server needed)")
     parser.add_argument("--log-level", default="INFO")
     return parser
 
@@ -167,9 +171,36 @@ def _event_loop_run(coro: Coroutine[Any, Any, None]) -> None:
     uvloop.run(coro)
 
 
+async def stop_pods(config: AgentConfig) -> int:
+    """Adopt what the process runtime recorded under ``config.root_dir`` and remove every pod
+    (SIGTERM, each container's grace period, then SIGKILL of its whole process tree); the
+    number of pods stopped."""
+    runtime = ProcessRuntime(ProcessRuntimeConfig(
+        root_dir=config.root_dir / "pods", node_name=config.node_name,
+        isolation=config.isolation, pod_cidr=config.pod_cidr))
+    async with runtime:
+        count = len(runtime.pods())
+        await runtime.shutdown_pods()
+    return count
+
+
 def main(args: argparse.Namespace) -> int:
     logging.basicConfig(level=args.log_level.upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.stop_pods:
+        if args.root_dir is None:
+            print("setpoint agent: error: --stop-pods needs --root-dir", file=sys.stderr,
+                  flush=True)
+            return 2
+        if not (args.root_dir / "pods").is_dir():
+            return 0
+        try:
+            stopped = asyncio.run(stop_pods(agent_config(args)))
+        except RootDirInUse as e:
+            print(f"setpoint agent: error: {e}", file=sys.stderr, flush=True)
+            return EXIT_ROOT_DIR_IN_USE
+        log.info("stopped %d pods left in %s", stopped, args.root_dir)
+        return 0
     lifeline = process.Lifeline.from_environment()
     if lifeline is not None and not lifeline.bind_to_parent():
         print("setpoint agent: the process that started it is gone", file=sys.stderr,

@@ -14,6 +14,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -306,7 +307,7 @@ def test_serve_stopped_leaves_pods_to_the_next_one(tmp_path: Path) -> None:
     except BaseException:
         stop_cleanly(first, kubectl)
         raise
-    assert first.stop() == 0
+    assert first.stop(leave_pods=True) == 0
     assert pod_processes(uid) == processes
     second = start(tmp_path / "d")
     kubectl = kubectl_for(second, tmp_path / "cache2")
@@ -320,6 +321,35 @@ def test_serve_stopped_leaves_pods_to_the_next_one(tmp_path: Path) -> None:
         assert pod_processes(uid) == set()
     finally:
         stop_cleanly(second, kubectl)
+
+
+def test_agent_stop_pods_ends_what_a_stopped_server_left_running(tmp_path: Path) -> None:
+    """``setpoint agent --stop-pods`` on the data directory's agent root stops the pods a
+    stopped server left for the next agent, and removes them."""
+    first = start(tmp_path / "d")
+    kubectl = kubectl_for(first, tmp_path / "cache")
+    try:
+        eventually(lambda: kubectl.json("get", "node", NODE), timeout=60)
+        apply(kubectl, pod("orphan", "exec sleep 3600"))
+        uid = wait_ready(kubectl, "orphan")["metadata"]["uid"]
+        processes = eventually(lambda: pod_processes(uid))
+    except BaseException:
+        stop_cleanly(first, kubectl)
+        raise
+    assert first.stop(leave_pods=True) == 0
+    try:
+        assert pod_processes(uid) == processes  # left running, for the next agent
+        result = subprocess.run(
+            [sys.executable, "-m", "setpoint", "agent", "--stop-pods", "--root-dir",
+             str(tmp_path / "d" / "agent")], capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, result.stderr
+        assert "stopped 1 pods" in result.stderr
+        assert pod_processes(uid) == set()
+        assert not any((tmp_path / "d" / "agent" / "pods").glob(f"**/{uid}*"))
+    finally:
+        for pid in pod_processes(uid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def test_simulated_pods_run_without_processes(tmp_path: Path) -> None:
