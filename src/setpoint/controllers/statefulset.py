@@ -18,8 +18,8 @@ the update revision:
   not Running and Ready stops the walk; a Failed (or Succeeded) pod is deleted, to be created
   again. Only when every wanted pod is Running and Ready does the pod of the highest ordinal
   beyond ``replicas`` go, one at a time, each after the previous one is gone.
-- **Parallel**: every missing pod is created and every pod beyond ``replicas`` deleted at
-  once, without waiting for readiness.
+- **Parallel**: every missing pod is created (at most :data:`BURST` per reconcile) and every
+  pod beyond ``replicas`` deleted at once, without waiting for readiness.
 - **RollingUpdate**: when nothing else is to be done, the pod of the highest ordinal at or
   above ``partition`` whose revision is not the update revision is deleted (it comes back at
   the new one), one at a time, waiting for each to be Running and Ready. **OnDelete**: pods are
@@ -70,6 +70,8 @@ POD_NAME_LABEL: Final = "statefulset.kubernetes.io/pod-name"
 POD_INDEX_LABEL: Final = "apps.kubernetes.io/pod-index"
 #: the highest ordinal considered (names beyond it are not the StatefulSet's pods)
 MAX_ORDINAL: Final = 10**9
+#: most pods one reconcile creates (Parallel; OrderedReady creates one)
+BURST: Final = 500
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -164,7 +166,7 @@ def plan(spec: Mapping[str, Any], pods: Mapping[int, Obj], update_revision: str)
         pod = pods.get(ordinal)
         if pod is None:
             create.append(ordinal)
-            if not parallel:
+            if not parallel or len(create) >= BURST:
                 return done()
             continue
         if terminating(pod):

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from setpoint.apimachinery import timeutil
 from setpoint.controllers.statefulset import (
+    BURST,
     Plan,
     ordinal_of,
     plan,
@@ -85,6 +86,11 @@ def test_parallel_creates_and_deletes_at_once() -> None:
     assert plan(spec(replicas=1, podManagementPolicy="Parallel"),
                 pods(pod(0), pod(1, ready=False), pod(2)), REV) == \
         Plan(delete=("web-2", "web-1"))
+
+
+def test_parallel_creations_are_bounded_per_reconcile() -> None:
+    huge = spec(replicas=2**31 - 1, podManagementPolicy="Parallel")
+    assert plan(huge, {}, REV).create == tuple(range(BURST))
 
 
 def test_rolling_update_goes_from_the_highest_ordinal_down_one_at_a_time() -> None:
