@@ -140,7 +140,7 @@ def test_ordinal_of_never_raises(name: str) -> None:
 
 
 def test_a_pod_carries_its_identity() -> None:
-    statefulset = {"metadata": {"name": "web", "namespace": "default", "uid": "u1"},
+    statefulset: Obj = {"metadata": {"name": "web", "namespace": "default", "uid": "u1"},
                    "spec": {"serviceName": "nginx",
                             "template": {"metadata": {"labels": {"app": "web"}},
                                          "spec": {"containers": [{"name": "c", "image": "i"}]}},
