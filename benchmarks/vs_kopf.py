@@ -330,7 +330,8 @@ async def run(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         server = start_serve(Path(tmp) / "data", storage=args.storage)
         try:
-            async with aiohttp.ClientSession(base_url=server.url) as http:
+            # as the admin, over TLS with its client certificate (serve is secure by default)
+            async with server.session() as http:
                 await install_crd(http)
                 for n in sizes:
                     for attempt in range(args.repeat):

@@ -35,6 +35,8 @@ from typing import Any
 
 import orjson
 
+from setpoint.apimachinery.jsoncopy import deep_copy
+
 __all__ = [
     "DEFAULT_MERGE_KEYS",
     "PatchError",
@@ -54,15 +56,6 @@ class PatchTestFailed(PatchError):
 
 
 # --- JSON value helpers ------------------------------------------------------------------------
-
-
-def _copy(value: Any) -> Any:
-    """A deep copy of a JSON value (dicts, lists and immutable scalars)."""
-    if isinstance(value, dict):
-        return {k: _copy(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_copy(v) for v in value]
-    return value
 
 
 def _kind(value: Any) -> str:
@@ -107,8 +100,8 @@ def _render(value: Any) -> str:
 def merge_patch(target: Any, patch: Any) -> Any:
     """Apply a JSON merge patch: objects merge key by key, ``null`` deletes, all else replaces."""
     if not isinstance(patch, Mapping):
-        return _copy(patch)
-    result: dict[str, Any] = _copy(target) if isinstance(target, Mapping) else {}
+        return deep_copy(patch)
+    result: dict[str, Any] = deep_copy(dict(target)) if isinstance(target, Mapping) else {}
     for key, value in patch.items():
         if value is None:
             result.pop(key, None)
@@ -219,7 +212,7 @@ def json_patch(doc: Any, operations: Any) -> Any:
     """
     if not isinstance(operations, list):
         raise PatchError(f"a JSON patch must be a list of operations, got {_kind(operations)}")
-    result = _copy(doc)
+    result = deep_copy(doc)
     for i, operation in enumerate(operations):
         if not isinstance(operation, Mapping):
             raise PatchError(f"operation {i}: must be an object, got {_kind(operation)}")
@@ -233,7 +226,7 @@ def json_patch(doc: Any, operations: Any) -> Any:
         tokens = _pointer(path)
         if op in ("add", "replace", "test") and "value" not in operation:
             raise PatchError(f'{op} operation at "{path}": missing "value"')
-        value = _copy(operation.get("value"))
+        value = deep_copy(operation.get("value"))
         if op == "add":
             result = _add(result, tokens, value, path)
         elif op == "remove":
@@ -267,7 +260,7 @@ def json_patch(doc: Any, operations: Any) -> Any:
                 moved = _remove(result, from_tokens, source, op)
                 result = _add(result, tokens, moved, path, op)
             else:
-                copied = _copy(_get(result, from_tokens, source, op))
+                copied = deep_copy(_get(result, from_tokens, source, op))
                 result = _add(result, tokens, copied, path, op)
     return result
 
@@ -709,5 +702,5 @@ def strategic_merge_patch(target: Mapping[str, Any], patch: Mapping[str, Any], *
     if not isinstance(target, Mapping) or not isinstance(patch, Mapping):
         raise PatchError("a strategic merge patch and its target must be JSON objects")
     merger = _Strategic(DEFAULT_MERGE_KEYS if merge_keys is None else merge_keys)
-    result = merger.merge_map(_copy(target), _copy(patch), "")
+    result = merger.merge_map(deep_copy(dict(target)), deep_copy(dict(patch)), "")
     return {} if result is None else result

@@ -281,7 +281,9 @@ def _group_version(api_version: str) -> tuple[str, str]:
     return "", ""
 
 
-def _validate_owner_references(refs: list[Any], path: FieldPath) -> list[FieldError]:
+def validate_owner_references(refs: list[Any], path: FieldPath) -> list[FieldError]:
+    """Kubernetes' ``ValidateOwnerReferences``: each reference judged at ``path`` itself (its
+    errors name ``path.apiVersion``, not an index), at most one controller."""
     errs: list[FieldError] = []
     first_controller = ""
     for ref in refs:
@@ -406,7 +408,7 @@ def _validate_common(meta: Mapping[str, Any], path: FieldPath, errs: list[FieldE
     annotations = _string_map(meta, "annotations", path, errs)
     errs.extend(_validate_annotations(annotations, path.child("annotations")))
     refs = _list(meta, "ownerReferences", path, errs)
-    errs.extend(_validate_owner_references(refs, path.child("ownerReferences")))
+    errs.extend(validate_owner_references(refs, path.child("ownerReferences")))
 
 
 def _same_time(new: Any, old: Any) -> bool:

@@ -12,10 +12,9 @@ from __future__ import annotations
 import collections
 from typing import Any
 
-import orjson
-
 from setpoint.apimachinery import jsonpath, typed, validation
 from setpoint.apimachinery.fields import FieldError
+from setpoint.apimachinery.jsoncopy import deep_copy
 from setpoint.registry import table
 from setpoint.registry.resources import ResourceInfo, VersionInfo
 from setpoint.registry.strategy import Strategy
@@ -91,7 +90,7 @@ class CustomResourceStrategy(Strategy):
             if hit is not None:
                 memo.move_to_end(key)
                 return hit
-        copy: Obj = orjson.loads(orjson.dumps(converted))
+        copy: Obj = deep_copy(converted)
         schema.default(copy)
         if revision:
             memo[key] = copy

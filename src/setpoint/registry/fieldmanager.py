@@ -39,6 +39,7 @@ import orjson
 
 from setpoint.apimachinery import errors, fieldpath, typed
 from setpoint.apimachinery.fieldpath import FieldSet, Path
+from setpoint.apimachinery.jsoncopy import deep_copy
 from setpoint.apimachinery.typed import TypeSpec
 
 Obj = dict[str, Any]
@@ -504,7 +505,7 @@ def _cap(managers: Managers) -> None:
 
 
 def _set_last_applied(obj: Obj, config: Obj) -> None:
-    applied = orjson.loads(orjson.dumps(config))
+    applied = deep_copy(config)
     annotations = _meta(applied).get("annotations")
     if isinstance(annotations, dict):
         annotations.pop(LAST_APPLIED, None)

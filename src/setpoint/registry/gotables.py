@@ -8,8 +8,10 @@ value at every depth and returns their paths as Kubernetes' strict decoding name
 (``spec.containers[0].colour``).
 
 Invariants: a message becomes one shared :class:`Struct` per :class:`TypeBuilder` (recursive
-messages are fine); ``inline`` members are the parent's; values of the special forms are not
-pruned inside (quantities, int-or-strings and raw JSON are leaves).
+messages are fine), and :func:`kind_type` builds each kind of the shipped tables once per
+process, as :func:`setpoint.apimachinery.protobuf.tables` loads them once; ``inline``
+members are the parent's; values of the special forms are not pruned inside (quantities,
+int-or-strings and raw JSON are leaves).
 
 Non-guarantees: named string types (``v1.RestartPolicy``) print as ``string`` in type errors,
 since the tables do not keep Go's type names for scalars; unsigned integers are checked as
@@ -18,6 +20,7 @@ since the tables do not keep Go's type names for scalars; unsigned integers are 
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from setpoint.apimachinery import gotypes as go
@@ -122,6 +125,13 @@ def _form_type(form: str) -> go.GoType:
     if form == "list":
         return go.SliceOf(go.STRING)
     return go.AnyValue("runtime.RawExtension")
+
+
+@functools.cache
+def kind_type(api_version: str, kind: str) -> go.Struct:
+    """The Go type of a kind in the tables shipped with the package, built once per process
+    and shared (types and their compiled checks are never changed after they are built)."""
+    return TypeBuilder().kind(api_version, kind)
 
 
 def prune(value: Any, go_type: go.GoType, path: str = "") -> list[str]:

@@ -221,6 +221,7 @@ def validate_spec_update(new: Obj, old: Obj, path: FieldPath) -> list[FieldError
 
 class PodStrategy(TypedStrategy):
     type_key = ("v1", "Pod")
+    return_deleted_object = True
     known_fields = frozenset({"spec", "status"})
     allow_unconditional_update = True
     selectable_fields = ("spec.nodeName", "spec.restartPolicy", "spec.schedulerName",

@@ -13,10 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
-
 from setpoint.apimachinery import fields, jsonpath
 from setpoint.apimachinery.fields import FieldError
+from setpoint.apimachinery.jsoncopy import deep_copy
 from setpoint.registry.resources import ScaleSpec
 
 Obj = dict[str, Any]
@@ -60,7 +59,7 @@ def resource_version(scale: Any) -> str:
 
 def with_replicas(obj: Obj, spec: ScaleSpec, replicas: int) -> Obj:
     """A copy of ``obj`` whose spec replicas path holds ``replicas``."""
-    out: Obj = orjson.loads(orjson.dumps(obj))
+    out: Obj = deep_copy(obj)
     parts = [p for p in spec.spec_replicas_path.strip().lstrip(".").split(".") if p]
     if not parts:
         return out

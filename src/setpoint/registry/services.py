@@ -91,6 +91,9 @@ def valid_ip(value: Any) -> bool:
 def default_service_spec(spec: Obj) -> None:
     kind = spec.get("type") or "ClusterIP"
     spec["type"] = kind
+    ips = spec.get("clusterIPs")
+    if not spec.get("clusterIP") and isinstance(ips, list) and ips and isinstance(ips[0], str):
+        spec["clusterIP"] = ips[0]  # either names the address; clusterIP is the first
     if not spec.get("sessionAffinity"):
         spec["sessionAffinity"] = "None"
     if spec["sessionAffinity"] == "ClientIP":
@@ -265,6 +268,7 @@ def _keep_allocated(new: Obj, old: Obj) -> None:
 
 class ServiceStrategy(TypedStrategy):
     type_key = ("v1", "Service")
+    return_deleted_object = True
     known_fields = frozenset({"spec", "status"})
     selectable_fields = ("spec.clusterIP", "spec.type")
     merge_keys = {"spec.ports": "port", "status.conditions": "type"}

@@ -51,6 +51,7 @@ from setpoint.apimachinery import (
     validation,
 )
 from setpoint.apimachinery.clock import Clock
+from setpoint.apimachinery.jsoncopy import deep_copy
 from setpoint.registry import cache as wc
 from setpoint.registry import fieldmanager, keylocks, listbudget, scale, storageerrors
 from setpoint.registry.options import (
@@ -129,12 +130,6 @@ def encode(obj: Obj) -> bytes:
         del meta["resourceVersion"]
         obj = {**obj, "metadata": meta}
     return orjson.dumps(obj)
-
-
-def deep_copy(obj: Obj) -> Obj:
-    """A private copy of a (JSON-shaped) object."""
-    out: Obj = orjson.loads(orjson.dumps(obj))
-    return out
 
 
 @dataclass(slots=True)
@@ -1062,11 +1057,11 @@ class Store:
                     await self._admit("DELETE", None, self._output(current, version), version,
                                       opts)
                     if opts.dry_run:
-                        return self._success(current), True
+                        return self._deleted(current, version), True
                     await self._backend.delete(kv.key, kv.mod_revision)
                     if self.allocator is not None:
                         await self.allocator.release(current)
-                    return self._success(current), True
+                    return self._deleted(current, version), True
                 except st.RevisionConflict:
                     continue
                 except st.KeyNotFound as e:
@@ -1097,6 +1092,13 @@ class Store:
         if grace <= 0:
             return None
         return timeutil.format_time(self._clock.now() + datetime.timedelta(seconds=grace)), grace
+
+    def _deleted(self, obj: Obj, version: VersionInfo) -> Obj:
+        """What a DELETE that removed ``obj`` answers: the object, for kinds that return it,
+        else a Success Status."""
+        if self.strategy.return_deleted_object:
+            return self._output(obj, version)
+        return self._success(obj)
 
     def _success(self, obj: Obj) -> Obj:
         meta = obj.get("metadata") or {}

@@ -24,17 +24,13 @@ from typing import Any
 
 from setpoint.apimachinery import fields, gotypes, typed, validation
 from setpoint.apimachinery.fields import FieldError, FieldPath
+from setpoint.apimachinery.metafields import OBJECT_META_FIELDS
 from setpoint.registry import table
 from setpoint.registry.options import DeleteOptions
 from setpoint.registry.resources import ResourceInfo, VersionInfo
 
 Obj = dict[str, Any]
 
-OBJECT_META_FIELDS = frozenset({
-    "name", "generateName", "namespace", "selfLink", "uid", "resourceVersion", "generation",
-    "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "labels",
-    "annotations", "ownerReferences", "finalizers", "managedFields",
-})
 
 
 def prune_object_meta(obj: Obj) -> list[str]:
@@ -63,6 +59,9 @@ class Strategy:
     requires_type_meta: bool = False
     #: extra field selectors beyond metadata.name and metadata.namespace
     selectable_fields: tuple[str, ...] = ()
+    #: a DELETE that removes the object answers with the object, not a Status (Kubernetes'
+    #: ``ReturnDeletedObject``: Pods, Services)
+    return_deleted_object: bool = False
     #: lists a strategic merge patch merges, by dotted path (see
     #: :data:`setpoint.apimachinery.patch.DEFAULT_MERGE_KEYS`, which is always included)
     merge_keys: Mapping[str, str] = {}

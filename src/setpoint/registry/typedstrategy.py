@@ -24,13 +24,19 @@ class TypedStrategy(Strategy):
 
     def __init__(self, info: ResourceInfo) -> None:
         super().__init__(info)
-        self._builder = gotables.TypeBuilder()
-        self._type = self._builder.kind(*self.type_key)
+        self._type: gotypes.Struct | None = None
+
+    @property
+    def kind_type(self) -> gotypes.Struct:
+        """The kind's Go type, built on first use (the tables load then, not at start-up)."""
+        if self._type is None:
+            self._type = gotables.kind_type(*self.type_key)
+        return self._type
 
     def go_type(self, version: VersionInfo) -> gotypes.GoType | None:
-        return self._type
+        return self.kind_type
 
     def prune(self, obj: Obj, version: VersionInfo) -> list[str]:
         pruned = prune_object_meta(obj)
-        pruned.extend(gotables.prune(obj, self._type))
+        pruned.extend(gotables.prune(obj, self.kind_type))
         return sorted(pruned)

@@ -20,7 +20,7 @@ metrics. Example::
 The layers, each usable alone: :mod:`~setpoint.runtime.watcher` (list-then-watch state
 machine), :mod:`~setpoint.runtime.listwatch` (its driver), :mod:`~setpoint.runtime.cache`
 (indexed store), :mod:`~setpoint.runtime.informer`, :mod:`~setpoint.runtime.queue` (work
-queue), :mod:`~setpoint.runtime.controller` (workers), :mod:`~setpoint.runtime.builder`,
+queue), :mod:`~setpoint.runtime.engine` (workers), :mod:`~setpoint.runtime.builder`,
 :mod:`~setpoint.runtime.manager`; helpers in :mod:`~setpoint.runtime.finalizers`,
 :mod:`~setpoint.runtime.owners`, :mod:`~setpoint.runtime.conditions`,
 :mod:`~setpoint.runtime.events` and :mod:`~setpoint.runtime.leaderelection`. Work that is not
@@ -53,7 +53,7 @@ from setpoint.runtime.conditions import (
     set_conditions,
 )
 from setpoint.runtime.context import Context
-from setpoint.runtime.controller import Engine
+from setpoint.runtime.engine import Engine
 from setpoint.runtime.events import EventRecorder
 from setpoint.runtime.fairness import PriorityConfig
 from setpoint.runtime.finalizers import Finalizer, with_finalizer

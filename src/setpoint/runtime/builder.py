@@ -57,8 +57,7 @@ from typing import Any, Literal, cast
 from setpoint import client as sp_client
 from setpoint.client import api as client_api
 from setpoint.runtime import context as rtcontext
-from setpoint.runtime import controller as engine
-from setpoint.runtime import fairness, handlers, polling, ratelimit
+from setpoint.runtime import engine, fairness, handlers, polling, ratelimit
 from setpoint.runtime import predicates as preds
 from setpoint.runtime import reconcile as rtreconcile
 

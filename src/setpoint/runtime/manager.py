@@ -54,6 +54,7 @@ from setpoint.runtime import budgets as rtbudgets
 from setpoint.runtime import (
     builder,
     deadlines,
+    engine,
     events,
     handlers,
     informer,
@@ -63,7 +64,6 @@ from setpoint.runtime import (
 from setpoint.runtime import cache as rtcache
 from setpoint.runtime import clock as rtclock
 from setpoint.runtime import context as rtcontext
-from setpoint.runtime import controller as engine
 from setpoint.runtime import history as rthistory
 from setpoint.runtime import metrics as rtmetrics
 from setpoint.runtime import reconcile as rtreconcile

@@ -25,8 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Literal, TypeVar
 
-from setpoint.runtime import builder, fairness, handlers, polling
-from setpoint.runtime import controller as engine
+from setpoint.runtime import builder, engine, fairness, handlers, polling
 from setpoint.runtime import predicates as preds
 
 F = TypeVar("F", bound=builder.ContextReconcileFunc | builder.SyncContextReconcileFunc)

@@ -26,6 +26,7 @@ from typing import Any
 
 from setpoint.apimachinery import fields
 from setpoint.apimachinery.fields import FieldError, FieldPath
+from setpoint.apimachinery.jsoncopy import deep_copy
 from setpoint.schema import cel, celrules, govalues, objectmeta, pruning, values
 from setpoint.schema.structural import META_FIELDS, MISSING, Node
 
@@ -70,7 +71,7 @@ def _defaults(s: Node | None, pth: FieldPath, root: Node, steps: list[Step],
             if not meta_errs:
                 errs.extend(rules.check(s, s.default, dpath, embedded))
         else:
-            pruned = govalues.deep_copy(s.default)
+            pruned = deep_copy(s.default)
             pruning.compile_pruner(s, resource_root=embedded, coerce_metadata=False)(
                 pruned, "", [])
             if not govalues.deep_equal(pruned, s.default):
@@ -100,7 +101,7 @@ def _defaults(s: Node | None, pth: FieldPath, root: Node, steps: list[Step],
 
 def _meta_default(s: Node, dpath: FieldPath, root: Node, steps: list[Step],
                   validator: values.CompiledNode) -> list[FieldError]:
-    obj: Any = govalues.deep_copy(s.default)
+    obj: Any = deep_copy(s.default)
     for kind, key in reversed(steps):
         obj = {key: obj} if kind == "key" else [obj]
     if not isinstance(obj, dict):

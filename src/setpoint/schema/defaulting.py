@@ -22,7 +22,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from setpoint.schema import govalues, pruning
+from setpoint.apimachinery.jsoncopy import deep_copy
+from setpoint.schema import pruning
 from setpoint.schema.structural import MISSING, Node
 
 DefaultFn = Callable[[Any], None]
@@ -35,7 +36,7 @@ def _noop(value: Any) -> None:
 def prune_defaults(node: Node) -> None:
     """Prune every default under ``node`` by its own schema (``defaulting.PruneDefaults``)."""
     if node.default is not MISSING and type(node.default) in (dict, list):
-        copy = govalues.deep_copy(node.default)
+        copy = deep_copy(node.default)
         pruning.compile_pruner(node)(copy, "", [])
         node.default = copy
     for child in (node.properties or {}).values():
@@ -59,7 +60,7 @@ def _has_defaults(node: Node | None) -> bool:
 
 def _copier(value: Any) -> Callable[[], Any]:
     if type(value) in (dict, list):
-        return lambda: govalues.deep_copy(value)
+        return lambda: deep_copy(value)
     return lambda: value
 
 

@@ -309,15 +309,5 @@ def rune_string(code: int) -> str:
     return "\ufffd"
 
 
-def deep_copy(value: Any) -> Any:
-    """A deep copy of a JSON value (dicts and lists copied, scalars shared)."""
-    t = type(value)
-    if t is dict:
-        return {k: deep_copy(v) for k, v in value.items()}
-    if t is list:
-        return [deep_copy(v) for v in value]
-    return value
-
-
 def is_scalar(value: Any) -> bool:
     return type(value) not in (dict, list)

@@ -173,7 +173,8 @@ def validate_object_meta(meta: dict[str, Any], path: FieldPath) -> list[FieldErr
         total += _blen(k) + _blen(v or "")
     if total > TOTAL_ANNOTATION_SIZE_LIMIT:
         errs.append(fields.too_long(apath, TOTAL_ANNOTATION_SIZE_LIMIT))
-    errs.extend(_owner_references(meta.get("ownerReferences") or [], path.child("ownerReferences")))
+    errs.extend(validation.validate_owner_references(meta.get("ownerReferences") or [],
+                                                     path.child("ownerReferences")))
     finalizers = [f or "" for f in meta.get("finalizers") or []]
     fpath = path.child("finalizers")
     for f in finalizers:
@@ -182,35 +183,6 @@ def validate_object_meta(meta: dict[str, Any], path: FieldPath) -> list[FieldErr
     if "orphan" in finalizers and "foregroundDeletion" in finalizers:
         errs.append(fields.invalid(fpath, finalizers,
                                    "finalizer orphan and foregroundDeletion cannot be both set"))
-    return errs
-
-
-def _owner_references(refs: list[Any], path: FieldPath) -> list[FieldError]:
-    errs: list[FieldError] = []
-    first_controller = ""
-    for i, ref in enumerate(refs):
-        ref = ref or {}
-        rpath = path.index(i)
-        api_version = ref.get("apiVersion") or ""
-        if not api_version:
-            errs.append(fields.required(rpath.child("apiVersion"), "must not be empty"))
-        elif parse_group_version(api_version) is not None or not api_version.rsplit("/", 1)[-1]:
-            errs.append(fields.invalid(rpath.child("apiVersion"), api_version,
-                                       "must be <group>/<version> or <version>"))
-        for key in ("kind", "name", "uid"):
-            if not ref.get(key):
-                errs.append(fields.required(rpath.child(key), "must not be empty"))
-        if api_version == "v1" and ref.get("kind") == "Event":
-            errs.append(fields.invalid(rpath, ref,
-                                       "/v1, Kind=Event is disallowed from being an owner"))
-        if ref.get("controller") is True:
-            current = f"{ref.get('kind') or ''}/{ref.get('name') or ''}"
-            if first_controller:
-                errs.append(fields.invalid(
-                    path, refs, "Only one reference can have Controller set to true. Found "
-                    f"\"true\" in references for {first_controller} and {current}"))
-            else:
-                first_controller = current
     return errs
 
 

@@ -26,16 +26,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from setpoint.apimachinery.metafields import OBJECT_META_FIELDS
 from setpoint.schema.structural import META_FIELDS, Node
 
 PruneFn = Callable[[Any, str, list[str]], None]
 
-# JSON fields of metav1.ObjectMeta.
-OBJECT_META_FIELDS = frozenset({
-    "name", "generateName", "namespace", "selfLink", "uid", "resourceVersion", "generation",
-    "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "labels",
-    "annotations", "ownerReferences", "finalizers", "managedFields",
-})
 
 
 def _join(path: str, key: str) -> str:

@@ -128,3 +128,26 @@ async def test_async_client(serve: ServeProcess, widgets: str) -> None:
         await client.delete(kind, "lk-async", namespace="default")
     finally:
         await client.close()
+
+
+def test_typed_pods_and_services(kube: Client) -> None:
+    from lightkube.models.core_v1 import Container, PodSpec, ServicePort, ServiceSpec
+    from lightkube.resources.core_v1 import Pod, Service
+
+    created = kube.create(Pod(metadata=ObjectMeta(name="lk-pod", labels={"app": "lk"}),
+                              spec=PodSpec(containers=[Container(name="app",
+                                                                 image="python:3.12")])),
+                          namespace="default")
+    assert created.spec.dnsPolicy == "ClusterFirst"
+    pods = list(kube.list(Pod, namespace="default", labels={"app": "lk"}))
+    assert [p.metadata.name for p in pods] == ["lk-pod"]
+    svc = kube.create(Service(metadata=ObjectMeta(name="lk-svc"),
+                              spec=ServiceSpec(selector={"app": "lk"},
+                                               ports=[ServicePort(port=80)])),
+                      namespace="default")
+    assert svc.spec.clusterIP
+    assert svc.spec.ports[0].targetPort == 80
+    kube.delete(Service, "lk-svc", namespace="default")
+    kube.delete(Pod, "lk-pod", namespace="default")
+    with pytest.raises(ApiError):
+        kube.get(Pod, "lk-pod", namespace="default")

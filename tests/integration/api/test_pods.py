@@ -159,7 +159,8 @@ async def test_a_bound_pod_is_deleted_gracefully(http: aiohttp.ClientSession) ->
         "kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0,
         "preconditions": {"uid": marked["metadata"]["uid"]}})
     assert status == 200, done
-    assert done["kind"] == "Status"
+    assert done["kind"] == "Pod"  # Kubernetes answers with the deleted pod, not a Status
+    assert done["metadata"]["uid"] == marked["metadata"]["uid"]
     assert (await request(http, "GET", f"{PODS}/g1"))[0] == 404
 
 
@@ -167,7 +168,7 @@ async def test_an_unbound_pod_is_deleted_at_once(http: aiohttp.ClientSession) ->
     assert (await request(http, "POST", PODS, pod("u1")))[0] == 201
     status, body, _ = await request(http, "DELETE", f"{PODS}/u1")
     assert status == 200
-    assert body["kind"] == "Status"
+    assert body["kind"] == "Pod"
     assert (await request(http, "GET", f"{PODS}/u1"))[0] == 404
 
 

@@ -97,8 +97,9 @@ async def test_cluster_ips_and_node_ports_are_allocated(http: aiohttp.ClientSess
     status, _, _ = await request(http, "DELETE", f"{SERVICES}/web")
     assert status == 200
     status, again, _ = await request(http, "POST", SERVICES, service(
-        "again", clusterIP=spec["clusterIP"]))
+        "again", clusterIPs=[spec["clusterIP"]]))
     assert status == 201, again
+    assert again["spec"]["clusterIP"] == spec["clusterIP"]
     # node ports go when the type no longer has them, and may be reused
     status, changed, _ = await request(http, "PATCH", f"{SERVICES}/np",
                                        {"spec": {"type": "ClusterIP"}}, content_type=SMP)

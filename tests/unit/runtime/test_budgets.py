@@ -14,10 +14,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from setpoint.runtime import budgets as b
-from setpoint.runtime import controller as engine
+from setpoint.runtime import engine, polling, predicates
 from setpoint.runtime import handlers as h
 from setpoint.runtime import metrics as rtmetrics
-from setpoint.runtime import polling, predicates
 from setpoint.runtime import triggers as t
 from setpoint.runtime.clock import FakeAsyncClock
 from setpoint.runtime.reconcile import FuncReconciler, Request, Result

@@ -10,8 +10,7 @@ from typing import Any
 
 import pytest
 
-from setpoint.runtime import controller as engine
-from setpoint.runtime import sharding
+from setpoint.runtime import engine, sharding
 from setpoint.runtime.clock import FakeAsyncClock
 from setpoint.runtime.reconcile import FuncReconciler, Request
 

@@ -55,6 +55,17 @@ CASES: list[tuple[str, Any, list[str]]] = [
       "field ObjectMeta.name of type string"]),
     ("negative generation", {"apiVersion": "v1", "kind": "Pod", "metadata": {"generation": -1}},
      ["template.metadata.generation: Invalid value: -1: must be greater than or equal to 0"]),
+    # Kubernetes' ValidateOwnerReferences, as for any object: no index in the path
+    ("owner references", {"apiVersion": "v1", "kind": "Pod", "metadata": {"ownerReferences": [
+        {"apiVersion": "v1", "kind": "Event", "name": "e", "uid": "u"},
+        {"apiVersion": "", "kind": "", "name": "", "uid": ""}]}},
+     ['template.metadata.ownerReferences: Invalid value: "object": /v1, Kind=Event is '
+      "disallowed from being an owner",
+      'template.metadata.ownerReferences.apiVersion: Invalid value: "": version must not be '
+      "empty",
+      'template.metadata.ownerReferences.kind: Invalid value: "": kind must not be empty',
+      'template.metadata.ownerReferences.name: Invalid value: "": name must not be empty',
+      'template.metadata.ownerReferences.uid: Invalid value: "": uid must not be empty']),
 ]
 
 

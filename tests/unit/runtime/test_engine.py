@@ -9,9 +9,8 @@ from typing import Any
 
 import pytest
 
-from setpoint.runtime import controller as engine
+from setpoint.runtime import engine, ratelimit
 from setpoint.runtime import metrics as rtmetrics
-from setpoint.runtime import ratelimit
 from setpoint.runtime.clock import FakeAsyncClock
 from setpoint.runtime.reconcile import FuncReconciler, Request, Result, TerminalError
 
@@ -309,7 +308,7 @@ async def test_an_exception_without_a_message_is_logged_with_one(
     message = caplog.records[-1].getMessage()
     assert message.startswith("error reconciling default/a (retry 1): TimeoutError: a timeout "
                               "expired")
-    assert "test_controller.py:" in message
+    assert "test_engine.py:" in message
     assert "in times_out" in message
     e.shut_down()
 
