@@ -31,6 +31,11 @@ work for StatefulSets). ``status.updateRevision`` is the revision of the current
 ``status.currentRevision`` becomes it once a RollingUpdate has updated, and made Ready, every
 pod.
 
+Pods are *claimed* as a ReplicaSet's are (:func:`setpoint.controllers.replicaset.claim`):
+active pods of the namespace that match the selector and have no controller are adopted, its
+pods that no longer match are released; an adopted pod whose name is not ``NAME-ORDINAL`` is
+kept but neither counted nor replaced.
+
 Pods created and deleted are *expected* until the pod cache shows them (per StatefulSet, by
 pod name), and no decision is taken meanwhile: a lagging cache never makes the controller
 create a pod twice or go on to the next ordinal early.
@@ -43,7 +48,7 @@ current and update revisions), ``currentRevision``, ``updateRevision``,
 It acts as ``system:serviceaccount:kube-system:statefulset-controller``.
 
 Non-guarantees: a pod below ``partition`` that is deleted comes back at the update revision
-(the current revision's template is not kept); orphan pods are not adopted; no
+(the current revision's template is not kept); no
 ``maxUnavailable`` (a Kubernetes alpha field); PersistentVolumeClaims are neither created nor
 deleted, whatever ``persistentVolumeClaimRetentionPolicy`` says.
 """
@@ -58,7 +63,7 @@ from typing import Any, Final
 
 from setpoint import runtime
 from setpoint.apimachinery import errors
-from setpoint.controllers import rollout
+from setpoint.controllers import replicaset, rollout
 from setpoint.controllers.job import CATCH_UP_DELAY, Expectations
 
 Obj = Mapping[str, Any]
@@ -291,19 +296,32 @@ def _owned_by(pod: Obj, uid: str) -> bool:
 
 
 class StatefulSetReconciler:
-    def __init__(self, *, now: Callable[[], datetime] | None = None,
+    def __init__(self, mapper: replicaset.OrphansOfPod | None = None, *,
+                 now: Callable[[], datetime] | None = None,
                  expectations: Expectations | None = None) -> None:
+        self.mapper = mapper or replicaset.OrphansOfPod()
         self.now = now or (lambda: datetime.now(UTC))
         self.expectations = expectations or Expectations()
 
     async def __call__(self, request: runtime.Request, ctx: runtime.Context) -> runtime.Result:
+        self.mapper.owners = ctx.cache
         statefulset = ctx.get(request)
         if statefulset is None:
             self.expectations.forget(request.key)
             return runtime.Result.done()
         uid = str(_meta(statefulset).get("uid") or "")
-        owned = [p for p in ctx.cache_for(POD).by_index("namespace", request.namespace)
-                 if _owned_by(p, uid)]
+        in_namespace = ctx.cache_for(POD).by_index("namespace", request.namespace)
+        selector = replicaset.selector_of(statefulset)
+        if selector is None:
+            owned = [p for p in in_namespace if _owned_by(p, uid)]
+        else:
+            candidates = [p for p in in_namespace
+                          if rollout.is_active(p) or _owned_by(p, uid)]
+            try:
+                owned = await replicaset.claim(ctx.client, statefulset, candidates, selector,
+                                               POD, STATEFULSET)
+            except errors.Forbidden:
+                return runtime.Result.done()  # the namespace is going
         if not self.expectations.satisfied(request.key, owned):
             return runtime.Result.after(CATCH_UP_DELAY)
         try:
@@ -362,9 +380,12 @@ class StatefulSetReconciler:
 def statefulset_controller(config: StatefulSetConfig | None = None, *,
                            now: Callable[[], datetime] | None = None) -> runtime.Controller:
     config = config or StatefulSetConfig()
-    return (runtime.Controller(for_=STATEFULSET, reconcile=StatefulSetReconciler(now=now),
+    mapper = replicaset.OrphansOfPod()
+    return (runtime.Controller(for_=STATEFULSET,
+                               reconcile=StatefulSetReconciler(mapper, now=now),
                                name="statefulset")
             .owns(POD)
+            .watches(POD, mapper)
             .with_options(workers=config.workers))
 
 

@@ -237,3 +237,28 @@ async def test_a_deleted_pod_comes_back_under_its_name(client: Client) -> None:
         return pod if running_and_ready(pod) else None
     after = await eventually(replaced)
     assert after["spec"]["hostname"] == "db-1"
+
+
+async def test_orphaned_pods_are_adopted_again(client: Client) -> None:
+    await client.create(statefulset("keep", replicas=2))
+    await status_is(client, "keep", readyReplicas=2)
+    before = await live_pods(client, "keep")
+    await client.delete(STS, "keep", namespace="default", propagation_policy="Orphan")
+
+    async def orphaned() -> bool:
+        pods = await live_pods(client, "keep")
+        return len(pods) == 2 and all(not p["metadata"].get("ownerReferences")
+                                      for p in pods.values())
+    await eventually(orphaned)
+    created = await client.create(statefulset("keep", replicas=2))
+    await status_is(client, "keep", readyReplicas=2, replicas=2)
+
+    async def adopted() -> dict[str, Obj] | None:
+        pods = await live_pods(client, "keep")
+        ok = all([r["uid"] for r in p["metadata"].get("ownerReferences") or []] == [
+            created["metadata"]["uid"]] for p in pods.values())
+        return pods if ok else None
+    after = await eventually(adopted)
+    # the same pods, not new ones
+    assert {p["metadata"]["uid"] for p in after.values()} == {
+        p["metadata"]["uid"] for p in before.values()}
