@@ -17,6 +17,7 @@ from setpoint.controllers.statefulset import (
     plan,
     pod_for,
     revision_name,
+    running_and_ready,
     set_status,
 )
 
@@ -176,3 +177,46 @@ def test_status_counts_and_the_current_revision_follows_a_finished_update() -> N
     status, _ = set_status(sts, [pod(0), pod(1), pod(2)], REV, NOW)
     assert status["currentRevision"] == REV
     assert status["currentReplicas"] == 3
+
+
+@st.composite
+def situations(draw: st.DrawFn) -> tuple[Obj, dict[int, Obj]]:
+    strategy: Obj = draw(st.sampled_from([
+        {"type": "OnDelete"},
+        {"type": "RollingUpdate",
+         "rollingUpdate": {"partition": draw(st.integers(0, 6))}}]))
+    chosen = spec(replicas=draw(st.integers(0, 5)),
+                  podManagementPolicy=draw(st.sampled_from(["OrderedReady", "Parallel"])),
+                  updateStrategy=strategy)
+    present = draw(st.dictionaries(st.integers(0, 7), st.tuples(
+        st.booleans(), st.sampled_from(["Running", "Pending", "Failed"]), st.booleans(),
+        st.sampled_from([REV, "web-old"])), max_size=8))
+    return chosen, {o: pod(o, ready=r, phase=ph, deleting=d, revision=rev)
+                    for o, (r, ph, d, rev) in present.items()}
+
+
+@given(situations())
+def test_plan_properties(situation: tuple[Obj, dict[int, Obj]]) -> None:
+    chosen, current = situation
+    decided = plan(chosen, current, REV)
+    wanted = range(chosen["replicas"])
+    ordered = chosen["podManagementPolicy"] == "OrderedReady"
+    # only missing wanted ordinals are created
+    assert all(o in wanted and o not in current for o in decided.create)
+    by_name = {p["metadata"]["name"]: (o, p) for o, p in current.items()}
+    for name in decided.delete:
+        ordinal, victim = by_name[name]
+        assert not victim["metadata"].get("deletionTimestamp")
+        if ordinal in wanted:  # a wanted pod goes only when finished or outdated
+            assert victim["status"]["phase"] == "Failed" or (
+                victim["metadata"]["labels"]["controller-revision-hash"] != REV
+                and chosen["updateStrategy"]["type"] == "RollingUpdate"
+                and ordinal >= chosen["updateStrategy"]["rollingUpdate"]["partition"])
+    if ordered:
+        assert len(decided.create) + len(decided.delete) <= 1
+        for o in decided.create:  # every lower ordinal is there, Running and Ready
+            assert all(running_and_ready(current[lower]) for lower in range(o))
+        for name in decided.delete:
+            ordinal, _ = by_name[name]
+            if ordinal not in wanted:  # scale down: the highest goes first
+                assert ordinal == max(o for o in current if o not in wanted)
