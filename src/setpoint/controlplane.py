@@ -106,6 +106,8 @@ class ServeAgentConfig:
     isolation: str = "auto"
     #: the pods' addresses (None: the runtime's default)
     pod_cidr: str | None = None
+    #: the service CIDRs (``--service-cluster-ip-range``) the agent's proxy routes locally
+    service_cidr: str = ""
     command: tuple[str, ...] = AGENT_COMMAND
     #: seconds between SIGTERM and SIGKILL when stopping it
     stop_timeout: float = 20.0
@@ -348,6 +350,7 @@ class ControlPlane:
                 "--root-dir", str(agent.root_dir), "--pod-runtime", agent.pod_runtime,
                 "--isolation", agent.isolation,
                 *(("--pod-cidr", agent.pod_cidr) if agent.pod_cidr else ()),
+                *(("--service-cidr", agent.service_cidr) if agent.service_cidr else ()),
                 # simulated pods cost about a KiB each: the node is not the limit
                 *(("--max-pods", "100000") if agent.pod_runtime == "simulate" else ()),
                 "--port", "0", "--node-labels", f"{CONTROL_PLANE_LABEL}=true",

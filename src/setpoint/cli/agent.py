@@ -34,6 +34,7 @@ from typing import Any, Final
 from setpoint import client as sp_client
 from setpoint import process
 from setpoint.agent import RootDirInUse
+from setpoint.agent.proxy import ProxyConfig
 from setpoint.node import POD_RUNTIMES, AgentConfig, NodeAgent, default_node_name
 
 log = logging.getLogger("setpoint.agent")
@@ -79,6 +80,14 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                         help="labels to add to the Node at registration")
     parser.add_argument("--max-pods", type=int, default=110,
                         help="pods this node runs at most (default: 110)")
+    parser.add_argument("--service-proxy", choices=("auto", "routes", "loopback", "off"),
+                        default="auto",
+                        help="the service proxy: cluster IPs made local with routes (root), "
+                        "NodePort Services on 127.0.0.1 only, or none (default: auto, routes "
+                        "when root on Linux)")
+    parser.add_argument("--service-cidr", default="", metavar="CIDR[,CIDR]",
+                        help="the cluster's service CIDRs, routed to this machine as a whole "
+                        "(default: each cluster IP on its own)")
     parser.add_argument("--shutdown-timeout", type=float, default=15.0, metavar="SECONDS",
                         help="after SIGINT/SIGTERM, end at once if not stopped within this "
                         "time (default: 15)")
@@ -104,7 +113,11 @@ def agent_config(args: argparse.Namespace) -> AgentConfig:
     return AgentConfig(node_name=name, root_dir=root.resolve(), pod_runtime=args.pod_runtime,
                        node_ip=args.node_ip, address=args.address, port=args.port,
                        labels=parse_labels(args.node_labels), max_pods=args.max_pods,
-                       isolation=args.isolation, pod_cidr=args.pod_cidr)
+                       isolation=args.isolation, pod_cidr=args.pod_cidr,
+                       service_proxy=ProxyConfig(
+                           mode=args.service_proxy,
+                           service_cidrs=tuple(c.strip() for c in args.service_cidr.split(",")
+                                               if c.strip())))
 
 
 def client_config(args: argparse.Namespace) -> sp_client.ClientConfig:

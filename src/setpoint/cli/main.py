@@ -406,6 +406,7 @@ def plane_config(args: argparse.Namespace) -> controlplane.ControlPlaneConfig:
         agent = controlplane.ServeAgentConfig(
             node_name=args.node_name or default_node_name(), pod_runtime=args.pod_runtime,
             isolation=args.pod_isolation, pod_cidr=args.pod_cidr,
+            service_cidr=args.service_cluster_ip_range,
             root_dir=args.data_dir.resolve() / "agent")
     return controlplane.ControlPlaneConfig(
         server=server, agent=agent,

@@ -7,14 +7,18 @@
    :class:`~setpoint.agent.simulated.SimulatedRuntime`);
 2. starts its HTTPS endpoint (:mod:`setpoint.node.endpoint`) for the API server's streams;
 3. registers its Node and keeps its Lease and status fresh (:mod:`setpoint.node.heartbeat`);
-4. runs the pods bound to the node (:mod:`setpoint.node.pods`).
+4. watches Services and EndpointSlices (:mod:`setpoint.node.services`): the service variables
+   of the pods it starts, and the service proxy (:mod:`setpoint.agent.proxy`) that makes
+   cluster IPs reach ready endpoints (not with the simulated runtime);
+5. runs the pods bound to the node (:mod:`setpoint.node.pods`).
 
 Stopping (cancellation, SIGTERM of ``setpoint agent``) stops watching and reporting and
 **leaves the pods' processes running**, as stopping a kubelet leaves its containers: the
 next agent on the same ``root_dir`` adopts them (never starting one twice), and removes
 those whose pods were deleted meanwhile. The Node stays registered; without heartbeats its
 Lease expires. The simulated runtime keeps nothing: its pods are started again by the next
-agent.
+agent. The service proxy's listeners close and its routes are removed on stop; routes left by
+an agent killed with -9 are removed by the next one on the same ``root_dir``.
 """
 
 from __future__ import annotations
@@ -31,10 +35,12 @@ from urllib.parse import urlsplit
 
 from setpoint import client as sp_client
 from setpoint.agent import PodRuntime, ProcessRuntime, ProcessRuntimeConfig
+from setpoint.agent.proxy import ProxyConfig
 from setpoint.agent.simulated import SimulatedRuntime
 from setpoint.node import endpoint, machine
 from setpoint.node.heartbeat import Heartbeat, HeartbeatConfig
 from setpoint.node.pods import PodLoop, PodLoopConfig
+from setpoint.node.services import ServiceWatch
 from setpoint.pki import files
 
 log = logging.getLogger(__name__)
@@ -61,6 +67,8 @@ class AgentConfig:
     heartbeat: HeartbeatConfig = field(default_factory=HeartbeatConfig)
     pod_workers: int = 8
     status_workers: int = 16
+    #: the service proxy (its mode ``off`` with the simulated runtime whatever is given)
+    service_proxy: ProxyConfig = field(default_factory=ProxyConfig)
 
     def __post_init__(self) -> None:
         if not self.node_name or len(self.node_name) > 253 or self.node_name != \
@@ -90,6 +98,7 @@ class NodeAgent:
         self.runtime: PodRuntime | None = None
         self.pods: PodLoop | None = None
         self.heartbeat: Heartbeat | None = None
+        self.services: ServiceWatch | None = None
         self.port = 0
         self.ready = asyncio.Event()
 
@@ -139,9 +148,14 @@ class NodeAgent:
             runtime = self._make_runtime(node_ip)
             await stack.enter_async_context(runtime)
             self.runtime = runtime
+            proxy_config = config.service_proxy
+            if config.pod_runtime == "simulate":
+                proxy_config = ProxyConfig(mode="off")
+            services = ServiceWatch(client, proxy_config, config.root_dir)
+            self.services = services
             pods = PodLoop(client, runtime, PodLoopConfig(
                 node_name=config.node_name, workers=config.pod_workers,
-                status_workers=config.status_workers))
+                status_workers=config.status_workers), service_env=services.env)
             self.pods = pods
 
             def lookup(namespace: str, name: str) -> Mapping[str, Any] | None:
@@ -164,6 +178,8 @@ class NodeAgent:
             async with asyncio.TaskGroup() as group:
                 group.create_task(heartbeat.run(), name="heartbeat")
                 await heartbeat.registered.wait()
+                group.create_task(services.run(), name="services")
+                await services.synced.wait()
                 group.create_task(pods.run(), name="pods")
                 await pods.synced.wait()
                 log.info("node %s ready (%s runtime, endpoint %s:%s)", config.node_name, kind,

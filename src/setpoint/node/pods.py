@@ -4,7 +4,9 @@ It watches the pods whose ``spec.nodeName`` is this node (an informer with that 
 selector, as the kubelet does), and for each:
 
 * **runs it**: fetches what it refers to (ConfigMaps, Secrets, ServiceAccount tokens through
-  ``serviceaccounts/<name>/token`` bound to the pod) and calls the runtime's ``sync_pod``;
+  ``serviceaccounts/<name>/token`` bound to the pod), adds the service environment variables
+  (``service_env(namespace, enableServiceLinks)``, from the Services known at that moment) and
+  calls the runtime's ``sync_pod``;
   pods that refer to other objects are synced again every ``resync`` seconds, so updated
   ConfigMaps and Secrets reach their volumes and tokens are renewed;
 * **reports it**: every status change the runtime signals is written to ``pods/<name>/status``
@@ -37,7 +39,7 @@ import asyncio
 import collections
 import contextlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -118,8 +120,10 @@ class PodLoop:
     """See the module docstring. ``run()`` until cancelled."""
 
     def __init__(self, client: sp_client.Client, pods: PodRuntime, config: PodLoopConfig, *,
-                 clock: runtime.AsyncClock | None = None, wall: Clock | None = None) -> None:
+                 clock: runtime.AsyncClock | None = None, wall: Clock | None = None,
+                 service_env: Callable[[str, bool], Mapping[str, str]] | None = None) -> None:
         self.client = client
+        self.service_env = service_env
         self.runtime = pods
         self.config = config
         self.clock: runtime.AsyncClock = clock or runtime.SystemAsyncClock()
@@ -277,7 +281,12 @@ class PodLoop:
             token = (answer.get("status") or {}).get("token")
             if isinstance(token, str):
                 tokens[(volume, path)] = token
-        return resolve_inputs(pod, config_maps=config_maps, secrets=secrets, tokens=tokens)
+        service_env: Mapping[str, str] = {}
+        if self.service_env is not None:
+            links = (pod.get("spec") or {}).get("enableServiceLinks")
+            service_env = self.service_env(ns, links is None or links is True)
+        return resolve_inputs(pod, config_maps=config_maps, secrets=secrets, tokens=tokens,
+                              service_env=service_env)
 
     async def _terminate(self, pod: Mapping[str, Any]) -> None:
         """Graceful deletion: stop the containers, report, delete with grace 0."""
