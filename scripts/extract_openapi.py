@@ -59,6 +59,7 @@ KINDS = (
     "io.k8s.api.batch.v1.Job",
     "io.k8s.api.batch.v1.CronJob",
     "io.k8s.api.apps.v1.DaemonSet",
+    "io.k8s.api.apps.v1.StatefulSet",
 )
 
 #: definitions the operations refer to (responses, request bodies) and the custom resources'

@@ -27,7 +27,9 @@ They are ordinary operators: they talk to the API server through a
   after their TTL (:mod:`setpoint.controllers.job`);
 - ``cronjob``: CronJobs create Jobs on their schedules (:mod:`setpoint.controllers.cronjob`);
 - ``daemonset``: one pod of each DaemonSet on every eligible node
-  (:mod:`setpoint.controllers.daemonset`).
+  (:mod:`setpoint.controllers.daemonset`);
+- ``statefulset``: a StatefulSet's pods, with stable names, started and stopped in order
+  and updated from the highest ordinal down (:mod:`setpoint.controllers.statefulset`).
 
 :func:`builtin` builds the ones named, fresh each time (they keep per-run state);
 :func:`manager` a :class:`~setpoint.runtime.Manager` that runs them, the same whether it runs
@@ -62,12 +64,14 @@ from setpoint.controllers.rbacaggregation import aggregation_controller
 from setpoint.controllers.replicaset import replicaset_controller
 from setpoint.controllers.scheduler import Scheduler, SchedulerConfig
 from setpoint.controllers.serviceaccounts import root_ca_controller, service_account_controller
+from setpoint.controllers.statefulset import StatefulSetConfig, statefulset_controller
 
 #: every built-in controller, by the name ``setpoint serve --controllers`` takes
 NAMES: Final = ("garbagecollector", "namespace", "crd", "clusterrole-aggregation",
                 "serviceaccount", "root-ca-cert-publisher", "scheduler", "nodelifecycle",
                 "taint-eviction-controller", "endpoint", "endpointslice", "replicaset",
-                "deployment", "job", "ttl-after-finished", "cronjob", "daemonset")
+                "deployment", "job", "ttl-after-finished", "cronjob", "daemonset",
+                "statefulset")
 #: the ones that run unless others are named (every one)
 DEFAULT_NAMES: Final = NAMES
 #: the Lease the built-in controllers of several servers compete for (in kube-system)
@@ -86,6 +90,7 @@ class Settings:
     job: JobConfig = field(default_factory=JobConfig)
     cronjob: CronJobConfig = field(default_factory=CronJobConfig)
     daemonset: DaemonSetConfig = field(default_factory=DaemonSetConfig)
+    statefulset: StatefulSetConfig = field(default_factory=StatefulSetConfig)
 
 
 def builtin(names: Iterable[str] = DEFAULT_NAMES, *, ca_pem: str | None = None,
@@ -138,6 +143,8 @@ def builtin(names: Iterable[str] = DEFAULT_NAMES, *, ca_pem: str | None = None,
         controllers.append(cronjob_controller(settings.cronjob))
     if "daemonset" in wanted:
         controllers.append(daemonset_controller(settings.daemonset))
+    if "statefulset" in wanted:
+        controllers.append(statefulset_controller(settings.statefulset))
     return controllers, runnables
 
 
@@ -160,7 +167,8 @@ def manager(client: sp_client.Client, names: Iterable[str] = DEFAULT_NAMES, *,
 __all__ = ["DEFAULT_NAMES", "LEASE_NAME", "LEASE_NAMESPACE", "NAMES", "USER_AGENT",
            "CronJobConfig", "DaemonSetConfig",
            "GarbageCollector", "JobConfig", "NodeLifecycleConfig", "Scheduler", "SchedulerConfig",
-           "Settings", "builtin", "crd_controller", "deployment_controller",
+           "Settings", "StatefulSetConfig", "builtin", "crd_controller", "deployment_controller",
            "endpoints_controller",
            "endpointslice_controller", "manager", "namespace_controller",
-           "node_lifecycle_controller", "replicaset_controller", "taint_eviction_controller"]
+           "node_lifecycle_controller", "replicaset_controller", "statefulset_controller",
+           "taint_eviction_controller"]

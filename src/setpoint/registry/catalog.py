@@ -38,6 +38,7 @@ from setpoint.registry import (
     serviceaccounts,
     serviceips,
     services,
+    statefulsets,
     webhooks,
 )
 from setpoint.registry import cache as wc
@@ -96,7 +97,8 @@ class Catalog:
                     services.endpoints_resource(), endpointslices.endpoint_slice_resource(),
                     replicasets.replica_set_resource(), deployments.deployment_resource(),
                     jobs.job_resource(), cronjobs.cronjob_resource(),
-                    daemonsets.daemonset_resource()]
+                    daemonsets.daemonset_resource(),
+                    statefulsets.statefulset_resource()]
         for info, strategy_cls in builtins:
             self._add(Served(self._store(strategy_cls(info))))
         #: the ranges Services are allocated from

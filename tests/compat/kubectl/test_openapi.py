@@ -74,6 +74,8 @@ def no_warnings(stderr: str) -> None:
     ("cronjob.spec.schedule", "The schedule in Cron format"),
     ("daemonset.spec.updateStrategy",
      "An update strategy to replace existing DaemonSet pods with new pods."),
+    ("statefulset.spec.podManagementPolicy",
+     "podManagementPolicy controls how pods are created during initial scale up"),
 ], ids=lambda v: v if "." in v and " " not in v else "")
 def test_explain_prints_the_published_descriptions(kubectl: Kubectl, field: str,
                                                    expected: str) -> None:

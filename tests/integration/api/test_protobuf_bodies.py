@@ -165,6 +165,20 @@ SERVED: list[tuple[str, str, dict[str, Any]]] = [
                "minReadySeconds": 3},
       "status": {"currentNumberScheduled": 0, "numberMisscheduled": 0,
                  "desiredNumberScheduled": 0, "numberReady": 0}}),
+    ("statefulset", "/apis/apps/v1/namespaces/default/statefulsets",
+     {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "x"},
+      "spec": {"replicas": 2, "serviceName": "x", "podManagementPolicy": "Parallel",
+               "selector": {"matchLabels": {"app": "x"}},
+               "template": {"metadata": {"labels": {"app": "x"}},
+                            "spec": {"containers": [{
+                                "name": "c", "image": "busybox",
+                                "volumeMounts": [{"name": "data", "mountPath": "/data"}]}]}},
+               "volumeClaimTemplates": [{"metadata": {"name": "data"},
+                                         "spec": {"accessModes": ["ReadWriteOnce"]}}],
+               "updateStrategy": {"type": "RollingUpdate",
+                                  "rollingUpdate": {"partition": 1}},
+               "ordinals": {"start": 3}, "minReadySeconds": 3},
+      "status": {"replicas": 0}}),
 ]
 
 

@@ -1,5 +1,5 @@
 """Property-based fuzzing of the Pod, Node, Service, Endpoints, EndpointSlice, ReplicaSet,
-Deployment, Job, CronJob and DaemonSet strategies.
+Deployment, Job, CronJob, DaemonSet and StatefulSet strategies.
 
 A valid object has values at random paths replaced by random JSON (wrong types, nulls,
 junk strings, deep nesting). Whatever comes of it, each hook the store calls either refuses
@@ -28,6 +28,7 @@ from setpoint.registry import (
     pods,
     replicasets,
     services,
+    statefulsets,
 )
 from setpoint.registry.options import DeleteOptions
 from setpoint.registry.strategy import Strategy
@@ -116,6 +117,19 @@ DAEMONSET = {"apiVersion": "apps/v1", "kind": "DaemonSet",
                       "updateStrategy": {"type": "RollingUpdate",
                                          "rollingUpdate": {"maxUnavailable": "10%"}}},
              "status": {"numberReady": 1}}
+STATEFULSET = {"apiVersion": "apps/v1", "kind": "StatefulSet",
+               "metadata": {"name": "s", "namespace": "default"},
+               "spec": {"replicas": 2, "serviceName": "s",
+                        "selector": {"matchLabels": {"app": "x"}},
+                        "template": {"metadata": {"labels": {"app": "x"}}, "spec": {
+                            "containers": [{"name": "c", "image": "b", "volumeMounts": [
+                                {"name": "data", "mountPath": "/d"}]}]}},
+                        "volumeClaimTemplates": [{"metadata": {"name": "data"},
+                                                  "spec": {"accessModes": ["ReadWriteOnce"]}}],
+                        "ordinals": {"start": 1},
+                        "updateStrategy": {"type": "RollingUpdate",
+                                           "rollingUpdate": {"partition": 1}}},
+               "status": {"replicas": 1, "readyReplicas": 1}}
 
 STRATEGIES: list[tuple[Strategy, dict[str, Any]]] = [
     (pods.PodStrategy(pods.pod_resource()[0]), POD),
@@ -128,6 +142,7 @@ STRATEGIES: list[tuple[Strategy, dict[str, Any]]] = [
     (jobs.JobStrategy(jobs.job_resource()[0]), JOB),
     (cronjobs.CronJobStrategy(cronjobs.cronjob_resource()[0]), CRONJOB),
     (daemonsets.DaemonSetStrategy(daemonsets.daemonset_resource()[0]), DAEMONSET),
+    (statefulsets.StatefulSetStrategy(statefulsets.statefulset_resource()[0]), STATEFULSET),
 ]
 
 

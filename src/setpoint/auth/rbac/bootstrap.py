@@ -50,6 +50,7 @@ CONTROLLER_ACCOUNTS: Final = {
     "ttl-after-finished": "ttl-after-finished-controller",
     "cronjob": "cronjob-controller",
     "daemonset": "daemon-set-controller",
+    "statefulset": "statefulset-controller",
 }
 #: built-in controllers that act as a user of their own rather than a ServiceAccount
 CONTROLLER_USERS: Final = {"scheduler": "system:kube-scheduler"}
@@ -231,6 +232,16 @@ def _controller_roles() -> list[Obj]:
             rule(["create"], [""], ["pods/binding"]),
             rule(("create", "delete", "update", "patch", "list", "watch"), ["apps"],
                  ["controllerrevisions"])],
+        "statefulset-controller": [
+            rule(("list", "watch"), ["apps"], ["statefulsets"]),
+            rule(["get"], ["apps"], ["statefulsets"]),
+            rule(["update"], ["apps"], ["statefulsets/status"]),
+            rule(["update"], ["apps"], ["statefulsets/finalizers"]),
+            rule(("get", "create", "delete", "update", "patch"), [""], ["pods"]),
+            rule(("get", "create", "delete", "update", "patch", "list", "watch"), ["apps"],
+                 ["controllerrevisions"]),
+            rule(["get", "create"], [""], ["persistentvolumeclaims"]),
+            rule(["update", "delete"], [""], ["persistentvolumeclaims"])],
     }
     return [cluster_role(f"system:controller:{name}", [*rules, *events, *leases])
             for name, rules in roles.items()]

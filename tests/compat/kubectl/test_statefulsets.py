@@ -1,0 +1,124 @@
+"""A StatefulSet driven by the real kubectl against ``setpoint serve`` with its node agent on
+the simulated pod runtime: apply starts web-0, web-1, web-2 in order, ``rollout status``
+follows the start and a rolling update, ``scale`` down removes the highest ordinal first,
+``get all`` lists it."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.compat.conftest import Kubectl, eventually
+from tests.conftest import ServeProcess, start_serve
+
+pytestmark = [pytest.mark.compat, pytest.mark.slow]
+
+Obj = dict[str, Any]
+
+
+def manifests(image: str = "nginx:1.25") -> str:
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
+               "spec": {"clusterIP": "None", "selector": {"app": "web"},
+                        "ports": [{"port": 80, "name": "http"}]}}
+    statefulset = {
+        "apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "web"},
+        "spec": {"serviceName": "web", "replicas": 3,
+                 "selector": {"matchLabels": {"app": "web"}},
+                 "template": {"metadata": {"labels": {"app": "web"}, "annotations": {
+                     # a second before Ready: a pod made too early would show it
+                     "simulate.setpoint.dev/ready-after": "1"}},
+                     "spec": {"terminationGracePeriodSeconds": 1,
+                              "containers": [{"name": "nginx", "image": image,
+                                              "volumeMounts": [{"name": "www",
+                                                                "mountPath": "/www"}]}]}},
+                 "volumeClaimTemplates": [{"metadata": {"name": "www"}, "spec": {
+                     "accessModes": ["ReadWriteOnce"],
+                     "resources": {"requests": {"storage": "1Gi"}}}}]}}
+    return json.dumps({"apiVersion": "v1", "kind": "List", "items": [service, statefulset]})
+
+
+@pytest.fixture(scope="module")
+def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
+    proc = start_serve(tmp_path_factory.mktemp("serve"),
+                       extra_args=["--node-name", "node-a", "--pod-runtime", "simulate"],
+                       timeout=40)
+    try:
+        yield proc
+    finally:
+        proc.stop()
+
+
+@pytest.fixture(scope="module")
+def kubectl(serve: ServeProcess, tmp_path_factory: pytest.TempPathFactory) -> Kubectl:
+    env = dict(os.environ)
+    env.pop("KUBECONFIG", None)
+    k = Kubectl(serve.kubeconfig, tmp_path_factory.mktemp("cache"), env)
+    eventually(lambda: k.json("get", "node", "node-a"), timeout=60)
+    eventually(lambda: k.json("get", "serviceaccount", "default"), timeout=30)
+    return k
+
+
+def live(kubectl: Kubectl) -> dict[str, Obj]:
+    items = kubectl.json("get", "pods", "-l", "app=web")["items"]
+    return {p["metadata"]["name"]: p for p in items
+            if not p["metadata"].get("deletionTimestamp")}
+
+
+def ready_since(pod: Obj) -> str:
+    return next(c["lastTransitionTime"] for c in pod["status"]["conditions"]
+                if c["type"] == "Ready" and c["status"] == "True")
+
+
+def rollout_status(kubectl: Kubectl) -> str:
+    return kubectl.run("rollout", "status", "statefulset/web", "--timeout=90s",
+                       timeout=100).stdout
+
+
+def test_a_statefulset_starts_updates_and_scales_down_in_order(kubectl: Kubectl) -> None:
+    kubectl.run("apply", "-f", "-", input=manifests())
+    out = rollout_status(kubectl)
+    # the defaulted partition (0) makes kubectl report a partitioned roll out, as against
+    # Kubernetes
+    assert "partitioned roll out complete: 3 new pods have been updated" in out, out
+    pods = live(kubectl)
+    assert sorted(pods) == ["web-0", "web-1", "web-2"]
+    assert all(p["status"]["phase"] == "Running" for p in pods.values())
+    # each one was created once the previous one was Ready (the server's own timestamps)
+    assert ready_since(pods["web-0"]) <= pods["web-1"]["metadata"]["creationTimestamp"]
+    assert ready_since(pods["web-1"]) <= pods["web-2"]["metadata"]["creationTimestamp"]
+    assert pods["web-1"]["spec"]["hostname"] == "web-1"
+    assert pods["web-1"]["spec"]["subdomain"] == "web"
+
+    table = kubectl.run("get", "statefulset", "web").stdout.split("\n")
+    assert table[0].split() == ["NAME", "READY", "AGE"]
+    assert table[1].split()[:2] == ["web", "3/3"]
+    wide = kubectl.run("get", "sts", "web", "-o", "wide").stdout.split("\n")
+    assert wide[0].split() == ["NAME", "READY", "AGE", "CONTAINERS", "IMAGES"]
+    assert wide[1].split()[3:] == ["nginx", "nginx:1.25"]
+    everything = kubectl.run("get", "all").stdout
+    assert "statefulset.apps/web" in everything, everything
+    assert "pod/web-2" in everything, everything
+
+    # a rolling update: every pod at the new revision, rollout status follows it
+    kubectl.run("apply", "-f", "-", input=manifests("nginx:1.26"))
+    out = rollout_status(kubectl)
+    assert "partitioned roll out complete: 3 new pods have been updated" in out, out
+    sts = kubectl.json("get", "statefulset", "web")
+    assert sts["status"]["currentRevision"] == sts["status"]["updateRevision"]
+    images = {p["spec"]["containers"][0]["image"] for p in live(kubectl).values()}
+    assert images == {"nginx:1.26"}
+
+    # scale down: web-2 goes first, then web-1
+    kubectl.run("scale", "statefulset/web", "--replicas=2")
+    eventually(lambda: sorted(live(kubectl)) == ["web-0", "web-1"], timeout=60)
+    kubectl.run("scale", "statefulset/web", "--replicas=1")
+    eventually(lambda: sorted(live(kubectl)) == ["web-0"], timeout=60)
+    eventually(lambda: kubectl.json("get", "statefulset", "web")["status"].get(
+        "readyReplicas") == 1, timeout=30)
+
+    kubectl.run("delete", "statefulset", "web", "--wait=true", timeout=90)
+    eventually(lambda: live(kubectl) == {}, timeout=60)
