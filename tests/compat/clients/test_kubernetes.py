@@ -7,7 +7,6 @@ the dynamic client (server-side apply included) and the leader-election module o
 from __future__ import annotations
 
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -190,7 +189,7 @@ def test_leader_election_on_a_lease(api: Any, serve: ServeProcess) -> None:
             release[who].wait(30)
             raise RuntimeError(f"{who} steps down")
 
-        cfg = electionconfig.Config(lock, lease_duration=3, renew_deadline=2, retry_period=1,
+        cfg = electionconfig.Config(lock, lease_duration=6, renew_deadline=4, retry_period=1,
                                     onstarted_leading=lead,
                                     onstopped_leading=lambda: stopped.append(who))
         thread = threading.Thread(target=leaderelection.LeaderElection(cfg).run, daemon=True)
@@ -198,17 +197,26 @@ def test_leader_election_on_a_lease(api: Any, serve: ServeProcess) -> None:
         return thread
 
     a = candidate("a")
-    assert leading["a"].wait(10)
+    assert leading["a"].wait(30)
     lease = coordination.read_namespaced_lease(name, "default")
     assert lease.spec.holder_identity == "a"
-    assert lease.spec.lease_duration_seconds == 3
+    assert lease.spec.lease_duration_seconds == 6
     b = candidate("b")
-    time.sleep(1.5)
+    # while a renews (two renewals seen after b started), b does not lead
+    renewals: set[Any] = set()
+
+    def renewed_twice() -> bool:
+        spec = coordination.read_namespaced_lease(name, "default").spec
+        assert spec.holder_identity == "a"
+        renewals.add(spec.renew_time)
+        return len(renewals) >= 3
+
+    eventually(renewed_twice, timeout=30)
     assert not leading["b"].is_set(), "b led while a held the lease"
     release["a"].set()
     a.join(timeout=10)
     assert stopped == ["a"]
-    assert leading["b"].wait(15)
+    assert leading["b"].wait(30)
     eventually(lambda: coordination.read_namespaced_lease(name, "default").spec.holder_identity
                == "b")
     release["b"].set()
