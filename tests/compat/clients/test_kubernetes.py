@@ -227,9 +227,11 @@ def test_leader_election_on_a_lease(api: Any, serve: ServeProcess) -> None:
 def test_typed_pods_services_nodes_and_slices(api: Any) -> None:
     core = client.CoreV1Api(api)
     pod = client.V1Pod(metadata=client.V1ObjectMeta(name="typed", labels={"app": "typed"}),
-                       spec=client.V1PodSpec(containers=[client.V1Container(
-                           name="app", image="python:3.12",
-                           ports=[client.V1ContainerPort(container_port=8080)])]))
+                       # bound by the test below, not by the server's scheduler
+                       spec=client.V1PodSpec(scheduler_name="by-hand", containers=[
+                           client.V1Container(
+                               name="app", image="python:3.12",
+                               ports=[client.V1ContainerPort(container_port=8080)])]))
     created = core.create_namespaced_pod("default", pod)
     assert created.spec.restart_policy == "Always"
     assert created.status.phase == "Pending"

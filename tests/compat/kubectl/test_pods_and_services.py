@@ -18,7 +18,8 @@ pytestmark = pytest.mark.compat
 def pod_manifest(name: str, containers: list[dict[str, Any]]) -> str:
     return json.dumps({"apiVersion": "v1", "kind": "Pod",
                        "metadata": {"name": name, "labels": {"app": name}},
-                       "spec": {"containers": containers}})
+                       # the tests bind it themselves, not the server's scheduler
+                       "spec": {"schedulerName": "by-hand", "containers": containers}})
 
 
 def bind(serve: ServeProcess, name: str, node: str) -> None:

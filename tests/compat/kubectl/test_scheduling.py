@@ -22,7 +22,7 @@ def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
     if shutil.which("kubectl") is None:
         pytest.skip("kubectl is not installed")
     proc = start_serve(tmp_path_factory.mktemp("serve"),
-                       extra_args=["--node-monitor-grace-period", "3600"])
+                       extra_args=["--node-monitor-grace-period", "3600", "--no-agent"])
     yield proc
     proc.stop()
 
