@@ -352,6 +352,40 @@ def test_agent_stop_pods_ends_what_a_stopped_server_left_running(tmp_path: Path)
                 os.kill(pid, signal.SIGKILL)
 
 
+def test_a_second_node_joined_with_setpoint_agent_gets_pods_scheduled(
+        kubectl: Kubectl, serve: ServeProcess, tmp_path: Path) -> None:
+    """``setpoint agent`` joins another node to the server; the scheduler binds a pod that
+    only fits there, and that node's agent runs it."""
+    cidr = f"127.{100 + (os.getpid() + next(_cidrs)) % 120}.0.0/16"
+    log = (tmp_path / "agent.log").open("wb")
+    agent = subprocess.Popen(
+        [sys.executable, "-m", "setpoint", "agent", "--kubeconfig", str(serve.kubeconfig),
+         "--name", "node-b", "--root-dir", str(tmp_path / "agent"), "--port", "0",
+         "--isolation", "none", "--pod-cidr", cidr, "--service-proxy", "off"],
+        stdout=log, stderr=subprocess.STDOUT)
+    uid = ""
+    try:
+        node = eventually(lambda: kubectl.json("get", "node", "node-b"), timeout=60)
+        assert node["metadata"]["labels"]["kubernetes.io/hostname"] == "node-b"
+        elsewhere = pod("elsewhere", "exec sleep 3600",
+                        nodeSelector={"kubernetes.io/hostname": "node-b"})
+        del elsewhere["spec"]["nodeName"]  # left to the scheduler
+        apply(kubectl, elsewhere)
+        ready = wait_ready(kubectl, "elsewhere")
+        uid = ready["metadata"]["uid"]
+        assert ready["spec"]["nodeName"] == "node-b"
+        assert eventually(lambda: pod_processes(uid))
+        kubectl.run("delete", "pod", "elsewhere", "--wait=true", timeout=60)
+        assert pod_processes(uid) == set()
+    finally:
+        agent.terminate()
+        agent.wait(timeout=30)
+        log.close()
+        subprocess.run([sys.executable, "-m", "setpoint", "agent", "--stop-pods",
+                        "--root-dir", str(tmp_path / "agent")], timeout=120, check=False)
+        kubectl.run("delete", "node", "node-b", "--wait=false", check=False)
+
+
 def test_simulated_pods_run_without_processes(tmp_path: Path) -> None:
     serve = start(tmp_path / "d", "--pod-runtime", "simulate")
     kubectl = kubectl_for(serve, tmp_path / "cache")
