@@ -80,7 +80,9 @@ async def test_a_queue_deleted_out_of_band_comes_back() -> None:
         assert service.queues["default-orders"] == {"visibilityTimeout": 60}
         assert service.delete_out_of_band("default-orders")
         await cp.eventually(lambda: "default-orders" in service.queues)
-        assert "poll" in causes(manager, "orders")
+        # the reconcile that put it back is in the history once it has ended, a little after
+        # its call reached the service
+        await cp.eventually(lambda: "poll" in causes(manager, "orders"))
         # a spec change reaches the service; deleting the Queue deletes its queue
         await cp.client.patch(QUEUE, "orders", {"spec": {"visibilityTimeout": 5}},
                               namespace="default")
