@@ -322,7 +322,9 @@ def test_the_timeline_shows_who_wrote_what_beside_the_events(
     until(browser, lambda d: any("widget-operator" in r and "write Update status" in r
                                  and "status.conditions" in r for r in rows()),
           "the operator's status write is on the timeline")
-    assert any("write Update" in r and "spec.size" in r for r in rows()), rows()
+    # the timeline is redrawn as it follows its watches: read it again when a row goes stale
+    until(browser, lambda d: any("write Update" in r and "spec.size" in r for r in rows()),
+          "the creator's spec write is on the timeline")
     cluster.ok("POST", "/api/v1/namespaces/default/events", {
         "apiVersion": "v1", "kind": "Event", "metadata": {"name": "timed.1"},
         "involvedObject": {"apiVersion": "example.com/v1", "kind": "Widget", "name": "timed",
