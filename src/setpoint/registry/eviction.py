@@ -247,7 +247,7 @@ class Evictor:
                 namespace, name, "v1", lambda budget, now: spend(budget, pod_name, now),
                 subresource="status")
         except errors.Conflict as e:
-            raise errors.Timeout(f"Timeout: couldn't update PodDisruptionBudget {name!r} due "
+            raise errors.Timeout(f'Timeout: couldn\'t update PodDisruptionBudget "{name}" due '
                                  "to conflicts", retry_after=10) from e
 
     async def _delete(self, namespace: str, name: str, opts: DeleteOptions) -> None:

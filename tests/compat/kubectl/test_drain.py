@@ -130,6 +130,18 @@ def test_cordon_and_uncordon(kubectl: Kubectl) -> None:
     assert kubectl.run("get", "node", "node-b", "--no-headers").stdout.split()[1] == "Ready"
 
 
+def test_explain_and_columns_of_budgets(kubectl: Kubectl) -> None:
+    explained = kubectl.run("explain", "pdb.spec.unhealthyPodEvictionPolicy").stdout
+    assert "IfHealthyBudget" in explained
+    assert "AlwaysAllow" in explained
+    apply(kubectl, budget("shown", maxUnavailable="25%"))
+    header, row = kubectl.run("get", "pdb", "shown").stdout.splitlines()
+    assert header.split() == ["NAME", "MIN", "AVAILABLE", "MAX", "UNAVAILABLE", "ALLOWED",
+                              "DISRUPTIONS", "AGE"]
+    assert row.split()[:3] == ["shown", "N/A", "25%"]
+    kubectl.run("delete", "pdb", "shown")
+
+
 def test_drain_respects_the_budget_and_completes(kubectl: Kubectl) -> None:
     # every pod on node-a first: node-b takes nothing while cordoned
     kubectl.run("cordon", "node-b")

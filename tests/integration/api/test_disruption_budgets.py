@@ -4,6 +4,7 @@ disruption controller runs here: what the eviction reads is exactly what the tes
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import aiohttp
@@ -266,3 +267,22 @@ async def test_a_stale_precondition_is_a_conflict(http: aiohttp.ClientSession) -
     status, answer = await evict(http, "web-1", preconditions={"resourceVersion": "1"})
     assert status == 409, answer
     assert not await gone_or_going(http, "web-1")
+
+
+async def test_concurrent_evictions_never_spend_more_than_the_budget(
+        http: aiohttp.ClientSession) -> None:
+    names = [f"web-{i}" for i in range(8)]
+    for name in names:
+        await make_pod(http, name)
+    assert (await request(http, "POST", PDBS, budget("web", minAvailable=6)))[0] == 201
+    await set_status(http, "web", currentHealthy=8, desiredHealthy=6, expectedPods=8,
+                     disruptionsAllowed=2)
+    answers = await asyncio.gather(*(evict(http, name) for name in names))
+    codes = sorted(code for code, _ in answers)
+    assert codes == [201, 201, 429, 429, 429, 429, 429, 429], answers
+    _, spent, _ = await request(http, "GET", f"{PDBS}/web")
+    granted = {name for name, (code, _) in zip(names, answers, strict=True) if code == 201}
+    assert set(spent["status"]["disruptedPods"]) == granted
+    assert spent["status"]["disruptionsAllowed"] == 0
+    for name in names:
+        assert await gone_or_going(http, name) == (name in granted)
