@@ -20,6 +20,12 @@ As Kubernetes' disruption controller, for each budget:
   there are no expected pods; ``observedGeneration``; the ``DisruptionAllowed`` condition
   (True ``SufficientPods`` / False ``InsufficientPods``).
 
+A second controller, ``disruption-pods`` (same identity), resets to False the
+``DisruptionTarget`` condition of a pod that still runs
+:attr:`DisruptionConfig.stale_condition_timeout` seconds after it was set (an eviction whose
+deletion failed), unless the node agent set it or the pod has finished (Kubernetes'
+``syncStalePodDisruption``).
+
 When the expected count cannot be computed (an owner without a scale), the budget is made
 safe: ``disruptionsAllowed: 0`` and ``DisruptionAllowed`` False with reason ``SyncFailed``
 and the error as message (Kubernetes' ``failSafe``). The status is written only when it
@@ -54,6 +60,9 @@ REPLICA_SET: Final = ("apps/v1", "ReplicaSet")
 DEPLOYMENT: Final = ("apps/v1", "Deployment")
 STATEFUL_SET: Final = ("apps/v1", "StatefulSet")
 CONDITION: Final = "DisruptionAllowed"
+DISRUPTION_TARGET: Final = "DisruptionTarget"
+#: the reason of a ``DisruptionTarget`` the node agent sets (never stale)
+BY_KUBELET: Final = "TerminationByKubelet"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -62,6 +71,9 @@ class DisruptionConfig:
     #: seconds after which a granted eviction whose pod is still not being deleted is
     #: forgotten (the pod counts as healthy again)
     deletion_timeout: float = 120.0
+    #: seconds after which a pod's ``DisruptionTarget`` condition, set by an eviction whose
+    #: pod was not deleted after all, is reset to False
+    stale_condition_timeout: float = 120.0
 
 
 class SyncFailed(Exception):
@@ -327,6 +339,71 @@ class DisruptionReconciler:
         return uid, _int(_d(scale.get("spec")).get("replicas"))
 
 
+def stale_target(pod: Obj, now: datetime, timeout: float) -> float | None:
+    """None when the pod has no ``DisruptionTarget`` condition that may go stale; else the
+    seconds until it is stale (0: now)."""
+    if _meta(pod).get("deletionTimestamp") or \
+            _d(pod.get("status")).get("phase") in ("Succeeded", "Failed"):
+        return None
+    for cond in _d(pod.get("status")).get("conditions") or ():
+        cond = _d(cond)
+        if cond.get("type") != DISRUPTION_TARGET:
+            continue
+        if cond.get("status") != "True" or cond.get("reason") == BY_KUBELET:
+            return None
+        try:
+            since = timeutil.parse_time(str(cond.get("lastTransitionTime")))
+        except ValueError:
+            return 0.0
+        return max(timeout - (now - since).total_seconds(), 0.0)
+    return None
+
+
+def reset_target(pod: Obj, now: datetime) -> dict[str, Any]:
+    """The pod with its ``DisruptionTarget`` condition False (``UpdatePodCondition``: the
+    reason and message go, the transition time is now)."""
+    status = dict(_d(pod.get("status")))
+    status["conditions"] = [
+        {"type": DISRUPTION_TARGET, "status": "False", "lastProbeTime": None,
+         "lastTransitionTime": timeutil.format_time(now)}
+        if _d(c).get("type") == DISRUPTION_TARGET else c
+        for c in status.get("conditions") or ()]
+    return {**pod, "status": status}
+
+
+class StaleTargetReconciler:
+    def __init__(self, config: DisruptionConfig, clock: base_clock.Clock) -> None:
+        self.config = config
+        self.clock = clock
+
+    async def __call__(self, request: runtime.Request, ctx: runtime.Context) -> runtime.Result:
+        pod = ctx.get(request)
+        if pod is None:
+            return runtime.Result.done()
+        now = self.clock.now()
+        wait = stale_target(pod, now, self.config.stale_condition_timeout)
+        if wait is None:
+            return runtime.Result.done()
+        if wait > 0:
+            return runtime.Result.after(wait + 0.05)
+        try:
+            await ctx.client.update_status(reset_target(pod, now), resource=POD)
+        except errors.Conflict:
+            return runtime.Result(requeue=True)
+        except errors.NotFound:
+            pass
+        return runtime.Result.done()
+
+
+def stale_target_controller(config: DisruptionConfig | None = None, *,
+                            clock: base_clock.Clock | None = None) -> runtime.Controller:
+    config = config or DisruptionConfig()
+    return (runtime.Controller(for_=POD, name="disruption-pods",
+                               reconcile=StaleTargetReconciler(
+                                   config, clock or base_clock.SystemClock()))
+            .with_options(workers=config.workers))
+
+
 def disruption_controller(config: DisruptionConfig | None = None, *,
                           clock: base_clock.Clock | None = None) -> runtime.Controller:
     config = config or DisruptionConfig()
@@ -341,5 +418,6 @@ def disruption_controller(config: DisruptionConfig | None = None, *,
             .with_options(workers=config.workers))
 
 
-__all__ = ["DisruptionConfig", "DisruptionReconciler", "budget_status", "desired_healthy",
-           "disrupted_map", "disruption_controller", "fail_safe"]
+__all__ = ["DisruptionConfig", "DisruptionReconciler", "StaleTargetReconciler",
+           "budget_status", "desired_healthy", "disrupted_map", "disruption_controller",
+           "fail_safe", "reset_target", "stale_target", "stale_target_controller"]

@@ -6,12 +6,13 @@ replaces pods."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from setpoint.apimachinery import errors
+from setpoint.apimachinery import errors, timeutil
 from setpoint.client import Client, load_kubeconfig
 from setpoint.controlplane import ControlPlane, ControlPlaneConfig, ServeAgentConfig
 from setpoint.server.securing import SecurityConfig
@@ -177,3 +178,26 @@ async def test_an_owner_without_a_scale_makes_the_budget_safe(client: Client) ->
     assert condition["status"] == "False"
     assert condition["message"] == 'found no controllers for pod "owned"'
     assert pdb["status"]["disruptionsAllowed"] == 0
+
+
+async def test_a_stale_disruption_target_is_reset(client: Client) -> None:
+    """An eviction marked the pod but its deletion never came: after the timeout the
+    ``disruption-pods`` controller (as the disruption controller's identity) resets it."""
+    created = await client.create({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "kept"},
+        "spec": {"nodeName": "nowhere", "containers": [{"name": "c", "image": "app:1"}]}},
+        namespace=NS)
+    old = timeutil.format_time(datetime.now(UTC) - timedelta(minutes=10))
+    created["status"] = {"phase": "Running", "conditions": [
+        {"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI",
+         "message": "Eviction API: evicting", "lastTransitionTime": old}]}
+    await client.update_status(created)
+
+    async def reset() -> Obj | None:
+        pod = await client.get(POD, "kept", namespace=NS)
+        conditions = pod.get("status", {}).get("conditions", [])
+        found = [c for c in conditions if c["type"] == "DisruptionTarget"]
+        return found[0] if found and found[0]["status"] == "False" else None
+    condition = await eventually(reset, timeout=30)
+    assert condition["lastTransitionTime"] > old
+    assert "reason" not in condition

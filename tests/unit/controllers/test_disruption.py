@@ -150,3 +150,39 @@ def test_evictions_ignore_empty_selectors_and_the_controller_does_not(
     chosen = {"spec": {"selector": {"matchLabels": {"app": "a"}}}}
     assert eviction.budget_selects(chosen, labels) == disruption.selects(chosen, labels) == (
         labels.get("app") == "a")
+
+
+def target_pod(status: str = "True", reason: str = "EvictionByEvictionAPI", *,
+               age: float = 0.0, phase: str = "Running", deleting: bool = False
+               ) -> dict[str, Any]:
+    pod_obj = pod("p", deleting=deleting)
+    pod_obj["status"]["phase"] = phase
+    pod_obj["status"]["conditions"].append({
+        "type": "DisruptionTarget", "status": status, "reason": reason,
+        "message": "Eviction API: evicting",
+        "lastTransitionTime": timeutil.format_time(NOW - timedelta(seconds=age))})
+    return pod_obj
+
+
+@pytest.mark.parametrize(("pod_obj", "wait"), [
+    (target_pod(age=30), 90.0),
+    (target_pod(age=300), 0.0),
+    (target_pod(status="False", age=300), None),
+    (target_pod(reason="TerminationByKubelet", age=300), None),
+    (target_pod(phase="Failed", age=300), None),
+    (target_pod(deleting=True, age=300), None),
+    (pod("plain"), None),
+])
+def test_a_disruption_target_goes_stale_after_the_timeout(pod_obj: dict[str, Any],
+                                                          wait: float | None) -> None:
+    assert disruption.stale_target(pod_obj, NOW, 120.0) == (
+        pytest.approx(wait) if wait is not None else None)
+
+
+def test_a_stale_target_is_reset_to_false_and_the_rest_kept() -> None:
+    reset = disruption.reset_target(target_pod(age=300), NOW)
+    ready, target = reset["status"]["conditions"]
+    assert ready == {"type": "Ready", "status": "True"}
+    assert target == {"type": "DisruptionTarget", "status": "False", "lastProbeTime": None,
+                      "lastTransitionTime": timeutil.format_time(NOW)}
+    assert reset["status"]["phase"] == "Running"
