@@ -150,6 +150,9 @@ def test_drain_respects_the_budget_and_completes(kubectl: Kubectl) -> None:
     eventually(lambda: allowed(kubectl, "web", 1), timeout=30)
     row = kubectl.run("get", "pdb", "web", "--no-headers").stdout.split()
     assert row[:4] == ["web", "2", "N/A", "1"]
+    described = " ".join(kubectl.run("describe", "pdb", "web").stdout.split())
+    assert "Min available: 2 Selector: app=web Status: Allowed disruptions: 1 Current: 3 " \
+        "Desired: 2 Total: 3" in described
     kubectl.run("uncordon", "node-b")
 
     result = kubectl.run("drain", "node-a", "--ignore-daemonsets", "--delete-emptydir-data",
