@@ -1,9 +1,12 @@
-"""The BitcoinNetwork example end to end: ``setpoint serve`` with its node agent running the
-nodes as processes, the example's operator under ``setpoint run``, and the real kubectl.
+"""The examples whose operators run pods, end to end: ``setpoint serve`` with its node agent
+running the pods as processes, each example's operator under ``setpoint run``, and the real
+kubectl. BitcoinNetwork: a StatefulSet of peer-to-peer nodes peered by the operator.
+Watertank: the tank is a pod of its own, disturbed through ``kubectl exec`` and ``kubectl
+port-forward``, and the operator's loop brings it back.
 
-Peer lists are read from the nodes themselves (their HTTP API at the pod IPs the agent
-reported), not only from the status the operator writes. Every wait is for a positive
-signal: a status, a peer list, a pod's new uid.
+What the programs hold is read from them (their HTTP API at the pod IPs the agent reported),
+not only from the status the operators write. Every wait is for a positive signal: a status,
+a peer list, a pod's new uid.
 """
 
 from __future__ import annotations
@@ -47,20 +50,18 @@ def kubectl(serve: ServeProcess, tmp_path_factory: pytest.TempPathFactory) -> Ku
     return k
 
 
-@pytest.fixture(scope="module")
-def operator(serve: ServeProcess, kubectl: Kubectl,
-             tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    kubectl.apply(EXAMPLE / "crd.yaml")
-    kubectl.run("wait", "--for=condition=Established", "crd/bitcoinnetworks.bitcoin.example.com",
-                "--timeout=30s", timeout=40)
-    log = tmp_path_factory.mktemp("operator") / "operator.log"
+@contextlib.contextmanager
+def running_operator(example: str, serve: ServeProcess, log: Path) -> Iterator[None]:
+    """``setpoint run examples/EXAMPLE/operator.py``; it must stop cleanly, without a
+    traceback."""
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "setpoint", "run", str(EXAMPLE / "operator.py"),
+            [sys.executable, "-m", "setpoint", "run",
+             str(ROOT / "examples" / example / "operator.py"),
              "--kubeconfig", str(serve.kubeconfig)], cwd=ROOT, stdout=out,
             stderr=subprocess.STDOUT)
     try:
-        yield log
+        yield
     finally:
         process.send_signal(signal.SIGTERM)
         try:
@@ -68,9 +69,15 @@ def operator(serve: ServeProcess, kubectl: Kubectl,
         except subprocess.TimeoutExpired:
             process.kill()
             code = process.wait()
-        output = log.read_text()
-        assert code == 0, output
-        assert "Traceback" not in output, output
+    output = log.read_text()
+    assert code == 0, output
+    assert "Traceback" not in output, output
+
+
+def install_crd(kubectl: Kubectl, path: Path, name: str) -> None:
+    kubectl.apply(path)
+    kubectl.run("wait", "--for=condition=Established", f"crd/{name}", "--timeout=30s",
+                timeout=40)
 
 
 def node_api(address: str, path: str) -> Any:
@@ -130,7 +137,13 @@ def fully_peered(kubectl: Kubectl, size: int, version: str = "v1") -> dict[str, 
 
 
 def test_a_network_is_peered_scaled_healed_updated_and_deleted(
-        serve: ServeProcess, kubectl: Kubectl, operator: Path) -> None:
+        serve: ServeProcess, kubectl: Kubectl, tmp_path: Path) -> None:
+    install_crd(kubectl, EXAMPLE / "crd.yaml", "bitcoinnetworks.bitcoin.example.com")
+    with running_operator("bitcoinnetwork", serve, tmp_path / "operator.log"):
+        bitcoin_network(serve, kubectl)
+
+
+def bitcoin_network(serve: ServeProcess, kubectl: Kubectl) -> None:
     kubectl.apply(EXAMPLE / "network.yaml")
     three = fully_peered(kubectl, 3)
     table = kubectl.run("get", "btc", NETWORK).stdout
@@ -193,3 +206,122 @@ def test_a_network_is_peered_scaled_healed_updated_and_deleted(
     for kind in ("services", "configmaps"):  # collected by the garbage collector
         eventually(lambda kind=kind: not {NETWORK, f"{NETWORK}-node-program"} & {
             i["metadata"]["name"] for i in kubectl.json("get", kind)["items"]}, timeout=30)
+
+
+TANK_EXAMPLE = ROOT / "examples" / "watertank"
+TANK_SCRIPT = """import os, sys, urllib.request as u
+data = sys.argv[3].encode() if len(sys.argv) > 3 else None
+r = u.Request("http://" + os.environ["POD_IP"] + ":8080" + sys.argv[2], method=sys.argv[1],
+              data=data)
+print(u.urlopen(r, timeout=5).read().decode())
+"""
+
+
+def tank_api(kubectl: Kubectl, method: str, path: str, body: Any = None) -> dict[str, Any]:
+    """The tank's API, called from inside its pod with ``kubectl exec``."""
+    extra = [json.dumps(body)] if body is not None else []
+    answer: dict[str, Any] = json.loads(kubectl.run(
+        "exec", "rooftop-tank", "--", "python3", "-c", TANK_SCRIPT, method, path,
+        *extra).stdout)
+    return answer
+
+
+@contextlib.contextmanager
+def port_forward(kubectl: Kubectl, target: str, port: int) -> Iterator[str]:
+    """``kubectl port-forward TARGET :PORT``; the local URL."""
+    process = subprocess.Popen(
+        ["kubectl", "--kubeconfig", str(kubectl.kubeconfig), "port-forward", target,
+         f":{port}"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env=kubectl.env)
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        assert "Forwarding from 127.0.0.1:" in line, line
+        yield "http://127.0.0.1:" + line.split("127.0.0.1:", 1)[1].split()[0]
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+        if process.stdout is not None:
+            process.stdout.close()
+
+
+def tank_status(kubectl: Kubectl) -> dict[str, Any]:
+    status: dict[str, Any] = kubectl.json("get", "tank", "rooftop").get("status") or {}
+    return status
+
+
+def held(kubectl: Kubectl, target: float, tolerance: float) -> dict[str, Any]:
+    """Wait for the tank itself (asked through kubectl exec) to hold the level with its pump
+    off and its tap closed, and for the Tank's status to say so."""
+    def check() -> dict[str, Any]:
+        real = tank_api(kubectl, "GET", "/tank")
+        assert real["pump"] == "off", real
+        assert real["tap"] == 0, real
+        assert abs(real["level"] - target) <= tolerance, real
+        status = tank_status(kubectl)
+        conditions = {c["type"]: c["status"] for c in status.get("conditions") or []}
+        assert conditions.get("AtTarget") == "True", status
+        assert status["pump"] == "off", status
+        assert status["tankPod"] == "rooftop-tank", status
+        assert abs(status["level"] - target) <= tolerance, status
+        return real
+
+    result: dict[str, Any] = eventually(check, timeout=90, interval=0.5)
+    return result
+
+
+def test_the_tank_pod_is_disturbed_through_kubectl_and_the_loop_recovers(
+        serve: ServeProcess, kubectl: Kubectl, tmp_path: Path) -> None:
+    install_crd(kubectl, TANK_EXAMPLE / "crd.yaml", "tanks.waterworks.example.com")
+    with running_operator("watertank", serve, tmp_path / "operator.log"):
+        kubectl.run("apply", "-f", "-", input=json.dumps({
+            "apiVersion": "waterworks.example.com/v1", "kind": "Tank",
+            "metadata": {"name": "rooftop", "namespace": "default"},
+            "spec": {"targetLevel": 20, "tolerance": 2}}))
+        held(kubectl, 20, 2)
+        pod = kubectl.json("get", "pod", "rooftop-tank")
+        assert pod["metadata"]["ownerReferences"][0]["kind"] == "Tank"
+
+        # the tap opened through kubectl exec: the level falls, the loop starts the pump
+        # against it (the Tank's status shows both)
+        assert tank_api(kubectl, "PUT", "/tap", {"rate": 2})["tap"] == 2
+
+        def fighting() -> bool:
+            status = tank_status(kubectl)
+            assert status.get("tap") == 2, status
+            assert status.get("pump") == "filling", status
+            return True
+
+        eventually(fighting, timeout=60, interval=0.3)
+        tank_api(kubectl, "PUT", "/tap", {"rate": 0})
+        held(kubectl, 20, 2)
+
+        # water poured in through kubectl port-forward: the loop drains it back
+        with port_forward(kubectl, "pod/rooftop-tank", 8080) as url:
+            request = urllib.request.Request(f"{url}/level", method="PUT",
+                                             data=b'{"level": 70}')
+            with urllib.request.urlopen(request, timeout=10) as response:
+                assert json.loads(response.read())["level"] == 70
+        eventually(lambda: tank_status(kubectl).get("pump") == "draining", timeout=60,
+                   interval=0.3)
+        held(kubectl, 20, 2)
+
+        # the tank's pod deleted: the operator starts another (an empty tank) and fills it
+        old = pod["metadata"]["uid"]
+        kubectl.run("delete", "pod", "rooftop-tank", "--wait=true", timeout=90)
+        eventually(lambda: kubectl.json("get", "pod", "rooftop-tank")["metadata"]["uid"] != old,
+                   timeout=60)
+        held(kubectl, 20, 2)
+        assert pod_processes(old) == set()
+
+        # the Tank deleted: its pod goes with it, and its processes
+        uid = kubectl.json("get", "pod", "rooftop-tank")["metadata"]["uid"]
+        kubectl.run("delete", "tank", "rooftop", "--wait=true", timeout=60)
+
+        def collected() -> bool:
+            names = [p["metadata"]["name"] for p in kubectl.json("get", "pods")["items"]]
+            assert "rooftop-tank" not in names
+            assert pod_processes(uid) == set()
+            return True
+
+        eventually(collected, timeout=90, interval=0.5)
