@@ -49,6 +49,7 @@ from typing import Any
 
 MAX_BODY = 64 * 1024
 MAX_CHAIN_BYTES = 8 * 1024 * 1024
+MAX_DISCARD = 1024 * 1024
 MAX_PEERS = 256
 MAX_BLOCKS = 10_000
 MAX_DATA = 1024
@@ -191,6 +192,19 @@ def announce(node: Node, block: dict[str, Any]) -> None:
             pass  # the peer catches up at its next sync
 
 
+def discard(handler: BaseHTTPRequestHandler, length: int) -> None:
+    """Read and drop a body too large to take, if it is small enough to read (closing with
+    unread data would reset the connection before the client reads the answer); close the
+    connection after the answer either way."""
+    handler.close_connection = True
+    if 0 < length <= MAX_DISCARD:
+        while length > 0:
+            chunk = handler.rfile.read(min(length, 65536))
+            if not chunk:
+                break
+            length -= len(chunk)
+
+
 class Handler(BaseHTTPRequestHandler):
     server: NodeServer
     protocol_version = "HTTP/1.1"
@@ -215,7 +229,7 @@ class Handler(BaseHTTPRequestHandler):
         except ValueError:
             length = -1
         if length < 0 or length > MAX_BODY:
-            self.close_connection = True
+            discard(self, length)
             raise ValueError(f"the body must be at most {MAX_BODY} bytes")
         raw = self.rfile.read(length) if length else b"{}"
         value = json.loads(raw)
@@ -317,6 +331,10 @@ class NodeServer(ThreadingHTTPServer):
     def __init__(self, address: tuple[str, int], node: Node) -> None:
         super().__init__(address, Handler)
         self.node = node
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):  # a client that went away
+            super().handle_error(request, client_address)
 
 
 def sync_forever(node: Node, stop: threading.Event, interval: float) -> None:

@@ -42,7 +42,8 @@ class Running:
         self.address = f"127.0.0.1:{self.server.server_address[1]}"
         self.server.node.address = self.address
         self.stop = threading.Event()
-        self.threads = [threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True),
+        self.threads = [threading.Thread(target=self.server.serve_forever, args=(0.05,),
+                                         daemon=True),
                         threading.Thread(target=node.sync_forever, daemon=True,
                                          args=(self.server.node, self.stop, sync_interval))]
         for t in self.threads:

@@ -38,6 +38,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
 MAX_BODY = 4096
+MAX_DISCARD = 64 * 1024
 PUMP_STATES = ("filling", "draining", "off")
 
 Pump = Literal["filling", "draining", "off"]
@@ -160,6 +161,8 @@ class Handler(BaseHTTPRequestHandler):
             length = int(self.headers.get("Content-Length") or 0)
             if not 0 <= length <= MAX_BODY:
                 self.close_connection = True
+                if 0 < length <= MAX_DISCARD:  # read it, or closing would reset the answer
+                    self.rfile.read(length)
                 raise ValueError(f"the body must be at most {MAX_BODY} bytes")
             body = json.loads(self.rfile.read(length) if length else b"{}")
             if not isinstance(body, dict):
@@ -181,6 +184,10 @@ class TankServer(ThreadingHTTPServer):
     def __init__(self, address: tuple[str, int], tank: SimulatedTank) -> None:
         super().__init__(address, Handler)
         self.tank = tank
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):  # a client that went away
+            super().handle_error(request, client_address)
 
 
 def main(argv: list[str] | None = None) -> int:
