@@ -294,7 +294,7 @@ class Handler(BaseHTTPRequestHandler):
                 return self.fail(HTTPStatus.UNPROCESSABLE_ENTITY,
                                  f"at most {MAX_PEERS} peers")
             created = name not in node.peers
-            node.peers[name] = address
+            node.peers[name] = str(address)
         # a new peer may be ahead of us: catch up now rather than at the next sync
         threading.Thread(target=pull_chain, args=(node, address), daemon=True).start()
         return self.answer(201 if created else 200, {"name": name, "address": address})

@@ -72,6 +72,7 @@ FINALIZER = "bitcoin.example.com/detach"
 PORT = 8333
 PROGRAM_DIR = "/opt/bitcoinnode"
 DEFAULT_IMAGE = "python:3.12-alpine"
+MAX_ANSWER = 1024 * 1024  # a node's /status: peers are bounded by the node program
 NODE_PROGRAM = (Path(__file__).parent / "node.py").read_text()
 
 
@@ -149,20 +150,31 @@ class NodeAPI:
 
     async def call(self, method: str, address: str, path: str,
                    body: Any = None) -> Any:
+        """One call; the answer's JSON (at most ``MAX_ANSWER`` bytes read)."""
         async with self.session.request(method, f"http://{address}{path}",
                                         json=body) as response:
+            raw = await response.content.read(MAX_ANSWER + 1)
             if response.status >= 400:
                 raise aiohttp.ClientResponseError(
                     response.request_info, (), status=response.status,
-                    message=(await response.text())[:200])
-            return await response.json(content_type=None)
+                    message=raw[:200].decode(errors="replace"))
+            if len(raw) > MAX_ANSWER:
+                raise ValueError(f"the answer is over {MAX_ANSWER} bytes")
+            return json.loads(raw)
 
     async def status(self, address: str) -> dict[str, Any] | None:
         try:
             answer = await self.call("GET", address, "/status")
         except (aiohttp.ClientError, OSError, TimeoutError, ValueError):
             return None
-        return answer if isinstance(answer, dict) else None
+        if not isinstance(answer, dict):
+            return None
+        peers = answer.get("peers")
+        height = answer.get("height")
+        return {"peers": {str(k): str(v) for k, v in peers.items()}
+                if isinstance(peers, dict) else {},
+                "version": str(answer.get("version", ""))[:64],
+                "height": height if isinstance(height, int) and height >= 0 else 0}
 
 
 async def peer_node(api: NodeAPI, name: str, address: str,
@@ -205,12 +217,12 @@ def build(*, converge_every: float = 1.0, resync_every: float = 30.0,
         async with aiohttp.ClientSession(timeout=timeout) as session:
             api = NodeAPI(session)
 
-            async def apply(obj: dict[str, Any]) -> Result:
+            async def apply(obj: Mapping[str, Any]) -> Result:
                 await ensure_children(ctx, obj)
                 converged = await peer_and_report(ctx, api, obj)
                 return Result.after(resync_every if converged else converge_every)
 
-            async def cleanup(obj: dict[str, Any]) -> None:
+            async def cleanup(obj: Mapping[str, Any]) -> None:
                 detached = []
                 for pod in ready_pods(ctx, request):
                     try:
@@ -227,18 +239,18 @@ def build(*, converge_every: float = 1.0, resync_every: float = 30.0,
     return registry
 
 
-def ready_pods(ctx: Context, request: Request) -> list[dict[str, Any]]:
+def ready_pods(ctx: Context, request: Request) -> list[Mapping[str, Any]]:
     return [p for p in network_pods(ctx, request) if pod_ready(p)]
 
 
-def network_pods(ctx: Context, request: Request) -> list[dict[str, Any]]:
+def network_pods(ctx: Context, request: Request) -> list[Mapping[str, Any]]:
     pods = ctx.cache_for(POD).by_index("namespace", request.namespace)
     return sorted((p for p in pods
                    if (p["metadata"].get("labels") or {}).get(NETWORK_LABEL) == request.name),
                   key=lambda p: ordinal(p["metadata"]["name"]))
 
 
-async def ensure(ctx: Context, network: dict[str, Any], resource: tuple[str, str],
+async def ensure(ctx: Context, network: Mapping[str, Any], resource: tuple[str, str],
                  wanted: dict[str, Any], differs: Any) -> None:
     """Create ``wanted`` if missing; patch it with ``differs(current)`` when that returns
     a patch."""
@@ -260,7 +272,7 @@ async def ensure(ctx: Context, network: dict[str, Any], resource: tuple[str, str
                                   f"{metadata['name']}")
 
 
-async def ensure_children(ctx: Context, network: dict[str, Any]) -> None:
+async def ensure_children(ctx: Context, network: Mapping[str, Any]) -> None:
     meta, spec = network["metadata"], network["spec"]
     name, namespace = meta["name"], meta["namespace"]
     labels = labels_of(name)
@@ -305,7 +317,7 @@ async def ensure_children(ctx: Context, network: dict[str, Any]) -> None:
         sts_patch)
 
 
-async def peer_and_report(ctx: Context, api: NodeAPI, network: dict[str, Any]) -> bool:
+async def peer_and_report(ctx: Context, api: NodeAPI, network: Mapping[str, Any]) -> bool:
     """Peer every Ready node with every other one, write the status; whether the network
     is Ready."""
     meta, spec = network["metadata"], network["spec"]
@@ -329,9 +341,9 @@ async def peer_and_report(ctx: Context, api: NodeAPI, network: dict[str, Any]) -
         if name in ready:
             entry["address"] = ready[name]
         if node_status is not None:
-            entry["peers"] = len(node_status.get("peers") or {})
-            entry["version"] = str(node_status.get("version", ""))
-            entry["height"] = int(node_status.get("height") or 0)
+            entry["peers"] = len(node_status["peers"])
+            entry["version"] = node_status["version"]
+            entry["height"] = node_status["height"]
         nodes.append(entry)
     wanted = int(spec["nodes"])
     ready_nodes = sum(1 for n in nodes if n["ready"])
@@ -352,7 +364,7 @@ async def peer_and_report(ctx: Context, api: NodeAPI, network: dict[str, Any]) -
     return condition.status is True
 
 
-async def write_status(ctx: Context, network: dict[str, Any], fields: dict[str, Any],
+async def write_status(ctx: Context, network: Mapping[str, Any], fields: dict[str, Any],
                        condition: Condition) -> None:
     status = network.get("status") or {}
     wanted = {**fields, "conditions": set_condition(status.get("conditions") or [],

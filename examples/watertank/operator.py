@@ -41,9 +41,11 @@ runs unchanged against any cluster::
 from __future__ import annotations
 
 import importlib.util
+import json
+import math
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -70,6 +72,7 @@ POD = ("v1", "Pod")
 CONFIGMAP = ("v1", "ConfigMap")
 TANK_LABEL = "waterworks.example.com/tank"
 TANK_PORT = 8080
+MAX_ANSWER = 64 * 1024
 PROGRAM_DIR = "/opt/tank"
 TANK_PROGRAM_PATH = Path(__file__).parent / "tank.py"
 
@@ -147,7 +150,7 @@ class Plant:
     def get(self, key: str) -> Any:
         return self._tanks.get(key)
 
-    async def handle(self, ctx: Context, obj: dict[str, Any],
+    async def handle(self, ctx: Context, obj: Mapping[str, Any],
                      session: aiohttp.ClientSession) -> TankHandle:
         meta = obj["metadata"]
         return _SimulatedHandle(self.tank(f"{meta['namespace']}/{meta['name']}"))
@@ -157,7 +160,7 @@ class Plant:
         if gone is not None:
             gone.switch("off")
 
-    def pod_of(self, obj: dict[str, Any]) -> str | None:
+    def pod_of(self, obj: Mapping[str, Any]) -> str | None:
         return None
 
 
@@ -169,9 +172,17 @@ class _HttpHandle:
     async def read(self) -> Reading:
         async with self.session.get(f"{self.url}/tank") as response:
             response.raise_for_status()
-            s = await response.json(content_type=None)
-        return Reading(float(s["level"]), s["pump"], float(s["tap"]), float(s["capacity"]),
-                       float(s["fillRate"]), float(s["drainRate"]))
+            raw = await response.content.read(MAX_ANSWER + 1)
+        if len(raw) > MAX_ANSWER:
+            raise ValueError(f"the tank's answer is over {MAX_ANSWER} bytes")
+        s = json.loads(raw)
+        if not isinstance(s, dict) or s.get("pump") not in ("filling", "draining", "off"):
+            raise ValueError("the tank's answer is not a reading")
+        values = [float(s[k]) for k in ("level", "tap", "capacity", "fillRate", "drainRate")]
+        if not all(math.isfinite(v) and v >= 0 for v in values) or min(values[2:]) <= 0:
+            raise ValueError("the tank's answer is not a reading")
+        level, tap, capacity, fill_rate, drain_rate = values
+        return Reading(level, s["pump"], tap, capacity, fill_rate, drain_rate)
 
     async def switch(self, pump: Pump) -> None:
         async with self.session.put(f"{self.url}/pump", json={"pump": pump}) as response:
@@ -188,10 +199,10 @@ class PodPlant:
         self.image = image
         self.program = TANK_PROGRAM_PATH.read_text()
 
-    def pod_of(self, obj: dict[str, Any]) -> str | None:
+    def pod_of(self, obj: Mapping[str, Any]) -> str | None:
         return f"{obj['metadata']['name']}-tank"
 
-    async def handle(self, ctx: Context, obj: dict[str, Any],
+    async def handle(self, ctx: Context, obj: Mapping[str, Any],
                      session: aiohttp.ClientSession) -> TankHandle:
         meta = obj["metadata"]
         name, namespace = meta["name"], meta["namespace"]
@@ -216,7 +227,8 @@ class PodPlant:
         address = f"[{ip}]:{TANK_PORT}" if ":" in ip else f"{ip}:{TANK_PORT}"
         return _HttpHandle(session, address)
 
-    async def _create(self, ctx: Context, owner: dict[str, Any], obj: dict[str, Any]) -> None:
+    async def _create(self, ctx: Context, owner: Mapping[str, Any],
+                      obj: dict[str, Any]) -> None:
         set_controller_reference(owner, obj)
         try:
             await ctx.client.create(obj)
@@ -251,12 +263,12 @@ class PodPlant:
 
 
 class AnyPlant(Protocol):
-    async def handle(self, ctx: Context, obj: dict[str, Any],
+    async def handle(self, ctx: Context, obj: Mapping[str, Any],
                      session: aiohttp.ClientSession) -> TankHandle: ...
 
     async def release(self, request: Request) -> None: ...
 
-    def pod_of(self, obj: dict[str, Any]) -> str | None: ...
+    def pod_of(self, obj: Mapping[str, Any]) -> str | None: ...
 
 
 def decide(level: float, target: float, tolerance: float, running: Pump) -> Pump:
@@ -300,7 +312,8 @@ def build(plant: AnyPlant, *, idle_check: float = 5.0, max_step: float = 1.0,
             await report(ctx, obj, None, "off", 0.0, pod, Condition(
                 type="AtTarget", status="Unknown", reason="TankStarting", message=str(e)))
             return Result.after(idle_check)  # the pod's changes also wake the controller
-        except (aiohttp.ClientError, OSError, TimeoutError, ValueError, KeyError) as e:
+        except (aiohttp.ClientError, OSError, TimeoutError, ValueError, KeyError,
+                TypeError) as e:
             await report(ctx, obj, None, "off", 0.0, pod, Condition(
                 type="AtTarget", status="Unknown", reason="TankUnreachable",
                 message=f"cannot read the tank: {e!s:.200}"))
