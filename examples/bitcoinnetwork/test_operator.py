@@ -1,7 +1,7 @@
 """The BitcoinNetwork operator on the in-process control plane (no node agent, no StatefulSet
-controller, no scheduler): its children are created as they should be, and pods made Ready by hand, whose
-pod IPs are real node programs listening on loopback addresses of their own, are peered with
-each other, forgotten when they go, and detached by the finalizer.
+controller, no scheduler): its children are created as they should be, and pods made Ready
+by hand, whose pod IPs are real node programs listening on loopback addresses of their own,
+are peered with each other, forgotten when they go, and detached by the finalizer.
 
 The end-to-end test, with the StatefulSet controller and the agent running the nodes as
 processes, is tests/compat/kubectl/test_example_operators.py."""
