@@ -39,6 +39,7 @@ The code uses only ``setpoint.runtime``, ``setpoint.client`` and aiohttp::
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import json
 from collections.abc import Iterable, Mapping
@@ -359,9 +360,10 @@ async def peer_and_report(ctx: Context, api: NodeAPI, network: Mapping[str, Any]
     else:
         condition = Condition(type="Ready", status=True, reason="NetworkReady",
                               message=f"{wanted} nodes, each peered with all the others")
+    condition = dataclasses.replace(condition, observed_generation=meta.get("generation"))
     await write_status(ctx, network, {"nodes": nodes, "readyNodes": ready_nodes,
                                       "observedGeneration": meta.get("generation")}, condition)
-    return condition.status is True
+    return condition.status == "True"  # Condition keeps the status as Kubernetes' string
 
 
 async def write_status(ctx: Context, network: Mapping[str, Any], fields: dict[str, Any],
