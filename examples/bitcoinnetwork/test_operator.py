@@ -46,9 +46,10 @@ node = _load_node()
 
 @pytest.fixture
 def programs() -> Iterator[dict[str, Any]]:
-    """Node programs on port 8333 of 127.X.Y.1..4 (an address block unlikely to be in use:
-    derived from this process's pid)."""
-    base = f"127.{200 + os.getpid() % 50}.{os.getpid() // 50 % 250}"
+    """Node programs on port 8333 of 127.X.Y.1..4: X in 250-254, above the loopback ranges
+    the test suite's agents hand out to pods, and X.Y derived from this process's pid, so
+    parallel workers do not meet."""
+    base = f"127.{250 + os.getpid() % 5}.{os.getpid() // 5 % 250}"
     started: dict[str, Any] = {}
     for i in range(4):
         ip = f"{base}.{i + 1}"
