@@ -147,6 +147,11 @@ def _aggregate_roles() -> list[Obj]:
         cluster_role("system:aggregate-to-view", view, labels={AGGREGATE_TO_VIEW: "true"}),
         cluster_role("system:aggregate-to-edit", edit, labels={AGGREGATE_TO_EDIT: "true"}),
         cluster_role("system:aggregate-to-admin", admin, labels={AGGREGATE_TO_ADMIN: "true"}),
+        # what metrics-server's manifest installs: kubectl top for whoever may view
+        cluster_role("system:aggregated-metrics-reader",
+                     [rule(READ, ["metrics.k8s.io"], ["pods", "nodes"])],
+                     labels={AGGREGATE_TO_VIEW: "true", AGGREGATE_TO_EDIT: "true",
+                             AGGREGATE_TO_ADMIN: "true"}),
         cluster_role("view", [], labels={AGGREGATE_TO_EDIT: "true"},
                      aggregate_from=AGGREGATE_TO_VIEW),
         cluster_role("edit", [], labels={AGGREGATE_TO_ADMIN: "true"},
