@@ -95,12 +95,15 @@ def test_top_pod_and_node_show_a_busy_process(kubectl: Kubectl) -> None:
 
     raw = json.loads(kubectl.run(
         "get", "--raw", "/apis/metrics.k8s.io/v1beta1/namespaces/default/pods/burner").stdout)
-    assert raw["kind"] == "PodMetrics" and raw["apiVersion"] == "metrics.k8s.io/v1beta1"
+    assert raw["kind"] == "PodMetrics"
+    assert raw["apiVersion"] == "metrics.k8s.io/v1beta1"
     assert raw["metadata"]["labels"] == {"app": "burn"}
-    assert raw["window"].endswith("s") and raw["timestamp"].endswith("Z")
+    assert raw["window"].endswith("s")
+    assert raw["timestamp"].endswith("Z")
     (usage,) = raw["containers"]
     assert usage["name"] == "app"
-    assert usage["usage"]["cpu"].endswith("n") and usage["usage"]["memory"].endswith("Ki")
+    assert usage["usage"]["cpu"].endswith("n")
+    assert usage["usage"]["memory"].endswith("Ki")
 
     missing = kubectl.run("top", "pod", "nothing-here", check=False)
     assert missing.returncode != 0

@@ -33,7 +33,8 @@ async def test_a_busy_process_shows_cpu_and_memory(tmp_path: Path) -> None:
         (c,) = first.containers
         assert (c.namespace, c.pod, c.container) == ("work", "burner", "c")
         assert c.memory_bytes >= 60 * 1024 * 1024
-        assert c.start_time is not None and c.start_time <= c.timestamp
+        assert c.start_time is not None
+        assert c.start_time <= c.timestamp
 
         async def later() -> rm.Scrape | None:
             s = await sample()
@@ -42,10 +43,12 @@ async def test_a_busy_process_shows_cpu_and_memory(tmp_path: Path) -> None:
         second = await eventually(later, timeout=30)
         (d,) = second.containers
         rate = rm.cpu_rate(d.cpu_seconds, d.timestamp, c.cpu_seconds, c.timestamp)
-        assert rate is not None and rate[0] > 0  # it burns CPU between the two samples
+        assert rate is not None
+        assert rate[0] > 0
         # the machine: some CPU used since boot, some memory in use
         assert first.node is not None
-        assert first.node.cpu_seconds > 0 and first.node.memory_bytes > 0
+        assert first.node.cpu_seconds > 0
+        assert first.node.memory_bytes > 0
 
 
 def test_the_node_probe_reads_proc_stat_and_meminfo(tmp_path: Path) -> None:

@@ -58,14 +58,15 @@ def test_mangled_lines_never_escape_as_other_errors(lines: list[str]) -> None:
 
 
 def test_what_the_kubelet_writes_is_read() -> None:
-    text = """# HELP container_cpu_usage_seconds_total [STABLE] Cumulative cpu time
+    pod = 'namespace="kube-system",pod="coredns-558bd4d5db-4dpjz"'
+    text = f"""# HELP container_cpu_usage_seconds_total [STABLE] Cumulative cpu time
 # TYPE container_cpu_usage_seconds_total counter
-container_cpu_usage_seconds_total{container="coredns",namespace="kube-system",pod="coredns-558bd4d5db-4dpjz"} 8.529 1633352052185
-container_memory_working_set_bytes{container="coredns",namespace="kube-system",pod="coredns-558bd4d5db-4dpjz"} 1.3103104e+07 1633352052185
-container_start_time_seconds{container="coredns",namespace="kube-system",pod="coredns-558bd4d5db-4dpjz"} 1.6333496e+09 1633352052185
+container_cpu_usage_seconds_total{{container="coredns",{pod}}} 8.529 1633352052185
+container_memory_working_set_bytes{{container="coredns",{pod}}} 1.3103104e+07 1633352052185
+container_start_time_seconds{{container="coredns",{pod}}} 1.6333496e+09 1633352052185
 node_cpu_usage_seconds_total 357.35491 1633352054093
 node_memory_working_set_bytes 1.035554816e+09 1633352054093
-pod_cpu_usage_seconds_total{namespace="kube-system",pod="coredns-558bd4d5db-4dpjz"} 8.5 1633352052185
+pod_cpu_usage_seconds_total{{{pod}}} 8.5 1633352052185
 resource_scrape_error 0
 """
     scrape = rm.parse(text, now=NOW)
