@@ -250,6 +250,15 @@ async def test_orphaned_pods_are_adopted_again(client: Client) -> None:
         return len(pods) == 2 and all(not p["metadata"].get("ownerReferences")
                                       for p in pods.values())
     await eventually(orphaned)
+
+    async def gone() -> bool:
+        # the pods lose their reference before the owner loses its orphan finalizer
+        try:
+            await client.get(STS, "keep", namespace="default")
+        except errors.NotFound:
+            return True
+        return False
+    await eventually(gone)
     created = await client.create(statefulset("keep", replicas=2))
     await status_is(client, "keep", readyReplicas=2, replicas=2)
 
