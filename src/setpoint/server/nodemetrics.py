@@ -134,7 +134,7 @@ class MetricsSource:
                         if response.status != 200:
                             log.info("node %s: metrics answered %s", name, response.status)
                             return None
-                        body = await response.content.read(limit + 1)
+                        body = await _read_bounded(response, limit)
             except (TimeoutError, aiohttp.ClientError, OSError) as e:
                 log.info("node %s: metrics could not be read: %s", name, e)
                 return None
@@ -373,6 +373,19 @@ class MetricsSource:
         catalog.add_virtual(actions.VirtualResource(ResourceInfo(
             group=GROUP, resource="pods", kind="PodMetrics", singular="", namespaced=True,
             versions=version, verbs=("get", "list")), read=pods))
+
+
+async def _read_bounded(response: aiohttp.ClientResponse, limit: int) -> bytes:
+    """The whole body, or its first ``limit + 1`` bytes when it is longer (the caller
+    refuses those): ``read(n)`` alone returns what has arrived so far."""
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.content.iter_chunked(64 * 1024):
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > limit:
+            break
+    return b"".join(chunks)
 
 
 def _format_ts(timestamp: float) -> str:
