@@ -251,14 +251,13 @@ async def test_orphaned_pods_are_adopted_again(client: Client) -> None:
                                       for p in pods.values())
     await eventually(orphaned)
 
-    async def gone() -> bool:
-        # the pods lose their reference before the owner loses its orphan finalizer
+    async def deleted() -> bool:  # the orphan finalizer goes once the pods are released
         try:
             await client.get(STS, "keep", namespace="default")
         except errors.NotFound:
             return True
         return False
-    await eventually(gone)
+    await eventually(deleted)
     created = await client.create(statefulset("keep", replicas=2))
     await status_is(client, "keep", readyReplicas=2, replicas=2)
 
