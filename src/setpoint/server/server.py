@@ -229,7 +229,7 @@ class Server:
         # undone (so a compressed body cannot expand past the body limit)
         runner = web.AppRunner(app, access_log=None, handle_signals=False,
                                shutdown_timeout=2.0, keepalive_timeout=edge.idle_timeout,
-                               auto_decompress=False)
+                               auto_decompress=False, lingering_time=1.0)
         await runner.setup()
         self._runner = runner
         self._stack.push_async_callback(self._stop_http)
