@@ -39,7 +39,9 @@ occurrences of the last ``series_interval`` (they are written with the next occu
 it, none if there is none). Series live in this process: two replicas or a restart each
 start their own. An Event's note is immutable (as Kubernetes' ``events.k8s.io`` validation
 requires), so a series' note describes its first reconcile. A reconcile of an object gone
-from the cache (deleted) is not published.
+from the cache (deleted) is not published. The engine awaits publishing in the worker,
+after the reconcile (whose recorded duration does not include it): a write delays that
+worker's next request by one request's latency.
 """
 
 from __future__ import annotations
