@@ -28,6 +28,13 @@ is spent counts instead into the series of the object's latest Event of the same
 (its note then describes the first reconcile of that series, the count all of them), or,
 with none, is not published (counted in :attr:`ReconcileEvents.dropped`).
 
+**Rate bound per controller**: all the controller's Event writes (creates and series
+writes) share one budget of ``controller_burst`` writes, refilled at ``controller_rate`` per
+second, so publishing never adds more than that to the server's load, whatever the number
+of objects: under a bulk load (thousands of objects created at once), most reconciles are
+not published (counted in :attr:`ReconcileEvents.dropped`; a series write that finds the
+budget spent waits for a later repeat).
+
 Invariants: publishing never raises (a failed write is logged and dropped: an Event is a
 report, not state) and never mutates the object. Memory is bounded: at most ``max_series``
 series are remembered (least recently used forgotten first; a forgotten series starts a new
@@ -88,6 +95,10 @@ class ReconcileEventsConfig:
     #: series and object budgets remembered (least recently used forgotten first)
     max_series: int = 4096
     max_objects: int = 4096
+    #: Event writes (creates and series writes) of the whole controller: at most this many
+    #: at once, refilled at ``controller_rate`` per second
+    controller_burst: int = 100
+    controller_rate: float = 10.0
 
     def __post_init__(self) -> None:
         if not 1 <= self.burst <= 1000:
@@ -97,6 +108,10 @@ class ReconcileEventsConfig:
                 raise ValueError(f"{name} must be positive and at most a day")
         if not 1 <= self.max_series <= 1_000_000 or not 1 <= self.max_objects <= 1_000_000:
             raise ValueError("max_series and max_objects must be between 1 and 1,000,000")
+        if not 1 <= self.controller_burst <= 100_000:
+            raise ValueError("controller_burst must be between 1 and 100,000")
+        if not 0 < self.controller_rate <= 100_000:
+            raise ValueError("controller_rate must be positive and at most 100,000 per second")
 
 
 def describe(entry: rthistory.Entry) -> str:
@@ -169,7 +184,9 @@ class ReconcileEvents:
         self._series: OrderedDict[SeriesKey, _Series] = OrderedDict()
         self._budgets: OrderedDict[ObjectKey, _Budget] = OrderedDict()
         self._last_nanos = 0
-        #: reconciles not published (their object's budget was spent and it had no series)
+        self._writes = float(self.config.controller_burst)
+        self._writes_at = self._clock.monotonic()
+        #: reconciles not published (their object's or the controller's budget was spent)
         self.dropped = 0
 
     async def publish(self, obj: Obj, entry: rthistory.Entry) -> None:
@@ -195,7 +212,7 @@ class ReconcileEvents:
         series = self._live(skey, mono)
         budget = self._budget(okey, mono)
         if series is None:
-            if budget.tokens >= 1:
+            if budget.tokens >= 1 and self._take_write(mono):
                 budget.tokens -= 1
                 series = self._remember(skey, _Series(first_mono=mono))
                 budget.latest[reason] = skey
@@ -211,8 +228,19 @@ class ReconcileEvents:
             if not series.name:
                 await self._create(series, ref, reason, describe(entry), observed)
             elif (series.count > series.written
-                  and mono - series.last_write >= self.config.series_interval):
+                  and mono - series.last_write >= self.config.series_interval
+                  and self._take_write(mono)):
                 await self._write_series(series, ref, reason, entry, observed)
+
+    def _take_write(self, mono: float) -> bool:
+        """Take one write from the controller's budget; False when it is spent."""
+        self._writes = min(float(self.config.controller_burst),
+                           self._writes + (mono - self._writes_at) * self.config.controller_rate)
+        self._writes_at = mono
+        if self._writes < 1:
+            return False
+        self._writes -= 1
+        return True
 
     def _live(self, key: SeriesKey | None, mono: float) -> _Series | None:
         """The remembered series ``key`` if its last occurrence is within the window."""

@@ -119,6 +119,26 @@ async def test_an_objects_budget_bounds_the_events_it_starts(client: Client) -> 
     assert "child-9" in events[2]["note"]
 
 
+async def test_the_controllers_budget_bounds_all_its_writes(client: Client) -> None:
+    await install_books(client)
+    books = [await client.create(book(f"b{i}")) for i in range(5)]
+    clock = base_clock.FakeClock()
+    publisher = ReconcileEvents(client, "book", clock=clock, config=ReconcileEventsConfig(
+        controller_burst=3, controller_rate=0.1, series_interval=1.0))
+    for obj in books:
+        await publisher.publish(obj, entry())
+    published = [name for name in ("b0", "b1", "b2", "b3", "b4")
+                 if await reconcile_events_of(client, name)]
+    assert published == ["b0", "b1", "b2"]
+    assert publisher.dropped == 2
+    clock.advance(5.0)  # half a write: a repeat is counted, its series not written yet
+    await publisher.publish(books[0], entry())
+    assert "series" not in (await reconcile_events_of(client, "b0"))[0]
+    clock.advance(5.0)  # one write more
+    await publisher.publish(books[0], entry())
+    assert (await reconcile_events_of(client, "b0"))[0]["series"]["count"] == 3
+
+
 async def test_an_expired_event_is_replaced_by_a_new_one(client: Client) -> None:
     dune = await a_book(client, "dune")
     clock = base_clock.FakeClock()
@@ -150,7 +170,8 @@ def test_the_note_is_bounded() -> None:
 
 @pytest.mark.parametrize("bad", [{"burst": 0}, {"refill_seconds": 0}, {"series_interval": -1},
                                  {"series_window": 1e9}, {"max_series": 0},
-                                 {"max_objects": 10**7}])
+                                 {"max_objects": 10**7}, {"controller_burst": 0},
+                                 {"controller_rate": 0}])
 def test_the_config_is_bounded(bad: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match="must be"):
         ReconcileEventsConfig(**bad)
