@@ -625,7 +625,9 @@ def test_the_book_example_catalogued_with_its_reconciles_on_the_timeline(
 def test_the_water_tank_converging_with_its_reconciles_on_the_timeline(
         cluster: UiCluster, browser: Any, tmp_path: Path) -> None:
     install(cluster, EXAMPLES / "watertank" / "crd.yaml")
-    with operator(cluster, EXAMPLES / "watertank" / "operator.py", tmp_path / "run.log"):
+    # the example's loop with its in-process plant: this server simulates pods, so the tank
+    # program the example runs as a Pod would not answer
+    with operator(cluster, HERE / "watertank_in_process.py", tmp_path / "run.log"):
         cluster.ok("POST", "/apis/waterworks.example.com/v1/namespaces/default/tanks", {
             "apiVersion": "waterworks.example.com/v1", "kind": "Tank",
             "metadata": {"name": "rooftop"}, "spec": {"targetLevel": 20, "tolerance": 2}})
