@@ -211,11 +211,13 @@ class ReconcileEvents:
         observed = timeutil.format_micro_time(self._clock.now())
         series = self._live(skey, mono)
         budget = self._budget(okey, mono)
+        fresh = False  # a new series, its write already taken from the budgets
         if series is None:
             if budget.tokens >= 1 and self._take_write(mono):
                 budget.tokens -= 1
                 series = self._remember(skey, _Series(first_mono=mono))
                 budget.latest[reason] = skey
+                fresh = True
             else:
                 series = self._live(budget.latest.get(reason), mono)
                 if series is None:
@@ -226,7 +228,10 @@ class ReconcileEvents:
         series.last_observed = observed
         async with series.lock:
             if not series.name:
-                await self._create(series, ref, reason, describe(entry), observed)
+                # a new series, or one whose Event could not be written (a refusal, the
+                # server away): another try costs a write of the controller's budget
+                if fresh or self._take_write(mono):
+                    await self._create(series, ref, reason, describe(entry), observed)
             elif (series.count > series.written
                   and mono - series.last_write >= self.config.series_interval
                   and self._take_write(mono)):

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from setpoint.apimachinery import clock as base_clock
-from setpoint.apimachinery import validation
+from setpoint.apimachinery import errors, validation
 from setpoint.client import Client, ClientConfig
 from setpoint.runtime import ReconcileEvents, ReconcileEventsConfig, Trigger
 from setpoint.runtime import history as rthistory
@@ -194,3 +194,27 @@ def test_an_event_name_is_always_a_dns_subdomain(name: str) -> None:
     prefix = rtpublish.name_prefix(name)
     assert 1 <= len(prefix) <= rtpublish.MAX_NAME_PREFIX
     assert validation.is_dns1123_subdomain(f"{prefix}.{2**63 - 1:x}") == []
+
+
+async def test_a_refused_writer_does_not_write_on_every_reconcile(client: Client) -> None:
+    # an operator whose account may not create Events: its failed writes are bounded by
+    # the controller's budget too, not repeated by every reconcile
+    dune = await a_book(client, "dune")
+    writes = 0
+
+    class Refusing:
+        async def create(self, body: Any, **kwargs: Any) -> Any:
+            nonlocal writes
+            writes += 1
+            raise errors.Forbidden("events.events.k8s.io is forbidden")
+
+    clock = base_clock.FakeClock()
+    publisher = ReconcileEvents(Refusing(), "book", clock=clock,  # type: ignore[arg-type]
+                                config=ReconcileEventsConfig(controller_burst=2,
+                                                             controller_rate=0.1))
+    for _ in range(20):
+        await publisher.publish(dune, entry())
+    assert writes == 2
+    clock.advance(10.0)
+    await publisher.publish(dune, entry())
+    assert writes == 3
