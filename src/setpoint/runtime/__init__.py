@@ -100,6 +100,7 @@ from setpoint.runtime.reconcile import (
     Result,
     TerminalError,
 )
+from setpoint.runtime.reconcile_events import ReconcileEvents, ReconcileEventsConfig
 from setpoint.runtime.registry import Registry, controllers_in
 from setpoint.runtime.runnable import Runnable, RunnableContext
 from setpoint.runtime.sharding import ShardCoordinator, ShardingConfig
@@ -143,6 +144,8 @@ __all__ = [
     "PriorityConfig",
     "RECONCILE_NOW_ANNOTATION",
     "RateLimiter",
+    "ReconcileEvents",
+    "ReconcileEventsConfig",
     "ReconcileHistory",
     "Reconciler",
     "Registry",
