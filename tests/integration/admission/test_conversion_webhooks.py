@@ -341,3 +341,26 @@ async def test_malformed_answers_are_refused_with_kubernetes_messages(
     assert err["message"] == (f"Internal error occurred: conversion webhook for {GROUP}/v2, "
                               f"Kind=Gadget {problem.format(uid=uid)}")
     assert err["reason"] == "InternalError"
+
+
+async def test_a_crd_conversion_is_validated_with_kubernetes_messages(
+        webhook: WebhookServer, http: aiohttp.ClientSession) -> None:
+    crd = gadget_crd(client(webhook, "/convert"), review_versions=("v9",))
+    status, err, _ = await request(http, "POST", CRDS, crd)
+    assert status == 422, err
+    assert err["message"] == (
+        f'CustomResourceDefinition.apiextensions.k8s.io "gadgets.{GROUP}" is invalid: '
+        'spec.conversion.conversionReviewVersions: Invalid value: "array": must '
+        "include at least one of v1, v1beta1")
+    crd["spec"]["conversion"] = {"strategy": "Webhook"}
+    status, err, _ = await request(http, "POST", CRDS, crd)
+    assert status == 422, err
+    assert sorted((c["field"], c["message"]) for c in err["details"]["causes"]) == [
+        ("spec.conversion.conversionReviewVersions", "Required value"),
+        ("spec.conversion.webhookClientConfig",
+         "Required value: required when strategy is set to Webhook")]
+    crd["spec"]["conversion"] = {"strategy": "Magic"}
+    status, err, _ = await request(http, "POST", CRDS, crd)
+    assert status == 422, err
+    assert err["details"]["causes"][0]["message"] == (
+        'Unsupported value: "Magic": supported values: "None", "Webhook"')
