@@ -789,6 +789,10 @@ class Store:
         place); ``new`` is the caller's too.
         """
         name = str(current["metadata"].get("name", ""))
+        # an object stored in a version that is no longer the storage version is written
+        # again even when nothing changed (how a CRD's objects migrate to a new one)
+        migrates = len(self.info.versions) > 1 and current.get("apiVersion") != \
+            self.info.api_version(self.info.storage_version.name)
         # ``current`` was decoded for this write alone: converted in place, not copied; the
         # hooks below read ``old`` and copy what they take from it
         old = await self._output_owned(current, version)
@@ -817,7 +821,8 @@ class Store:
         if errs:
             raise self._invalid(name, errs)
         await self._admit("UPDATE", new, old, version, opts, subresource)
-        if new == old and not kv.stale:  # a stale value is rewritten (key rotation)
+        # a stale value is rewritten (key rotation), and one in an old storage version
+        if new == old and not kv.stale and not migrates:
             if not opts.dry_run and self._deletion_done(current):
                 # an earlier write removed the last finalizer but its delete did not happen
                 # (storage failed in between): a client that repeats the write finishes it

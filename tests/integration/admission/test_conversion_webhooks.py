@@ -364,3 +364,45 @@ async def test_a_crd_conversion_is_validated_with_kubernetes_messages(
     assert status == 422, err
     assert err["details"]["causes"][0]["message"] == (
         'Unsupported value: "Magic": supported values: "None", "Webhook"')
+
+
+async def test_objects_migrate_to_a_new_storage_version_when_written_again(
+        webhook: WebhookServer, http: aiohttp.ClientSession) -> None:
+    crd = gadget_crd(client(webhook, "/convert"))
+    crd["spec"]["versions"][0]["storage"] = True
+    crd["spec"]["versions"][1]["storage"] = False
+    status, body, _ = await request(http, "POST", CRDS, crd)
+    assert status == 201, body
+    for _ in range(200):
+        if (await request(http, "GET", path("v1")))[0] == 200:
+            break
+        await asyncio.sleep(0.02)
+    status, body, _ = await request(http, "POST", path("v1"), gadget("v1", "m", size="2"))
+    assert status == 201, body
+    # v2 becomes the storage version
+    status, current, _ = await request(http, "GET", f"{CRDS}/gadgets.{GROUP}")
+    current["spec"]["versions"][0]["storage"] = False
+    current["spec"]["versions"][1]["storage"] = True
+    status, body, _ = await request(http, "PUT", f"{CRDS}/gadgets.{GROUP}", current)
+    assert status == 200, body
+    for _ in range(200):
+        status, body, _ = await request(http, "GET", f"{CRDS}/gadgets.{GROUP}")
+        if "v2" in body["status"]["storedVersions"]:
+            break
+        await asyncio.sleep(0.02)
+    assert body["status"]["storedVersions"] == ["v1", "v2"]
+    status, as_v2, _ = await request(http, "GET", path("v2", "m"))
+    assert status == 200, as_v2
+    # written back unchanged: stored again, now in v2 (a new resourceVersion)
+    status, written, _ = await request(http, "PUT", path("v2", "m"), as_v2)
+    assert status == 200, written
+    assert written["metadata"]["resourceVersion"] != as_v2["metadata"]["resourceVersion"]
+    assert written["spec"] == {"replicas": 2}
+    before = len(webhook.received)
+    status, again, _ = await request(http, "GET", path("v2", "m"))
+    assert again["spec"] == {"replicas": 2}
+    assert len(webhook.received) == before  # stored in v2: nothing to convert
+    # and a second unchanged write is no write at all
+    status, same, _ = await request(http, "PUT", path("v2", "m"), again)
+    assert status == 200, same
+    assert same["metadata"]["resourceVersion"] == again["metadata"]["resourceVersion"]
