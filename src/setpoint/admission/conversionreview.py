@@ -48,9 +48,17 @@ def choose_version(listed: Sequence[Any]) -> str | None:
 
 def review(review_version: str, uid: str, desired_api_version: str,
            objects: Sequence[Obj]) -> bytes:
-    return orjson.dumps({"apiVersion": f"{GROUP}/{review_version}", "kind": "ConversionReview",
-                         "request": {"uid": uid, "desiredAPIVersion": desired_api_version,
-                                     "objects": list(objects)}})
+    return review_of_encoded(review_version, uid, desired_api_version,
+                             [orjson.dumps(o) for o in objects])
+
+
+def review_of_encoded(review_version: str, uid: str, desired_api_version: str,
+                      encoded: Sequence[bytes]) -> bytes:
+    """:func:`review` of objects already encoded (each one JSON object)."""
+    head = orjson.dumps({"apiVersion": f"{GROUP}/{review_version}", "kind": "ConversionReview",
+                         "request": {"uid": uid, "desiredAPIVersion": desired_api_version}})
+    # the request object's closing brace makes way for the objects
+    return head[:-2] + b',"objects":[' + b",".join(encoded) + b"]}}"
 
 
 def parse_response(body: bytes, review_version: str, uid: str) -> list[Any]:

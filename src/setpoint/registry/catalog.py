@@ -300,7 +300,7 @@ class Catalog:
         if isinstance(spec_conversion, dict) and spec_conversion.get("strategy") == "Webhook":
             hook = spec_conversion.get("webhook")
             store.conversion = conversion.Conversion(strategy, conversion.WebhookConverter(
-                info, hook if isinstance(hook, dict) else {}, self.webhooks,
+                strategy, hook if isinstance(hook, dict) else {}, self.webhooks,
                 self.conversion_config))
         self._add(Served(store, custom=True))
 

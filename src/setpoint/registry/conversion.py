@@ -11,9 +11,11 @@ version serves it. Two strategies, as a CRD's ``spec.conversion.strategy`` says:
   the event loop every :data:`TURN` objects);
 * ``Webhook``: :class:`WebhookConverter` sends the objects that are not in the wanted version
   to the CRD's conversion webhook in a ConversionReview (a list's objects batched, at most
-  :attr:`ConversionConfig.max_objects_per_review` per review), checks the answer as
-  Kubernetes does (:mod:`setpoint.admission.conversionreview`) and fails the request with
-  Kubernetes' ``Internal error occurred: conversion webhook for G/V, Kind=K failed: ...``.
+  :attr:`ConversionConfig.max_objects_per_review` objects and
+  :attr:`ConversionConfig.max_review_bytes` of them per review), checks the answer as
+  Kubernetes does (:mod:`setpoint.admission.conversionreview`), prunes what the target
+  version's schema does not know, and fails the request with Kubernetes'
+  ``Internal error occurred: conversion webhook for G/V, Kind=K failed: ...``.
 
 Watch events are converted once per (object revision, version) and the result shared by every
 watcher (:meth:`Conversion.shared_output`): concurrent watchers wait for the one call in
@@ -38,10 +40,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+import orjson
+
 from setpoint.admission import conversionreview as cr
 from setpoint.apimachinery import errors
 from setpoint.registry import webhooks
-from setpoint.registry.resources import ResourceInfo
 from setpoint.registry.strategy import Strategy
 
 Obj = dict[str, Any]
@@ -58,6 +61,8 @@ class ConversionConfig:
     max_concurrent_reviews: int = 16
     #: objects sent in one review (a longer list is sent in several)
     max_objects_per_review: int = 500
+    #: encoded objects' bytes sent in one review (one larger object goes alone)
+    max_review_bytes: int = 1024 * 1024
     #: watch events' converted objects kept for the next watcher, per store
     max_shared: int = 4096
 
@@ -68,6 +73,8 @@ class ConversionConfig:
             raise ValueError("max_concurrent_reviews must be in [1, 1024]")
         if not 1 <= self.max_objects_per_review <= 100_000:
             raise ValueError("max_objects_per_review must be in [1, 100000]")
+        if not 1024 <= self.max_review_bytes <= 1024 ** 3:
+            raise ValueError("max_review_bytes must be in [1Ki, 1Gi]")
         if not 0 <= self.max_shared <= 1_000_000:
             raise ValueError("max_shared must be in [0, 1000000]")
 
@@ -75,9 +82,13 @@ class ConversionConfig:
 class WebhookConverter:
     """Calls one CRD's conversion webhook (``spec.conversion.webhook``)."""
 
-    def __init__(self, info: ResourceInfo, webhook: Obj, admission: webhooks.WebhookAdmission,
+    def __init__(self, strategy: Strategy, webhook: Obj,
+                 admission: webhooks.WebhookAdmission,
                  config: ConversionConfig | None = None) -> None:
+        info = strategy.info
         self.info = info
+        self._strategy = strategy
+        self._versions = {v.name: v for v in info.versions}
         self.config = config or ConversionConfig()
         self._client_config = webhook.get("clientConfig") or {}
         listed = webhook.get("conversionReviewVersions")
@@ -94,15 +105,30 @@ class WebhookConverter:
         converted by the webhook (new objects, the caller's). ``objs`` are not changed."""
         todo = [i for i, o in enumerate(objs) if o.get("apiVersion") != api_version]
         out = list(objs)
-        step = self.config.max_objects_per_review
-        for start in range(0, len(todo), step):
-            chunk = todo[start:start + step]
-            converted = await self._review([objs[i] for i in chunk], api_version)
-            for i, obj in zip(chunk, converted, strict=True):
-                out[i] = obj
+        chunk: list[int] = []
+        encoded: list[bytes] = []
+        size = 0
+        for i in todo:
+            data = orjson.dumps(objs[i])
+            if chunk and (len(chunk) >= self.config.max_objects_per_review
+                          or size + len(data) > self.config.max_review_bytes):
+                await self._convert_chunk(objs, chunk, encoded, api_version, out)
+                chunk, encoded, size = [], [], 0
+            chunk.append(i)
+            encoded.append(data)
+            size += len(data)
+        if chunk:
+            await self._convert_chunk(objs, chunk, encoded, api_version, out)
         return out
 
-    async def _review(self, objs: list[Obj], api_version: str) -> list[Obj]:
+    async def _convert_chunk(self, objs: Sequence[Obj], chunk: list[int],
+                             encoded: list[bytes], api_version: str, out: list[Obj]) -> None:
+        converted = await self._review([objs[i] for i in chunk], encoded, api_version)
+        for i, obj in zip(chunk, converted, strict=True):
+            out[i] = obj
+
+    async def _review(self, objs: list[Obj], encoded: list[bytes],
+                      api_version: str) -> list[Obj]:
         gvk = self._gvk(objs[0].get("apiVersion"))
 
         def failed(reason: str) -> errors.ApiError:
@@ -117,7 +143,7 @@ class WebhookConverter:
         except webhooks.CallFailed as e:
             raise failed(str(e)) from None
         uid = str(uuid.uuid4())
-        body = cr.review(self._review_version, uid, api_version, objs)
+        body = cr.review_of_encoded(self._review_version, uid, api_version, encoded)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + seconds
         try:
@@ -140,11 +166,17 @@ class WebhookConverter:
             raise webhooks.internal_error(f"conversion webhook for {gvk} returned "
                                           f"{len(items)} objects, expected {len(objs)}")
         out = []
+        schema_version = self._versions.get(api_version.rpartition("/")[2])
         for index, (original, item) in enumerate(zip(objs, items, strict=True)):
             try:
-                out.append(cr.check_converted(original, item, api_version, index))
+                converted = cr.check_converted(original, item, api_version, index)
             except cr.InvalidResponse as e:
                 raise webhooks.internal_error(f"conversion webhook for {gvk} {e}") from None
+            if schema_version is not None:
+                # what the webhook added that the version does not know goes, as in
+                # Kubernetes (the CRD's schemas are structural: pruning is defined)
+                self._strategy.prune(converted, schema_version)
+            out.append(converted)
         return out
 
 

@@ -80,6 +80,13 @@ def _labelled(obj: dict[str, Any], desired: str) -> dict[str, Any]:
     return out
 
 
+def _with_extra(obj: dict[str, Any], desired: str) -> dict[str, Any]:
+    out = gadget_conversion(obj, desired)
+    out["spec"]["extra"] = "unknown to both versions"
+    out["undeclared"] = True
+    return out
+
+
 def _answer(review: dict[str, Any], **response: Any) -> bytes:
     return json.dumps({"apiVersion": review["apiVersion"], "kind": "ConversionReview",
                        "response": {"uid": review["request"]["uid"],
@@ -101,6 +108,7 @@ def _bad_label(obj: dict[str, Any], desired: str) -> dict[str, Any]:
 HANDLERS = {
     "/convert": conversion_answer,
     "/labels": lambda review: conversion_answer(review, _labelled),
+    "/extra": lambda review: conversion_answer(review, _with_extra),
     "/hang": lambda review: Hang(),
     "/wrong-uid": lambda review: json.dumps({
         "apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview",
@@ -406,3 +414,30 @@ async def test_objects_migrate_to_a_new_storage_version_when_written_again(
     status, same, _ = await request(http, "PUT", path("v2", "m"), again)
     assert status == 200, same
     assert same["metadata"]["resourceVersion"] == again["metadata"]["resourceVersion"]
+
+
+async def test_what_the_webhook_adds_outside_the_schema_is_pruned(
+        webhook: WebhookServer, http: aiohttp.ClientSession) -> None:
+    await install(http, gadget_crd(client(webhook, "/extra")))
+    status, created, _ = await request(http, "POST", path("v1"), gadget("v1", "g", size="3"))
+    assert status == 201, created
+    assert created["spec"] == {"size": "3"}
+    assert "undeclared" not in created
+    status, as_v2, _ = await request(http, "GET", path("v2", "g"))
+    assert as_v2["spec"] == {"replicas": 3}  # stored pruned too
+
+
+async def test_a_long_list_is_sent_in_bounded_reviews(
+        webhook: WebhookServer, server: Server, http: aiohttp.ClientSession) -> None:
+    assert server.catalog is not None
+    server.catalog.conversion_config = ConversionConfig(max_objects_per_review=2)
+    await install(http, gadget_crd(client(webhook, "/convert")))
+    for i in range(5):
+        status, body, _ = await request(http, "POST", path("v2"),
+                                        gadget("v2", f"g{i}", replicas=i))
+        assert status == 201, body
+    before = len(webhook.received)
+    status, listed, _ = await request(http, "GET", path("v1"))
+    assert status == 200, listed
+    assert [i["spec"] for i in listed["items"]] == [{"size": str(i)} for i in range(5)]
+    assert [len(r["objects"]) for r in reviews(webhook, before, "v1")] == [2, 2, 1]
