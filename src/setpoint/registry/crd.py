@@ -315,6 +315,15 @@ class CRDStrategy(Strategy):
             names.setdefault("singular", names["kind"].lower())
             names.setdefault("listKind", names["kind"] + "List")
         spec.setdefault("conversion", {"strategy": "None"})
+        conversion = spec.get("conversion")
+        if isinstance(conversion, dict):
+            hook = conversion.get("webhook")
+            # v1 nests the client config in webhook, v1beta1 has it beside the strategy
+            client = hook.get("clientConfig") if isinstance(hook, dict) else \
+                conversion.get("webhookClientConfig")
+            service = client.get("service") if isinstance(client, dict) else None
+            if isinstance(service, dict):
+                service.setdefault("port", 443)
         if version.name == "v1beta1":
             spec.setdefault("preserveUnknownFields", True)
             spec.setdefault("scope", "Namespaced")

@@ -441,3 +441,39 @@ async def test_a_long_list_is_sent_in_bounded_reviews(
     assert status == 200, listed
     assert [i["spec"] for i in listed["items"]] == [{"size": str(i)} for i in range(5)]
     assert [len(r["objects"]) for r in reviews(webhook, before, "v1")] == [2, 2, 1]
+
+
+@pytest.fixture
+def service_webhook() -> Iterator[WebhookServer]:
+    """A webhook whose certificate names the Service ``converter`` (torn down after the
+    server, whose client keeps connections to it)."""
+    with webhook_server({"/convert": conversion_answer},
+                        hosts=("converter.default.svc",)) as server:
+        yield server
+
+
+async def test_a_service_backed_by_local_endpoints_converts(
+        service_webhook: WebhookServer, http: aiohttp.ClientSession) -> None:
+    hook = service_webhook
+    status, body, _ = await request(http, "POST", "/api/v1/namespaces/default/services", {
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "converter"},
+        "spec": {"ports": [{"name": "https", "port": 443, "targetPort": 8443}]}})
+    assert status == 201, body
+    status, body, _ = await request(http, "POST", "/api/v1/namespaces/default/endpoints", {
+        "apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "converter"},
+        "subsets": [{"addresses": [{"ip": "127.0.0.1"}],
+                     "ports": [{"name": "https", "port": hook.port}]}]})
+    assert status == 201, body
+    await install(http, gadget_crd({
+        "service": {"namespace": "default", "name": "converter", "path": "/convert"},
+        "caBundle": hook.ca_bundle}))
+    status, body, _ = await request(http, "POST", path("v1"), gadget("v1", "g", size="6"))
+    assert status == 201, body
+    status, as_v2, _ = await request(http, "GET", path("v2", "g"))
+    assert as_v2["spec"] == {"replicas": 6}
+    await request(http, "DELETE", "/api/v1/namespaces/default/endpoints/converter")
+    status, err, _ = await request(http, "GET", path("v1", "g"))
+    assert status == 500, err
+    assert err["message"] == (
+        f"Internal error occurred: conversion webhook for {GROUP}/v2, Kind=Gadget failed: "
+        'no endpoints available for service "converter"')
