@@ -51,6 +51,7 @@ CONTROLLER_ACCOUNTS: Final = {
     "cronjob": "cronjob-controller",
     "daemonset": "daemon-set-controller",
     "statefulset": "statefulset-controller",
+    "disruption": "disruption-controller",
 }
 #: built-in controllers that act as a user of their own rather than a ServiceAccount
 CONTROLLER_USERS: Final = {"scheduler": "system:kube-scheduler"}
@@ -147,6 +148,11 @@ def _aggregate_roles() -> list[Obj]:
         cluster_role("system:aggregate-to-view", view, labels={AGGREGATE_TO_VIEW: "true"}),
         cluster_role("system:aggregate-to-edit", edit, labels={AGGREGATE_TO_EDIT: "true"}),
         cluster_role("system:aggregate-to-admin", admin, labels={AGGREGATE_TO_ADMIN: "true"}),
+        # what metrics-server's manifest installs: kubectl top for whoever may view
+        cluster_role("system:aggregated-metrics-reader",
+                     [rule(READ, ["metrics.k8s.io"], ["pods", "nodes"])],
+                     labels={AGGREGATE_TO_VIEW: "true", AGGREGATE_TO_EDIT: "true",
+                             AGGREGATE_TO_ADMIN: "true"}),
         cluster_role("view", [], labels={AGGREGATE_TO_EDIT: "true"},
                      aggregate_from=AGGREGATE_TO_VIEW),
         cluster_role("edit", [], labels={AGGREGATE_TO_ADMIN: "true"},
@@ -242,6 +248,14 @@ def _controller_roles() -> list[Obj]:
                  ["controllerrevisions"]),
             rule(["get", "create"], [""], ["persistentvolumeclaims"]),
             rule(["update", "delete"], [""], ["persistentvolumeclaims"])],
+        "disruption-controller": [
+            rule(READ, ["apps", "extensions"], ["deployments", "replicasets"]),
+            rule(READ, [""], ["replicationcontrollers"]),
+            rule(READ, ["policy"], ["poddisruptionbudgets"]),
+            rule(READ, ["apps"], ["statefulsets"]),
+            rule(["update"], ["policy"], ["poddisruptionbudgets/status"]),
+            rule(["get"], ["*"], ["*/scale"]),
+            rule(["patch", "update"], [""], ["pods/status"])],
     }
     return [cluster_role(f"system:controller:{name}", [*rules, *events, *leases])
             for name, rules in roles.items()]
@@ -252,7 +266,8 @@ def _controller_roles() -> list[Obj]:
 CONTROLLER_MANAGER_USER: Final = "system:kube-controller-manager"
 
 
-#: what a node agent may do (the ClusterRole ``system:node``, bound to ``system:nodes``).
+#: the ClusterRole ``system:node`` (bound to nobody: the Node authorizer, with rules of its
+#: own, decides what node agents may do; see :mod:`setpoint.auth.nodeauthorizer`).
 #: Kubernetes narrows it further with its Node authorizer (a node reads only the Secrets and
 #: ConfigMaps of its own pods, writes only its own Node, Lease and pods' status); setpoint
 #: has no Node authorizer: any node may do this to any node's objects.
@@ -322,7 +337,8 @@ def cluster_role_bindings() -> list[Obj]:
         cluster_role_binding("system:public-info-viewer", "system:public-info-viewer",
                              [group(users.ALL_AUTHENTICATED),
                               group(users.ALL_UNAUTHENTICATED)]),
-        cluster_role_binding("system:node", "system:node", [group(users.NODES_GROUP)]),
+        # bound to nobody, as in Kubernetes: the Node authorizer decides what nodes may do
+        cluster_role_binding("system:node", "system:node", []),
         cluster_role_binding(CONTROLLER_MANAGER_USER, CONTROLLER_MANAGER_USER, [
             {"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
              "name": CONTROLLER_MANAGER_USER}]),
