@@ -299,3 +299,24 @@ async def test_cancelling_a_leader_releases_when_configured(clock: FakeAsyncCloc
         run.cancel()
     assert a.cancelled
     assert leases.spec()["holderIdentity"] == ""
+
+
+async def test_release_after_a_renewal_whose_answer_was_lost(clock: FakeAsyncClock) -> None:
+    """A renewal that landed but whose answer never came (cancelled in flight) leaves the
+    elector a stale resourceVersion: the release reads the Lease again and still releases
+    it, while a Lease another holder has taken meanwhile is left alone."""
+    leases = FakeLeases()
+    a = le.LeaderElector(leases.for_("a"), config("a"), clock=clock)
+    assert await a.try_acquire_or_renew()
+    # "a"'s renewal, as the server stored it, unseen by "a"
+    stored = leases.leases["default", "lock"]
+    leases._store("a", {**stored, "spec": {**stored["spec"], "renewTime": "later"}})
+    assert await a.release()
+    assert leases.spec()["holderIdentity"] == ""
+    assert leases.spec()["leaseDurationSeconds"] == 1
+    # taken by "b" behind "a"'s back: "a" has nothing to release
+    assert await a.try_acquire_or_renew()
+    stored = leases.leases["default", "lock"]
+    leases._store("b", {**stored, "spec": {**stored["spec"], "holderIdentity": "b"}})
+    assert not await a.release()
+    assert leases.spec()["holderIdentity"] == "b"
