@@ -207,6 +207,11 @@ class Budget:
         self._waiting = registry.gauge(
             "setpoint_budget_waiting_calls", "Calls waiting for a token or a slot.",
             ("budget",))
+        self._share_gauge = registry.gauge(
+            "setpoint_budget_share",
+            "The part of a budget this process may use (its shards' part when sharded).",
+            ("budget",))
+        self._share_gauge.set(1.0, name)
         for outcome in (OUTCOME_SUCCESS, OUTCOME_FAILURE, OUTCOME_REJECTED, OUTCOME_OTHER):
             self._calls.touch(name, outcome)
         self._waiting.set(0.0, name)
@@ -257,6 +262,7 @@ class Budget:
         self._burst = max(1, math.floor(cfg.burst * share + 1e-9))
         self._concurrency = max(1, math.floor(cfg.concurrency * share + 1e-9))
         self._tokens = min(self._tokens, float(self._burst))
+        self._share_gauge.set(share, self.name)
         self._dispense()
         self._grant_slots()
 

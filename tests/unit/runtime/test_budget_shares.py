@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from setpoint.runtime import budgets as b
+from setpoint.runtime import metrics as rtmetrics
 from setpoint.runtime.clock import FakeAsyncClock
 
 #: floating-point room in the window arithmetic (the refill is computed in floats)
@@ -72,9 +73,14 @@ def test_no_window_holds_more_than_burst_plus_rate_times_its_length(
 
 
 async def test_a_share_scales_rate_burst_and_concurrency(clock: FakeAsyncClock) -> None:
-    budget = b.Budget("svc", b.BudgetConfig(rate=30.0, burst=9, concurrency=6), clock=clock)
+    registry = rtmetrics.MetricsRegistry()
+    budget = b.Budget("svc", b.BudgetConfig(rate=30.0, burst=9, concurrency=6), clock=clock,
+                      metrics=registry)
     budget.set_share(1 / 3)
     assert (budget.rate, budget.burst, budget.concurrency) == (pytest.approx(10.0), 3, 2)
+    gauge = registry.get("setpoint_budget_share")
+    assert isinstance(gauge, rtmetrics.Gauge)
+    assert gauge.value("svc") == pytest.approx(1 / 3)
     budget.set_share(1 / 16)  # the floor: one token, one slot, a sixteenth of the rate
     assert (budget.rate, budget.burst, budget.concurrency) == (pytest.approx(1.875), 1, 1)
     for wrong in (0.0, -1.0, 1.5, float("nan")):
