@@ -72,6 +72,40 @@ def test_no_window_holds_more_than_burst_plus_rate_times_its_length(
         assert most_in_window(grants, window) <= effective_burst + effective_rate * window + EPS
 
 
+@settings(max_examples=40, deadline=None)
+@given(burst=st.integers(min_value=1, max_value=12),
+       arrivals=st.lists(st.floats(min_value=0.0, max_value=4.0), min_size=1, max_size=80),
+       shares=st.tuples(st.sampled_from([1.0, 0.5, 0.25]), st.sampled_from([1.0, 0.5, 0.25])),
+       change=st.floats(min_value=0.0, max_value=4.0))
+def test_a_share_change_keeps_every_window_within_the_rates_in_force(
+        burst: int, arrivals: list[float], shares: tuple[float, float], change: float) -> None:
+    """Whatever the moment the share changes, a window holds at most the larger bucket plus
+    what each rate earns over its part of the window."""
+    rate = 8.0
+
+    async def scenario() -> list[float]:
+        clock = FakeAsyncClock()
+        budget = b.Budget("svc", b.BudgetConfig(rate=rate, burst=burst, concurrency=10_000),
+                          clock=clock)
+        budget.set_share(shares[0])
+        grants: list[float] = []
+        budget.observer = grants.append
+        clock.call_at(change, lambda: budget.set_share(shares[1]))
+        await clock.drive(calls_at(budget, clock, arrivals))
+        return grants
+
+    grants = sorted(asyncio.run(scenario()))
+    assert len(grants) == len(arrivals)
+    bucket = max(max(1, int(burst * share + 1e-9)) for share in shares)
+    for window in (0.0, 0.5, 1.0, 3.0):
+        for start in grants:
+            end = start + window
+            before = max(0.0, min(end, change) - start)
+            earned = rate * shares[0] * before + rate * shares[1] * (window - before)
+            inside = sum(1 for g in grants if start <= g <= end + EPS)
+            assert inside <= bucket + earned + EPS
+
+
 async def test_a_share_scales_rate_burst_and_concurrency(clock: FakeAsyncClock) -> None:
     registry = rtmetrics.MetricsRegistry()
     budget = b.Budget("svc", b.BudgetConfig(rate=30.0, burst=9, concurrency=6), clock=clock,
