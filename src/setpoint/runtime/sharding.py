@@ -30,8 +30,8 @@ sharding, every replica reconciles, each its own part of the keys:
   plus the watch's delivery and one woken round's Lease calls; a replica stopped gracefully
   releases its shards and deletes its membership, and the others take them at once. The
   periodic round (every ``retry_period``, jittered up to x1.2) renews the held shards and
-  the membership: ``2 x held + 2`` calls, and a woken round reads and writes only the
-  shards it takes.
+  the membership: ``2 x held + 2`` calls; a woken round reads and writes only the shards
+  it wants that are free or whose expiry has come (the others wait for their timers).
 - A replica that acquires a shard enqueues every cached key of it (trigger ``initial``):
   whatever its previous owner left unfinished is reconciled.
 
@@ -357,6 +357,10 @@ class ShardCoordinator:
                 continue
             if not wanted or (held and not renew):
                 continue
+            if not renew and not held:
+                due = elector.expires_at()
+                if due is not None and due > self._clock.monotonic():
+                    continue  # the watch shows it held and not yet expired: its timer wakes us
             started = self._clock.monotonic()
             try:
                 ok = await elector.try_acquire_or_renew()
