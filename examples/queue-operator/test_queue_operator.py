@@ -183,9 +183,9 @@ async def test_sharded_replicas_share_one_budget() -> None:
     async with fakequeues.FakeQueueService() as service, control_plane() as cp:
         managers: list[Manager] = [await start(
             cp, service, poll=3600, budget=budget,
-            sharding=ShardingConfig(name="queues", identity=f"r{i}", shards=shards,
-                                    lease_duration=4.0, renew_deadline=3.0,
-                                    retry_period=0.5, skew_margin=1.0))
+            # the default timings (a 15 s lease): no shard is to move while this one event
+            # loop is busy with the server, the creates, the replicas and the service
+            sharding=ShardingConfig(name="queues", identity=f"r{i}", shards=shards))
             for i in range(3)]
 
         names = [f"r{i}" for i in range(3)]
@@ -203,6 +203,7 @@ async def test_sharded_replicas_share_one_budget() -> None:
             assert m.shards is not None
             assert part.rate == pytest.approx(budget.rate * len(m.shards.held) / shards)
         assert sum(p.rate for p in parts) == pytest.approx(budget.rate)
+        shares = [p.share for p in parts]
         bursts = sum(p.burst for p in parts)
         assert bursts <= budget.burst + len(parts)  # the floor of 1 at most once each
         by_replica: list[list[float]] = [[] for _ in parts]
@@ -211,6 +212,7 @@ async def test_sharded_replicas_share_one_budget() -> None:
         await create_all(cp, n)
         await cp.eventually(lambda: len(service.queues) == n, timeout=120)
         grants = [t for times in by_replica for t in times]  # one clock: one process
+        assert [p.share for p in parts] == shares  # no shard moved meanwhile
         assert service.total == n == len(grants)
         assert all(by_replica)  # each replica called for the Queues of its own shards
         assert all(p.concurrency >= 1 for p in parts)
