@@ -22,9 +22,12 @@ As Kubernetes' daemon set controller:
 Pods created and deleted are expected until the cache shows them (as for Jobs), so a lagging
 cache never creates two pods for one node.
 
-Non-guarantees: no ``maxSurge``; no ControllerRevisions (so no ``kubectl rollout undo`` for
-DaemonSets); availability is re-checked when pods or nodes change, or at the end of
-``minReadySeconds``.
+Each distinct template is stored as a ControllerRevision ``NAME-HASH`` labelled
+``controller-revision-hash: HASH`` (:mod:`setpoint.controllers.history`), which is what
+``kubectl rollout history|undo daemonset/NAME`` read.
+
+Non-guarantees: no ``maxSurge``; availability is re-checked when pods or nodes change, or at
+the end of ``minReadySeconds``.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ from typing import Any, Final
 from setpoint import runtime
 from setpoint.apimachinery import clock as base_clock
 from setpoint.apimachinery import errors, timeutil
-from setpoint.controllers import nodeaffinity, taints
+from setpoint.controllers import history, nodeaffinity, taints
 from setpoint.controllers.job import CATCH_UP_DELAY, Expectations
 
 Obj = Mapping[str, Any]
@@ -216,6 +219,15 @@ class DaemonSetReconciler:
         wanted = {name for name, node in nodes.items() if eligible(daemonset, node)}
         revision = template_hash(daemonset)
         deleting = bool(_meta(daemonset).get("deletionTimestamp"))
+        if not deleting:
+            live = {_dict(_meta(p).get("labels")).get(HASH_LABEL) for p in pods}
+            try:
+                await history.sync(
+                    ctx, daemonset, DAEMONSET, name=f"{_name(daemonset)}-{revision}",
+                    hash_label=HASH_LABEL, hash_value=revision,
+                    in_use=lambda r: _dict(_meta(r).get("labels")).get(HASH_LABEL) in live)
+            except history.Collision:
+                return runtime.Result.after(CATCH_UP_DELAY)
         by_node: dict[str, list[Obj]] = {}
         to_delete: list[tuple[Obj, bool]] = []  # (pod, at once)
         for pod in pods:
@@ -344,6 +356,7 @@ def daemonset_controller(config: DaemonSetConfig | None = None, *,
     mapper = DaemonSetsOfNode()
     reconciler = _Reconcile(DaemonSetReconciler(clock or base_clock.SystemClock()), mapper)
     return (runtime.Controller(for_=DAEMONSET, reconcile=reconciler, name="daemonset")
+            .owns(history.CONTROLLER_REVISION)
             .watches(POD, _daemonset_of_pod)
             .watches(NODE, mapper)
             .with_options(workers=config.workers))

@@ -25,9 +25,11 @@ the update revision:
   the new one), one at a time, waiting for each to be Running and Ready. **OnDelete**: pods are
   replaced by the new revision only when someone deletes them.
 
-The *revision* is ``NAME-HASH``, ``HASH`` a hash of the pod template: ControllerRevision is
-not served, so revisions are not stored as objects (``kubectl rollout history|undo`` do not
-work for StatefulSets). ``status.updateRevision`` is the revision of the current template;
+The *revision* is ``NAME-HASH``, ``HASH`` a hash of the pod template, and it is stored as a
+ControllerRevision of that name (:mod:`setpoint.controllers.history`: numbered, renumbered
+when a template comes back, trimmed to ``revisionHistoryLimit``), which is what
+``kubectl rollout history|undo`` read. ``status.updateRevision`` is the revision of the
+current template;
 ``status.currentRevision`` becomes it once a RollingUpdate has updated, and made Ready, every
 pod.
 
@@ -63,7 +65,7 @@ from typing import Any, Final
 
 from setpoint import runtime
 from setpoint.apimachinery import errors
-from setpoint.controllers import replicaset, rollout
+from setpoint.controllers import history, replicaset, rollout
 from setpoint.controllers.job import CATCH_UP_DELAY, Expectations
 
 Obj = Mapping[str, Any]
@@ -71,6 +73,8 @@ Obj = Mapping[str, Any]
 STATEFULSET: Final = ("apps/v1", "StatefulSet")
 POD: Final = ("v1", "Pod")
 HASH_LABEL: Final = "controller-revision-hash"
+#: the label of a revision that carries its hash (Kubernetes' ``ControllerRevisionHashLabel``)
+REVISION_HASH_LABEL: Final = "controller.kubernetes.io/hash"
 POD_NAME_LABEL: Final = "statefulset.kubernetes.io/pod-name"
 POD_INDEX_LABEL: Final = "apps.kubernetes.io/pod-index"
 #: the highest ordinal considered (names beyond it are not the StatefulSet's pods)
@@ -340,7 +344,19 @@ class StatefulSetReconciler:
             if ordinal is not None:
                 by_ordinal[ordinal] = pod
         revision = revision_name(statefulset)
-        decided = Plan() if _meta(statefulset).get("deletionTimestamp") else plan(
+        deleting = bool(_meta(statefulset).get("deletionTimestamp"))
+        if not deleting:
+            live = {revision_of(p) for p in owned}
+            try:
+                await history.sync(
+                    ctx, statefulset, STATEFULSET, name=revision,
+                    hash_label=REVISION_HASH_LABEL, hash_value=revision.rpartition("-")[2],
+                    in_use=lambda r: _name(r) in live,
+                    current_name=str(_d(statefulset.get("status")).get("currentRevision")
+                                     or "") or None)
+            except history.Collision:
+                return runtime.Result.after(CATCH_UP_DELAY)
+        decided = Plan() if deleting else plan(
             _d(statefulset.get("spec")), by_ordinal, revision)
         for victim in decided.delete:
             self.expectations.deleted(request.key, victim)
@@ -385,6 +401,7 @@ def statefulset_controller(config: StatefulSetConfig | None = None, *,
                                reconcile=StatefulSetReconciler(mapper, now=now),
                                name="statefulset")
             .owns(POD)
+            .owns(history.CONTROLLER_REVISION)
             .watches(POD, mapper)
             .with_options(workers=config.workers))
 

@@ -21,6 +21,7 @@ from setpoint.apimachinery.clock import Clock
 from setpoint.registry import (
     actions,
     admissionregistration,
+    controllerrevisions,
     conversion,
     core,
     crd,
@@ -105,6 +106,7 @@ class Catalog:
                     jobs.job_resource(), cronjobs.cronjob_resource(),
                     daemonsets.daemonset_resource(),
                     statefulsets.statefulset_resource(),
+                    controllerrevisions.controller_revision_resource(),
                     disruptionbudgets.pdb_resource()]
         for info, strategy_cls in builtins:
             self._add(Served(self._store(strategy_cls(info))))

@@ -10,7 +10,7 @@ Columns: NAME DESIRED CURRENT READY UP-TO-DATE AVAILABLE NODE SELECTOR AGE, wide
 IMAGES SELECTOR.
 
 Non-guarantees: ``maxUnavailable`` and ``maxSurge`` are checked for their type, not for
-the combinations Kubernetes refuses (both zero); ControllerRevisions are not written.
+the combinations Kubernetes refuses (both zero).
 """
 
 from __future__ import annotations

@@ -179,6 +179,11 @@ SERVED: list[tuple[str, str, dict[str, Any]]] = [
                                   "rollingUpdate": {"partition": 1}},
                "ordinals": {"start": 3}, "minReadySeconds": 3},
       "status": {"replicas": 0}}),
+    ("controllerrevision", "/apis/apps/v1/namespaces/default/controllerrevisions",
+     {"apiVersion": "apps/v1", "kind": "ControllerRevision", "metadata": {"name": "x"},
+      "data": {"spec": {"template": {"$patch": "replace",
+                                     "metadata": {"labels": {"app": "x"}}}}},
+      "revision": 4}),
 ]
 
 

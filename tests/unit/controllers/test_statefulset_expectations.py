@@ -19,14 +19,21 @@ STS_REF = sp_client.ResourceRef(group="apps", version="v1", resource="statefulse
                                  kind="StatefulSet", namespaced=True)
 POD_REF = sp_client.ResourceRef(group="", version="v1", resource="pods", kind="Pod",
                                  namespaced=True)
+REVISION_REF = sp_client.ResourceRef(group="apps", version="v1", resource="controllerrevisions",
+                                      kind="ControllerRevision", namespaced=True)
 REQUEST = runtime.Request("default", "web")
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 class RecordingApi:
+    """Records pod writes; ControllerRevisions it creates show in :attr:`revision_cache` at
+    once (the lag under test is the pods')."""
+
     def __init__(self) -> None:
         self.rv = itertools.count(100)
         self.created: list[Obj] = []
+        self.revisions: list[Obj] = []
+        self.revision_cache = synced()
         self.deleted: list[str] = []
         self.statuses: list[Obj] = []
 
@@ -34,7 +41,11 @@ class RecordingApi:
         rv = str(next(self.rv))
         made = {**obj, "metadata": {**obj["metadata"], "uid": f"uid-{rv}",
                                     "resourceVersion": rv}}
-        self.created.append(made)
+        if obj.get("kind") == "ControllerRevision":
+            self.revisions.append(made)
+            self.revision_cache.apply(watcher.Apply(made))
+        else:
+            self.created.append(made)
         return made
 
     async def delete(self, resource: Any, name: str, *, namespace: str | None = None,
@@ -80,7 +91,8 @@ def synced(*objs: Obj) -> runtime.Cache:
 def context(api: RecordingApi, sets: runtime.Cache, pods: runtime.Cache) -> runtime.Context:
     return runtime.Context(name="statefulset", client=api,  # type: ignore[arg-type]
                            resource=STS_REF, cache=sets, recorder=Recorder(),  # type: ignore[arg-type]
-                           logger=logging.getLogger("test"), caches={POD_REF: pods})
+                           logger=logging.getLogger("test"),
+                           caches={POD_REF: pods, REVISION_REF: api.revision_cache})
 
 
 def running(pod: Obj, rv: Any) -> Obj:
@@ -106,6 +118,9 @@ async def test_ordered_ready_waits_for_its_cache_before_the_next_ordinal() -> No
     await reconciler(REQUEST, ctx)
     assert [p["metadata"]["name"] for p in api.created] == ["web-0", "web-1"]
     assert api.statuses[-1]["readyReplicas"] == 1
+    # one revision of the one template, written once
+    assert [(r["metadata"]["name"], r["revision"]) for r in api.revisions] == [
+        (ssc.revision_name(statefulset(3)), 1)]
 
 
 async def test_parallel_creates_each_pod_once_with_a_lagging_cache() -> None:
