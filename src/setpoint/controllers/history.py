@@ -149,16 +149,33 @@ def plan(owner: Obj, revisions: Sequence[Obj], update_name: str,
     return Plan(update, update_number, trim)
 
 
+def template_of(revision: Obj) -> dict[str, Any] | None:
+    """The pod template a revision holds (its ``data`` without the ``$patch`` directive)."""
+    template = _d(_d(_d(revision.get("data")).get("spec")).get("template"))
+    if not template:
+        return None
+    return {k: v for k, v in template.items() if k != "$patch"}
+
+
+@dataclass(frozen=True, slots=True)
+class Synced:
+    """The owner's revisions after :func:`sync`."""
+
+    update: Obj
+    #: the owner's revisions by name, as they were before the writes of the sync
+    by_name: Mapping[str, Obj]
+
+
 class Collision(Exception):
     """A revision of the update revision's name holds another template."""
 
 
 async def sync(ctx: runtime.Context, owner: Obj, owner_kind: tuple[str, str], *,
                name: str, hash_label: str, hash_value: str,
-               in_use: Callable[[Obj], bool], current_name: str | None = None) -> Obj:
+               in_use: Callable[[Obj], bool], current_name: str | None = None) -> Synced:
     """Make the update revision of ``owner`` exist with the highest number, trim history,
-    and return the update revision. Raises :class:`errors.Conflict` when a write raced, and
-    :class:`Collision` when the name is taken by other data."""
+    and return the update revision and the others. Raises :class:`errors.Conflict` when a
+    write raced, and :class:`Collision` when the name is taken by other data."""
     namespace = str(_meta(owner).get("namespace") or "")
     revisions = await owned(ctx, owner, owner_kind)
     decided = plan(owner, revisions, name, in_use, current_name)
@@ -179,8 +196,8 @@ async def sync(ctx: runtime.Context, owner: Obj, owner_kind: tuple[str, str], *,
             await ctx.client.delete(CONTROLLER_REVISION, victim, namespace=namespace)
         except errors.NotFound:
             continue
-    return update
+    return Synced(update, {_name(r): r for r in revisions})
 
 
-__all__ = ["CONTROLLER_REVISION", "Collision", "Plan", "new_revision", "owned", "patch_of",
-           "plan", "sync"]
+__all__ = ["CONTROLLER_REVISION", "Collision", "Plan", "Synced", "new_revision", "owned",
+           "patch_of", "plan", "sync", "template_of"]

@@ -49,10 +49,12 @@ current and update revisions), ``currentRevision``, ``updateRevision``,
 
 It acts as ``system:serviceaccount:kube-system:statefulset-controller``.
 
-Non-guarantees: a pod below ``partition`` that is deleted comes back at the update revision
-(the current revision's template is not kept); no
-``maxUnavailable`` (a Kubernetes alpha field); PersistentVolumeClaims are neither created nor
-deleted, whatever ``persistentVolumeClaimRetentionPolicy`` says.
+With RollingUpdate, a pod below ``partition`` that is missing is made again at the current
+revision (its template read back from its ControllerRevision), the others at the update
+revision.
+
+Non-guarantees: no ``maxUnavailable`` (a Kubernetes alpha field); PersistentVolumeClaims
+are neither created nor deleted, whatever ``persistentVolumeClaimRetentionPolicy`` says.
 """
 
 from __future__ import annotations
@@ -345,17 +347,23 @@ class StatefulSetReconciler:
                 by_ordinal[ordinal] = pod
         revision = revision_name(statefulset)
         deleting = bool(_meta(statefulset).get("deletionTimestamp"))
+        current_set: Obj | None = None  # the StatefulSet at its current revision, if older
+        current_name = str(_d(statefulset.get("status")).get("currentRevision") or "")
         if not deleting:
             live = {revision_of(p) for p in owned}
             try:
-                await history.sync(
+                synced = await history.sync(
                     ctx, statefulset, STATEFULSET, name=revision,
                     hash_label=REVISION_HASH_LABEL, hash_value=revision.rpartition("-")[2],
                     in_use=lambda r: _name(r) in live,
-                    current_name=str(_d(statefulset.get("status")).get("currentRevision")
-                                     or "") or None)
+                    current_name=current_name or None)
             except history.Collision:
                 return runtime.Result.after(CATCH_UP_DELAY)
+            current = synced.by_name.get(current_name) if current_name != revision else None
+            template = history.template_of(current) if current is not None else None
+            if template is not None:
+                current_set = {**statefulset,
+                               "spec": {**_d(statefulset.get("spec")), "template": template}}
         decided = Plan() if deleting else plan(
             _d(statefulset.get("spec")), by_ordinal, revision)
         for victim in decided.delete:
@@ -366,8 +374,15 @@ class StatefulSetReconciler:
                 continue
             await ctx.recorder.normal(statefulset, "SuccessfulDelete",
                                       f"delete Pod {victim} in StatefulSet {name} successful")
+        partition = partition_of(_d(statefulset.get("spec"))) if (_d(_d(statefulset.get(
+            "spec")).get("updateStrategy")).get("type") or "RollingUpdate") == \
+            "RollingUpdate" else 0
         for ordinal in decided.create:
-            pod = pod_for(statefulset, ordinal, revision)
+            if current_set is not None and ordinal < partition:
+                # below the partition a pod is made again at the current revision
+                pod = pod_for(current_set, ordinal, current_name)
+            else:
+                pod = pod_for(statefulset, ordinal, revision)
             try:
                 await ctx.client.create(pod, namespace=request.namespace)
             except errors.AlreadyExists:

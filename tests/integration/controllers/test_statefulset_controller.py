@@ -270,3 +270,63 @@ async def test_orphaned_pods_are_adopted_again(client: Client) -> None:
     # the same pods, not new ones
     assert {p["metadata"]["uid"] for p in after.values()} == {
         p["metadata"]["uid"] for p in before.values()}
+
+
+REVISION = ("apps/v1", "ControllerRevision")
+
+
+async def revisions_of(client: Client, app: str) -> dict[str, Obj]:
+    page = await client.list(REVISION, namespace="default", label_selector=f"app={app}")
+    return {r["metadata"]["name"]: r for r in page["items"]}
+
+
+async def test_revisions_and_a_partitioned_update_keep_older_pods_at_the_current_one(
+        client: Client) -> None:
+    sts = statefulset("part", replicas=2, revisionHistoryLimit=1,
+                      updateStrategy={"type": "RollingUpdate",
+                                      "rollingUpdate": {"partition": 1}})
+    created = await client.create(sts)
+    first = await status_is(client, "part", readyReplicas=2, updatedReplicas=2)
+    current = first["status"]["currentRevision"]
+    revisions = await revisions_of(client, "part")
+    assert list(revisions) == [current]
+    assert revisions[current]["revision"] == 1
+    assert revisions[current]["metadata"]["ownerReferences"][0]["uid"] == \
+        created["metadata"]["uid"]
+
+    # only part-1 (at or above the partition) moves to v2
+    await client.patch(STS, "part", {"spec": {"template": {"spec": {"containers": [
+        {"name": "c", "image": "v2"}]}}}}, namespace="default")
+    updated = await status_is(client, "part", observedGeneration=2, updatedReplicas=1,
+                              readyReplicas=2, currentReplicas=1)
+    update = updated["status"]["updateRevision"]
+    assert updated["status"]["currentRevision"] == current
+    assert {n: r["revision"] for n, r in (await revisions_of(client, "part")).items()} == {
+        current: 1, update: 2}
+
+    # part-0, below the partition, is made again at the current revision
+    old_uid = (await live_pods(client, "part"))["part-0"]["metadata"]["uid"]
+    await client.delete(POD, "part-0", namespace="default", grace_period_seconds=0)
+
+    async def replaced() -> Obj | None:
+        pod = (await live_pods(client, "part")).get("part-0")
+        return pod if pod and pod["metadata"]["uid"] != old_uid and running_and_ready(
+            pod) else None
+    again = await eventually(replaced)
+    assert again["metadata"]["labels"]["controller-revision-hash"] == current
+    assert again["spec"]["containers"][0]["image"] == "v1"
+
+    # a third template: the first one is still in use by part-0, so nothing is trimmed yet;
+    # with the partition lifted it goes, and history keeps one spare revision
+    await client.patch(STS, "part", {"spec": {
+        "updateStrategy": {"rollingUpdate": {"partition": 0}},
+        "template": {"spec": {"containers": [{"name": "c", "image": "v3"}]}}}},
+        namespace="default")
+    done = await status_is(client, "part", observedGeneration=3, updatedReplicas=2,
+                           readyReplicas=2, currentReplicas=2)
+    latest = done["status"]["updateRevision"]
+
+    async def trimmed() -> dict[str, int] | None:
+        found = {n: r["revision"] for n, r in (await revisions_of(client, "part")).items()}
+        return found if current not in found else None
+    assert await eventually(trimmed) == {update: 2, latest: 3}
