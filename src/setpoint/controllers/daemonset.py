@@ -228,6 +228,8 @@ class DaemonSetReconciler:
                     in_use=lambda r: _dict(_meta(r).get("labels")).get(HASH_LABEL) in live)
             except history.Collision:
                 return runtime.Result.after(CATCH_UP_DELAY)
+            except errors.Forbidden:
+                return runtime.Result.done()  # the namespace is going
         by_node: dict[str, list[Obj]] = {}
         to_delete: list[tuple[Obj, bool]] = []  # (pod, at once)
         for pod in pods:

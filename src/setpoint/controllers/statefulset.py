@@ -359,6 +359,8 @@ class StatefulSetReconciler:
                     current_name=current_name or None)
             except history.Collision:
                 return runtime.Result.after(CATCH_UP_DELAY)
+            except errors.Forbidden:
+                return runtime.Result.done()  # the namespace is going
             current = synced.by_name.get(current_name) if current_name != revision else None
             template = history.template_of(current) if current is not None else None
             if template is not None:

@@ -207,4 +207,10 @@ def test_rollout_history_and_undo_of_a_daemonset(kubectl: Kubectl) -> None:
     eventually(lambda: images_of(kubectl, "agentd") == {"busybox:1.36"}, timeout=90)
     rollout_status(kubectl, "daemonset/agentd")
     assert [row[0] for row in history_rows(kubectl, "daemonset/agentd")] == ["2", "3"]
+    # the pods carry the hash label of the revision they were made from
+    newest = max(kubectl.json("get", "controllerrevisions", "-l", "app=agentd")["items"],
+                 key=lambda r: r["revision"])
+    assert {p["metadata"]["labels"]["controller-revision-hash"]
+            for p in live(kubectl, "agentd").values()} == {
+        newest["metadata"]["labels"]["controller-revision-hash"]}
     kubectl.run("delete", "daemonset", "agentd", "--wait=true", timeout=90)
