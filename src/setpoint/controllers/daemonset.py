@@ -196,11 +196,13 @@ class DaemonSetReconciler:
     def __init__(self, clock: base_clock.Clock) -> None:
         self.clock = clock
         self.expectations = Expectations()
+        self.written = history.Written()
 
     async def __call__(self, request: runtime.Request, ctx: runtime.Context) -> runtime.Result:
         daemonset = ctx.get(request)
         if daemonset is None:
             self.expectations.forget(request.key)
+            self.written.forget(request.key)
             return runtime.Result.done()
         uid = str(_meta(daemonset).get("uid") or "")
         pods = [p for p in ctx.cache_for(POD).by_index("namespace", request.namespace)
@@ -225,7 +227,8 @@ class DaemonSetReconciler:
                 await history.sync(
                     ctx, daemonset, DAEMONSET, name=f"{_name(daemonset)}-{revision}",
                     hash_label=HASH_LABEL, hash_value=revision,
-                    in_use=lambda r: _dict(_meta(r).get("labels")).get(HASH_LABEL) in live)
+                    in_use=lambda r: _dict(_meta(r).get("labels")).get(HASH_LABEL) in live,
+                    written=self.written, key=request.key)
             except history.Collision:
                 return runtime.Result.after(CATCH_UP_DELAY)
             except errors.Forbidden:

@@ -166,18 +166,59 @@ class Synced:
     by_name: Mapping[str, Obj]
 
 
+def _rv(obj: Obj) -> int:
+    try:
+        return int(str(_meta(obj).get("resourceVersion") or "0"))
+    except ValueError:
+        return 0
+
+
+class Written:
+    """The last revision each owner wrote (by owner key), until the cache shows it: a pass
+    that comes before the watch neither creates it again nor renumbers a stale copy.
+    Holds one revision per owner; :meth:`forget` drops an owner that is gone."""
+
+    def __init__(self) -> None:
+        self._last: dict[str, Obj] = {}
+
+    def remember(self, key: str, revision: Obj) -> None:
+        self._last[key] = revision
+
+    def forget(self, key: str) -> None:
+        self._last.pop(key, None)
+
+    def merged(self, key: str, owner: Obj, revisions: list[Obj]) -> list[Obj]:
+        """``revisions`` (from the cache) with the one written for ``key`` in place of a
+        stale or missing copy; sorted as :func:`owned` sorts."""
+        written = self._last.get(key)
+        if written is None:
+            return revisions
+        uid = str(_meta(owner).get("uid") or "")
+        seen = next((r for r in revisions if _name(r) == _name(written)), None)
+        if not controlled_by(written, uid) or (seen is not None and _rv(seen) >= _rv(written)):
+            self._last.pop(key, None)  # the cache has caught up (or the owner is new)
+            return revisions
+        others = [r for r in revisions if _name(r) != _name(written)]
+        return sorted([*others, written], key=lambda r: (number(r), _name(r)))
+
+
 class Collision(Exception):
     """A revision of the update revision's name holds another template."""
 
 
 async def sync(ctx: runtime.Context, owner: Obj, owner_kind: tuple[str, str], *,
                name: str, hash_label: str, hash_value: str,
-               in_use: Callable[[Obj], bool], current_name: str | None = None) -> Synced:
+               in_use: Callable[[Obj], bool], current_name: str | None = None,
+               written: Written | None = None, key: str = "") -> Synced:
     """Make the update revision of ``owner`` exist with the highest number, trim history,
     and return the update revision and the others. Raises :class:`errors.Conflict` when a
-    write raced, and :class:`Collision` when the name is taken by other data."""
+    write raced, and :class:`Collision` when the name is taken by other data. ``written``
+    remembers, under ``key``, what this pass writes for the passes that come before the
+    cache shows it."""
     namespace = str(_meta(owner).get("namespace") or "")
     revisions = await owned(ctx, owner, owner_kind)
+    if written is not None:
+        revisions = written.merged(key, owner, revisions)
     decided = plan(owner, revisions, name, in_use, current_name)
     update = decided.update
     if update is None:
@@ -188,9 +229,13 @@ async def sync(ctx: runtime.Context, owner: Obj, owner_kind: tuple[str, str], *,
         except errors.AlreadyExists:
             # made by an earlier pass the cache does not show yet, or a collision
             raise Collision(name) from None
+        if written is not None:
+            written.remember(key, update)
     elif number(update) != decided.update_number:
         update = await ctx.client.update({**update, "revision": decided.update_number},
                                          namespace=namespace)
+        if written is not None:
+            written.remember(key, update)
     for victim in decided.trim:
         try:
             await ctx.client.delete(CONTROLLER_REVISION, victim, namespace=namespace)
@@ -199,5 +244,5 @@ async def sync(ctx: runtime.Context, owner: Obj, owner_kind: tuple[str, str], *,
     return Synced(update, {_name(r): r for r in revisions})
 
 
-__all__ = ["CONTROLLER_REVISION", "Collision", "Plan", "Synced", "new_revision", "owned",
-           "patch_of", "plan", "sync", "template_of"]
+__all__ = ["CONTROLLER_REVISION", "Collision", "Plan", "Synced", "Written", "new_revision",
+           "owned", "patch_of", "plan", "sync", "template_of"]

@@ -308,12 +308,14 @@ class StatefulSetReconciler:
         self.mapper = mapper or replicaset.OrphansOfPod()
         self.now = now or (lambda: datetime.now(UTC))
         self.expectations = expectations or Expectations()
+        self.written = history.Written()
 
     async def __call__(self, request: runtime.Request, ctx: runtime.Context) -> runtime.Result:
         self.mapper.owners = ctx.cache
         statefulset = ctx.get(request)
         if statefulset is None:
             self.expectations.forget(request.key)
+            self.written.forget(request.key)
             return runtime.Result.done()
         uid = str(_meta(statefulset).get("uid") or "")
         in_namespace = ctx.cache_for(POD).by_index("namespace", request.namespace)
@@ -356,7 +358,8 @@ class StatefulSetReconciler:
                     ctx, statefulset, STATEFULSET, name=revision,
                     hash_label=REVISION_HASH_LABEL, hash_value=revision.rpartition("-")[2],
                     in_use=lambda r: _name(r) in live,
-                    current_name=current_name or None)
+                    current_name=current_name or None, written=self.written,
+                    key=request.key)
             except history.Collision:
                 return runtime.Result.after(CATCH_UP_DELAY)
             except errors.Forbidden:

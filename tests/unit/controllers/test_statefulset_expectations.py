@@ -11,6 +11,7 @@ from typing import Any
 
 from setpoint import client as sp_client
 from setpoint import runtime
+from setpoint.apimachinery import errors
 from setpoint.controllers import statefulset as ssc
 from setpoint.runtime import watcher
 
@@ -26,8 +27,8 @@ NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 class RecordingApi:
-    """Records pod writes; ControllerRevisions it creates show in :attr:`revision_cache` at
-    once (the lag under test is the pods')."""
+    """Records pod writes; the ControllerRevisions it creates never show in
+    :attr:`revision_cache` (a watch that lags for good), and creating one twice is a 409."""
 
     def __init__(self) -> None:
         self.rv = itertools.count(100)
@@ -42,8 +43,10 @@ class RecordingApi:
         made = {**obj, "metadata": {**obj["metadata"], "uid": f"uid-{rv}",
                                     "resourceVersion": rv}}
         if obj.get("kind") == "ControllerRevision":
+            name = obj["metadata"]["name"]
+            if any(r["metadata"]["name"] == name for r in self.revisions):
+                raise errors.already_exists("controllerrevisions", "apps", name)
             self.revisions.append(made)
-            self.revision_cache.apply(watcher.Apply(made))
         else:
             self.created.append(made)
         return made
@@ -118,7 +121,7 @@ async def test_ordered_ready_waits_for_its_cache_before_the_next_ordinal() -> No
     await reconciler(REQUEST, ctx)
     assert [p["metadata"]["name"] for p in api.created] == ["web-0", "web-1"]
     assert api.statuses[-1]["readyReplicas"] == 1
-    # one revision of the one template, written once
+    # one revision of the one template, written once, and never waited for
     assert [(r["metadata"]["name"], r["revision"]) for r in api.revisions] == [
         (ssc.revision_name(statefulset(3)), 1)]
 
