@@ -34,7 +34,10 @@ object as it wants it (the answer is the JSONPatch from what it was sent,
 :func:`~setpoint.runtime.jsondiff.json_diff`), ``None`` (unchanged) or a :class:`Verdict`
 (``Verdict.allow(obj, warnings=...)`` or a denial). Raising :class:`Denied` denies too.
 ``async def`` functions run in the event loop; plain ``def`` ones in a worker thread (as
-reconcile functions do), so a slow check does not stall the server.
+reconcile functions do), so a slow check does not stall the server. A hook sees its objects
+in the version it was declared for: when the API server sends another version of a kind
+whose convert function these hooks hold, the function converts it first (and a mutated
+object back), so a hook never has to know both shapes.
 
 **Failures.** A function that raises anything else, or returns something else, is a failed
 call: the hook answers HTTP 500 with the exception's ``<Type>: <text>``, and the API server
@@ -74,6 +77,7 @@ import asyncio
 import base64
 import contextlib
 import copy
+import dataclasses
 import inspect
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -249,6 +253,11 @@ class Hooks:
         self._admission: list[_Admission] = []
         self._conversions: dict[str, rtconversion.Convert] = {}
         self._server: hookserver.HookServer | None = None
+        #: the CRD of each hooked resource, learnt when the configurations are made
+        self._crd_of: dict[Resource, str] = {}
+        #: set while the hooks are registered (between :meth:`register` and
+        #: :meth:`unregister`): what a caller waits for before it writes
+        self.registered = asyncio.Event()
 
     @property
     def name(self) -> str:
@@ -346,8 +355,11 @@ class Hooks:
             hooks = [h for h in self._admission if h.mutating == mutating]
             if not hooks:
                 continue
-            webhooks = [self._webhook(h, await client.resolve(h.resource), bundle)
-                        for h in hooks]
+            webhooks = []
+            for h in hooks:
+                ref = await client.resolve(h.resource)
+                self._crd_of[h.resource] = f"{ref.resource}.{ref.group}"
+                webhooks.append(self._webhook(h, ref, bundle))
             out.append({"apiVersion": kind[0], "kind": kind[1],
                         "metadata": {"name": f"{self._name}-hooks",
                                      "labels": {"app.kubernetes.io/managed-by": "setpoint"}},
@@ -368,10 +380,12 @@ class Hooks:
                 await client.patch((configuration["apiVersion"], configuration["kind"]),
                                    configuration["metadata"]["name"],
                                    {"webhooks": configuration["webhooks"]})
+        self.registered.set()
 
     async def unregister(self, client: sp_client.Client) -> None:
         """Delete the webhook configurations (the CRDs' conversions are left: see the
         module doc)."""
+        self.registered.clear()
         for kind, mutating in ((VALIDATING, False), (MUTATING, True)):
             if any(h.mutating == mutating for h in self._admission):
                 with contextlib.suppress(errors.NotFound):
@@ -418,7 +432,8 @@ class Hooks:
 
     def _admission_handler(self, hook: _Admission) -> hookserver.Handler:
         async def handle(request: web.Request) -> web.Response:
-            return await _admit(hook, await request.read())
+            convert = self._conversions.get(self._crd_of.get(hook.resource, ""))
+            return await _admit(hook, await request.read(), convert)
         return handle
 
 
@@ -435,7 +450,21 @@ def _conversion_handler(func: rtconversion.Convert) -> hookserver.Handler:
     return handle
 
 
-async def _admit(hook: _Admission, body: bytes) -> web.Response:
+def _in_version(convert: rtconversion.Convert | None, obj: Obj | None,
+                api_version: str) -> Obj | None:
+    """``obj`` in ``api_version``, through the operator's own convert function when it is
+    in another version (and there is one)."""
+    if convert is None or obj is None or obj.get("apiVersion") in (None, api_version):
+        return obj
+    out = convert(copy.deepcopy(obj), api_version)
+    if not isinstance(out, dict):
+        raise TypeError(f"the conversion returned {type(out).__name__}, not an object")
+    out["apiVersion"] = api_version
+    return out
+
+
+async def _admit(hook: _Admission, body: bytes,
+                 convert: rtconversion.Convert | None = None) -> web.Response:
     try:
         review = orjson.loads(body)
     except orjson.JSONDecodeError as e:
@@ -445,9 +474,19 @@ async def _admit(hook: _Admission, body: bytes) -> web.Response:
             not isinstance(request, dict) or not isinstance(request.get("uid"), str):
         return web.Response(status=400, text="not an AdmissionReview v1 request")
     req = AdmissionRequest.from_review(request)
+    original = request.get("object")
     try:
+        if convert is not None:
+            # the hook sees the version it was declared for, even where the API server
+            # sends another one (setpoint does, for a webhook-converted kind)
+            req = dataclasses.replace(
+                req, object=_in_version(convert, req.object, hook.resource[0]),
+                old_object=_in_version(convert, req.old_object, hook.resource[0]))
         value = await _call(hook.func, req)
         verdict = _verdict(value, hook)
+        if verdict.object is not None and isinstance(original, dict):
+            back = _in_version(convert, verdict.object, str(original.get("apiVersion")))
+            verdict = dataclasses.replace(verdict, object=back)
     except Denied as e:
         verdict = Verdict.deny(e.message, code=e.code)
     except Exception as e:  # a failed call: the webhook's failurePolicy decides
@@ -459,7 +498,6 @@ async def _admit(hook: _Admission, body: bytes) -> web.Response:
                               "code": verdict.code}
     if verdict.warnings:
         response["warnings"] = list(verdict.warnings)
-    original = request.get("object")
     if verdict.allowed and hook.mutating and verdict.object is not None and \
             isinstance(original, dict):
         patch = jsondiff.json_diff(original, verdict.object)
