@@ -216,3 +216,18 @@ def test_declarations_are_checked() -> None:
         hooks.validate(BOOK, name="<lambda>")(lambda req: None)
     with pytest.raises(ValueError, match="lowercase"):
         Hooks("Not A Name")
+
+
+async def test_a_restarted_operator_replaces_its_stale_configuration(client: Client) -> None:
+    await install_books(client)
+    first = library_hooks()
+    await first.start()
+    await first.register(client)
+    await first.stop()  # gone without unregistering, as a killed process would be
+    async with library_hooks().serving(client) as second:
+        configured = await client.get(VALIDATING, "library-hooks")
+        assert configured["webhooks"][0]["clientConfig"]["url"] == \
+            second.url("/validate/no-untitled")
+        assert configured["webhooks"][0]["clientConfig"]["caBundle"] == second.ca_bundle
+        made = await client.create(book("a"))
+        assert made["metadata"]["labels"] == {"shelf": "new"}
