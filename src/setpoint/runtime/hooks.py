@@ -162,13 +162,15 @@ class AdmissionRequest:
         def obj(key: str) -> Obj | None:
             value = request.get(key)
             return copy.deepcopy(value) if isinstance(value, dict) else None
+        def mapping(key: str) -> dict[str, Any]:
+            value = request.get(key)
+            return dict(value) if isinstance(value, dict) else {}
         return cls(uid=str(request.get("uid", "")), operation=str(request.get("operation", "")),
                    name=str(request.get("name") or ""),
                    namespace=str(request.get("namespace") or ""),
-                   kind=dict(request.get("kind") or {}),
-                   resource=dict(request.get("resource") or {}),
+                   kind=mapping("kind"), resource=mapping("resource"),
                    object=obj("object"), old_object=obj("oldObject"),
-                   user_info=dict(request.get("userInfo") or {}),
+                   user_info=mapping("userInfo"),
                    dry_run=bool(request.get("dryRun")),
                    sub_resource=str(request.get("subResource") or ""), raw=request)
 
