@@ -412,6 +412,14 @@ class Hooks:
             server, self._server = self._server, None
             await server.stop()
 
+    async def __aenter__(self) -> Hooks:
+        """Serve (without registering) for the block."""
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
     @contextlib.asynccontextmanager
     async def serving(self, client: sp_client.Client) -> AsyncIterator[Hooks]:
         """Serve and register the hooks for the block; unregister and stop after it."""

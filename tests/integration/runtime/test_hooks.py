@@ -17,7 +17,7 @@ import pytest
 
 from setpoint.apimachinery import errors
 from setpoint.client import Client
-from setpoint.runtime import AdmissionRequest, Denied, Hooks, Manager, Verdict
+from setpoint.runtime import AdmissionRequest, Denied, HookConfig, Hooks, Manager, Verdict
 from setpoint.runtime.hooks import MUTATING, VALIDATING
 from tests.integration.runtime.conftest import BOOK, book, eventually, install_books, running
 from tests.integration.runtime.test_conversion_functions import (
@@ -231,3 +231,31 @@ async def test_a_restarted_operator_replaces_its_stale_configuration(client: Cli
         assert configured["webhooks"][0]["clientConfig"]["caBundle"] == second.ca_bundle
         made = await client.create(book("a"))
         assert made["metadata"]["labels"] == {"shelf": "new"}
+
+
+async def test_behind_a_service_the_configurations_name_its_url(client: Client) -> None:
+    await install_books(client)
+    hooks = library_hooks(config=HookConfig(
+        host="0.0.0.0", port=9443, url="https://library-hooks.shop.svc:443",
+        hosts=("library-hooks.shop.svc",)))
+    validating, mutating = await hooks.configurations(client, ca_bundle="Q0E=")
+    assert validating["kind"] == "ValidatingWebhookConfiguration"
+    assert validating["webhooks"][0]["clientConfig"] == {
+        "url": "https://library-hooks.shop.svc:443/validate/no-untitled", "caBundle": "Q0E="}
+    assert mutating["webhooks"][0]["clientConfig"]["url"] == \
+        "https://library-hooks.shop.svc:443/mutate/shelve"
+    assert mutating["webhooks"][0]["reinvocationPolicy"] == "Never"
+    with pytest.raises(ValueError, match="https"):
+        HookConfig(url="http://library-hooks.shop.svc")
+
+
+async def test_a_body_beyond_the_bound_is_refused() -> None:
+    hooks = library_hooks(config=HookConfig(max_body_bytes=1024))
+    async with hooks:
+        context = ssl.create_default_context(
+            cadata=base64.b64decode(hooks.ca_bundle).decode())
+        body = orjson.dumps({"apiVersion": "admission.k8s.io/v1",
+                             "request": {"uid": "u", "object": {"pad": "x" * 2048}}})
+        async with aiohttp.ClientSession() as http, http.post(
+                hooks.url("/validate/no-untitled"), data=body, ssl=context) as resp:
+            assert resp.status == 413
