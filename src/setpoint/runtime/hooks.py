@@ -66,6 +66,9 @@ Invariants: a review is answered for the request's ``uid``; a body that is not a
 AdmissionReview ``v1`` request is refused with 400, one larger than the configured bound with
 413; a denial without a code is 400 (as Kubernetes makes it); names of hooks are unique.
 
+Bounds: an ``async def`` hook still running a second after its ``timeoutSeconds`` is
+cancelled (the API server has given up on it by then).
+
 Non-guarantees: a function in a thread that outlives its timeout runs on (a thread cannot be
 cancelled); registration replaces the configurations' whole ``webhooks`` lists (the
 configurations are the operator's own); the CA and certificate are new at every start.
@@ -492,7 +495,9 @@ async def _admit(hook: _Admission, body: bytes,
             req = dataclasses.replace(
                 req, object=_in_version(convert, req.object, hook.resource[0]),
                 old_object=_in_version(convert, req.old_object, hook.resource[0]))
-        value = await _call(hook.func, req)
+        # nobody waits for an answer after timeoutSeconds: an async hook is not left running
+        async with asyncio.timeout(hook.timeout_seconds + 1):
+            value = await _call(hook.func, req)
         verdict = _verdict(value, hook)
         if verdict.object is not None and isinstance(original, dict):
             back = _in_version(convert, verdict.object, str(original.get("apiVersion")))

@@ -6,6 +6,7 @@ failurePolicy, and the configurations removed (the conversion left) when it stop
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import ssl
 import threading
@@ -123,14 +124,21 @@ async def test_a_hook_that_raises_follows_its_failure_policy(client: Client,
 
 @pytest.mark.slow
 @pytest.mark.parametrize("policy", ["Fail", "Ignore"])
-async def test_a_slow_hook_times_out_by_its_policy(client: Client, policy: str) -> None:
+@pytest.mark.parametrize("blocking", [True, False])
+async def test_a_slow_hook_times_out_by_its_policy(client: Client, policy: str,
+                                                   blocking: bool) -> None:
     await install_books(client)
     hooks = Hooks("slow")
     release = threading.Event()
 
-    @hooks.validate(BOOK, failure_policy=policy, timeout_seconds=1)  # type: ignore[arg-type]
-    def wait(req: AdmissionRequest) -> None:
+    def wait_in_thread(req: AdmissionRequest) -> None:
         release.wait(10)  # in a thread: the server answers others meanwhile
+
+    async def wait_in_loop(req: AdmissionRequest) -> None:
+        await asyncio.Event().wait()  # never: cancelled a second after timeoutSeconds
+
+    hooks.validate(BOOK, failure_policy=policy, timeout_seconds=1,  # type: ignore[arg-type]
+                   name="wait")(wait_in_thread if blocking else wait_in_loop)
 
     try:
         async with hooks.serving(client):
