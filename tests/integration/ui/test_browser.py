@@ -406,6 +406,50 @@ def test_an_owner_tree_reaches_down_to_pods_with_their_readiness(
           "the deleted pod leaves the tree, live")
 
 
+def test_the_tree_watches_the_kinds_that_report_health_before_those_beside_them(
+        cluster: UiCluster, browser: Any) -> None:
+    # an object page follows only two of its tree's kinds: a BitcoinNetwork owns a
+    # ConfigMap and a Service besides its StatefulSet and Pods, and the Pods' readiness is
+    # what its tree is looked at for. ConfigMap and Lease come before Pod in the tree's
+    # order, and have no status
+    owner = create_widget(cluster, "mixed", [{
+        "type": "Ready", "status": "True", "reason": "Ok", "message": "ok",
+        "lastTransitionTime": "2026-01-01T00:00:00Z"}])
+    ref = {"apiVersion": "example.com/v1", "kind": "Widget", "name": "mixed",
+           "uid": owner["metadata"]["uid"], "controller": True}
+    cluster.ok("POST", "/api/v1/namespaces/default/configmaps", {
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "mixed-config", "ownerReferences": [ref]}, "data": {"k": "v"}})
+    cluster.ok("POST", "/apis/coordination.k8s.io/v1/namespaces/default/leases", {
+        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": "mixed-lease", "ownerReferences": [ref]},
+        "spec": {"holderIdentity": "mixed"}})
+    for name in ("mixed-a", "mixed-b"):
+        cluster.ok("POST", "/api/v1/namespaces/default/pods", {
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "ownerReferences": [ref]},
+            "spec": {"containers": [{"name": "main", "image": "busybox",
+                                     "command": ["sleep", "3600"]}]}})
+    sign_in(browser, cluster, ADMIN_TOKEN)
+    until(browser, lambda d: d.find_element(By.ID, "kinds"), "signed in")
+    browser.get(cluster.url + "/ui/#/o/example.com/v1/widgets/default/mixed")
+    child = "#tree li[data-name=mixed] li[data-kind={}][data-name={}]"
+    pod = child.format("Pod", "{}") + " > [data-health]"
+    until(browser, lambda d: d.find_element(By.CSS_SELECTOR,
+                                            child.format("ConfigMap", "mixed-config"))
+          and d.find_element(By.CSS_SELECTOR, child.format("Lease", "mixed-lease"))
+          and all(d.find_element(By.CSS_SELECTOR, pod.format(name)).get_attribute(
+              "data-health") == "ready" for name in ("mixed-a", "mixed-b")),
+          "the tree shows the ConfigMap, the Lease and both pods, ready")
+    # nothing writes the widget: only a watch of Pods can show this
+    status, _, _ = cluster.call(
+        "DELETE", "/api/v1/namespaces/default/pods/mixed-a?gracePeriodSeconds=0")
+    assert status == 200
+    until(browser, lambda d: not d.find_elements(By.CSS_SELECTOR, pod.format("mixed-a"))
+          and d.find_elements(By.CSS_SELECTOR, pod.format("mixed-b")),
+          "the deleted pod leaves the tree, live")
+
+
 HERE = Path(__file__).resolve().parent
 EXAMPLES = HERE.parents[2] / "examples"
 
