@@ -333,6 +333,35 @@ def test_kubectl_run_follow_logs_by_label_exec_it_and_attach(kubectl: Kubectl,
     kubectl.run("delete", "pods", "-l", "app=talk", "--wait=true", timeout=60)
 
 
+def test_a_pod_talks_to_the_api_with_its_projected_service_account_token(
+        kubectl: Kubectl, serve: ServeProcess) -> None:
+    """The token, CA and namespace the server projects into a pod (``kube-api-access-*``)
+    are real: the pod's process asks the API server who it is, verifying its certificate
+    with the projected CA."""
+    script = ("import json, os, ssl, sys, urllib.request; d = sys.argv[1]; "
+              "ctx = ssl.create_default_context(cafile=d + '/ca.crt'); "
+              "req = urllib.request.Request(os.environ['SERVER'] + "
+              "'/apis/authentication.k8s.io/v1/selfsubjectreviews', method='POST', "
+              "data=b'{\"apiVersion\":\"authentication.k8s.io/v1\",\"kind\":"
+              "\"SelfSubjectReview\"}', headers={'Content-Type': 'application/json', "
+              "'Authorization': 'Bearer ' + open(d + '/token').read()}); "
+              "user = json.load(urllib.request.urlopen(req, context=ctx, timeout=20)); "
+              "print(user['status']['userInfo']['username'], open(d + '/namespace').read())")
+    apply(kubectl, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "whoami"},
+                    "spec": {"nodeName": NODE, "restartPolicy": "Never", "containers": [{
+                        "name": "whoami", "image": "python:3.12",
+                        "command": ["python3", "-c", script,
+                                    "/var/run/secrets/kubernetes.io/serviceaccount"],
+                        "env": [{"name": "SERVER", "value": serve.url}]}]}})
+    pod_obj = kubectl.json("get", "pod", "whoami")
+    assert any(v["name"].startswith("kube-api-access-") for v in pod_obj["spec"]["volumes"])
+    eventually(lambda: kubectl.json("get", "pod", "whoami")["status"].get("phase")
+               in ("Succeeded", "Failed"), timeout=60)
+    out = kubectl.run("logs", "whoami").stdout
+    assert out.split() == ["system:serviceaccount:default:default", "default"], out
+    kubectl.run("delete", "pod", "whoami")
+
+
 def test_restarts_crashloop_and_previous_logs(kubectl: Kubectl) -> None:
     apply(kubectl, pod("once", "if [ -e /data/ran ]; then exec sleep 3600; fi; "
                                "touch /data/ran; echo first run; exit 1",
