@@ -484,9 +484,16 @@ class Manager:
         """Keep this replica's shard Leases while the controllers run; the controllers
         reconcile only the keys of the shards held (see :mod:`~setpoint.runtime.sharding`).
         """
+        # the budgets are the operator's: this replica uses the part of them that the
+        # shards it holds are of all the shards (at least one shard's part)
+        def share(held: int) -> None:
+            self.budgets.set_share(max(held, 1) / config.shards)
+
+        share(0)
         self.shards = rtsharding.ShardCoordinator(self.client, config, clock=self._clock,
                                                   rng=self._rng,
-                                                  on_acquired=self._enqueue_shard)
+                                                  on_acquired=self._enqueue_shard,
+                                                  on_held=share)
         keeper = group.create_task(self.shards.run(), name=f"shards {config.name}")
         try:
             await self._lead()
