@@ -45,7 +45,8 @@ class ProcessExec:
     """One exec session (see the module docstring)."""
 
     def __init__(self, proc: asyncio.subprocess.Process, *, stdout: asyncio.StreamReader,
-                 stderr: asyncio.StreamReader | None, stdin: asyncio.StreamWriter | None,
+                 stderr: asyncio.StreamReader | None,
+                 stdin: rt.InputWriter | None,
                  master: int | None, spec_path: str, release: asyncio.Semaphore) -> None:
         self._proc = proc
         self.stdout = stdout
@@ -86,6 +87,71 @@ class ProcessExec:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self._spec_path)
             self._release.release()
+
+
+class TerminalInput:
+    """What is typed into a command's terminal, written to the pseudo-terminal's controller
+    side (``fd``, non-blocking, owned by the session) as it accepts it.
+
+    Not through the event loop's pipe transport: uvloop's reads the descriptor it writes to
+    notice its end, and here the same descriptor carries the command's output, which it
+    would swallow. At most ``limit`` bytes wait; :meth:`drain` waits while more do. Input
+    for a terminal whose command has gone is discarded. :meth:`write_eof` ends the input
+    (nothing more is written; a terminal has no end of input of its own).
+    """
+
+    def __init__(self, fd: int, limit: int = _READ) -> None:
+        self._fd = fd
+        self._limit = limit
+        self._buffer = bytearray()
+        self._closed = False
+        self._writing = False
+        self._room = asyncio.Event()
+        self._room.set()
+        self._loop = asyncio.get_running_loop()
+
+    def write(self, data: bytes) -> None:
+        if self._closed or not data:
+            return
+        self._buffer += data
+        if not self._writing:
+            self._flush()
+            if self._buffer and not self._closed:
+                self._writing = True
+                self._loop.add_writer(self._fd, self._flush)
+        if len(self._buffer) > self._limit:
+            self._room.clear()
+
+    def _flush(self) -> None:
+        try:
+            written = os.write(self._fd, self._buffer)
+        except BlockingIOError:
+            return
+        except OSError:  # the terminal is gone: nobody reads the rest
+            written = len(self._buffer)
+        del self._buffer[:written]
+        if len(self._buffer) <= self._limit:
+            self._room.set()
+        if not self._buffer and self._writing:
+            self._writing = False
+            self._loop.remove_writer(self._fd)
+
+    async def drain(self) -> None:
+        await self._room.wait()
+
+    def write_eof(self) -> None:
+        self._closed = True
+
+    def close(self) -> None:
+        self._closed = True
+        self._buffer.clear()
+        self._room.set()
+        if self._writing:
+            self._writing = False
+            self._loop.remove_writer(self._fd)
+
+    async def wait_closed(self) -> None:
+        return None
 
 
 def _pump_pty(master: int, reader: asyncio.StreamReader) -> None:
@@ -164,10 +230,6 @@ async def _spawn(runtime: ProcessRuntime, inst: instances.Instance, launch: dict
     os.set_blocking(master, False)
     reader = asyncio.StreamReader(limit=_READ)
     loop.add_reader(master, _pump_pty, master, reader)
-    writer: asyncio.StreamWriter | None = None
-    if stdin:
-        transport, protocol = await loop.connect_write_pipe(
-            asyncio.streams.FlowControlMixin, os.fdopen(os.dup(master), "wb", buffering=0))
-        writer = asyncio.StreamWriter(transport, protocol, None, loop)
+    writer = TerminalInput(master) if stdin else None
     return ProcessExec(proc, stdout=reader, stderr=None, stdin=writer, master=master,
                        spec_path=spec_path, release=slots)

@@ -109,6 +109,20 @@ class PodMetrics:
     containers: tuple[ContainerMetrics, ...]
 
 
+class InputWriter(Protocol):
+    """A command's standard input (``asyncio.StreamWriter`` is one)."""
+
+    def write(self, data: bytes) -> None: ...
+
+    async def drain(self) -> None: ...
+
+    def write_eof(self) -> None: ...
+
+    def close(self) -> None: ...
+
+    async def wait_closed(self) -> None: ...
+
+
 class ExecSession(Protocol):
     """A command running in a container's context (``kubectl exec``).
 
@@ -116,7 +130,7 @@ class ExecSession(Protocol):
     Kubernetes) and :meth:`resize` sets the terminal size.
     """
 
-    stdin: asyncio.StreamWriter | None
+    stdin: InputWriter | None
     stdout: asyncio.StreamReader
     stderr: asyncio.StreamReader | None
 

@@ -215,8 +215,8 @@ class WebhookAdmission:
                 self._active = True
             return False
         if not self._active:
-            if not any(True for _ in self._cache.items(MUTATING_PREFIX)) and \
-                    not any(True for _ in self._cache.items(VALIDATING_PREFIX)):
+            if not self._cache.count(MUTATING_PREFIX) and \
+                    not self._cache.count(VALIDATING_PREFIX):
                 return False
             self._active = True
         await self._cache.wait_fresh()

@@ -12,11 +12,13 @@ import contextlib
 import itertools
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
+import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -230,6 +232,134 @@ def test_port_forward_and_cp(kubectl: Kubectl, tmp_path: Path) -> None:
     back = tmp_path / "back.txt"
     kubectl.run("cp", "server:/tmp/payload.txt", str(back))
     assert back.read_text() == "copied with kubectl cp\n"
+
+
+def read_until(fd: int, done: Callable[[str], bool], limit: float = 60) -> str:
+    """What ``fd`` gives until ``done(text so far)`` (or its end, or ``limit`` seconds: the
+    caller's assertion then shows what came)."""
+    text = ""
+    deadline = time.monotonic() + limit
+    while not done(text) and time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 1)
+        if not ready:
+            continue
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:  # a pseudo-terminal whose other end has closed
+            break
+        if not chunk:
+            break
+        text += chunk.decode(errors="replace")
+    return text
+
+
+def kubectl_argv(kubectl: Kubectl, *args: str) -> list[str]:
+    return ["kubectl", "--kubeconfig", str(kubectl.kubeconfig), "--cache-dir",
+            str(kubectl.cache_dir), *args]
+
+
+def following(kubectl: Kubectl, *args: str, done: Callable[[str], bool]) -> str:
+    """Run a kubectl command that keeps streaming (``logs -f``, ``attach``) until its output
+    satisfies ``done``, then stop it."""
+    proc = subprocess.Popen(kubectl_argv(kubectl, *args), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, env=kubectl.env)
+    try:
+        assert proc.stdout is not None
+        return read_until(proc.stdout.fileno(), done)
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=10)
+
+
+def test_kubectl_run_follow_logs_by_label_exec_it_and_attach(kubectl: Kubectl,
+                                                              serve: ServeProcess) -> None:
+    ticker = "i=0; while :; do echo tick $i; i=$((i+1)); sleep 0.3; done"
+    for name in ("talker", "talker2"):
+        kubectl.run("run", name, "--image=busybox", "--labels=app=talk", "--restart=Never",
+                    "--command", "--", "sh", "-c", ticker)
+    for name in ("talker", "talker2"):
+        assert wait_ready(kubectl, name)["spec"]["nodeName"] == NODE  # the scheduler's
+    # logs -f: lines keep coming while the container writes them
+    followed = following(kubectl, "logs", "-f", "talker", done=lambda t: "tick 5\n" in t)
+    assert [f"tick {i}" for i in range(6)] == followed.splitlines()[:6]
+    # logs -l: every pod of the selector, each line prefixed with its pod and container
+    both = kubectl.run("logs", "-l", "app=talk", "--prefix", "--tail=2").stdout.splitlines()
+    assert {line.split()[0] for line in both} == {"[pod/talker/talker]",
+                                                  "[pod/talker2/talker2]"}
+    assert all(" tick " in line for line in both)
+    # attach: the container's output from the moment it attaches
+    attached = following(kubectl, "attach", "talker",
+                         done=lambda t: len([x for x in t.splitlines()
+                                             if x.startswith("tick ")]) >= 3)
+    ticks = [int(x.split()[1]) for x in attached.splitlines() if x.startswith("tick ")]
+    assert len(ticks) >= 3
+    assert ticks == list(range(ticks[0], ticks[0] + len(ticks)))
+    # exec -it: a pseudo-terminal on both sides, input typed into it
+    controller, terminal = os.openpty()
+    proc = subprocess.Popen(
+        kubectl_argv(kubectl, "exec", "-it", "talker", "--", "sh", "-c",
+                     "test -t 0 && test -t 1 && echo on-a-terminal; read line; "
+                     "echo got:$line"),
+        stdin=terminal, stdout=terminal, stderr=terminal, env=kubectl.env)
+    os.close(terminal)
+    try:
+        assert "on-a-terminal" in read_until(controller, lambda t: "on-a-terminal" in t)
+        os.write(controller, b"typed\r")
+        assert "got:typed" in read_until(controller, lambda t: "got:typed" in t)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(controller)
+    # get all: the pods and the kubernetes Service
+    everything = kubectl.run("get", "all").stdout
+    assert "pod/talker " in everything
+    assert "pod/talker2 " in everything
+    assert "service/kubernetes " in everything
+    # describe node: its capacity, its conditions and the pods it runs
+    node = kubectl.run("describe", "node", NODE).stdout
+    assert node.splitlines()[0].split() == ["Name:", NODE]
+    for section in ("Capacity:", "Allocatable:", "Conditions:", "Non-terminated Pods:",
+                    "Allocated resources:", "System Info:"):
+        assert section in node
+    ready = next(line for line in node.splitlines() if line.split()[:1] == ["Ready"])
+    assert ready.split()[1] == "True"
+    assert any(line.split()[:2] == ["default", "talker"] for line in node.splitlines())
+    # cluster-info: where the control plane runs
+    info = kubectl.run("cluster-info").stdout
+    assert "Kubernetes control plane" in info
+    assert serve.url.split("//", 1)[1] in info
+    kubectl.run("delete", "pods", "-l", "app=talk", "--wait=true", timeout=60)
+
+
+def test_a_pod_talks_to_the_api_with_its_projected_service_account_token(
+        kubectl: Kubectl, serve: ServeProcess) -> None:
+    """The token, CA and namespace the server projects into a pod (``kube-api-access-*``)
+    are real: the pod's process asks the API server who it is, verifying its certificate
+    with the projected CA."""
+    script = ("import json, os, ssl, sys, urllib.request; d = sys.argv[1]; "
+              "ctx = ssl.create_default_context(cafile=d + '/ca.crt'); "
+              "req = urllib.request.Request(os.environ['SERVER'] + "
+              "'/apis/authentication.k8s.io/v1/selfsubjectreviews', method='POST', "
+              "data=b'{\"apiVersion\":\"authentication.k8s.io/v1\",\"kind\":"
+              "\"SelfSubjectReview\"}', headers={'Content-Type': 'application/json', "
+              "'Authorization': 'Bearer ' + open(d + '/token').read()}); "
+              "user = json.load(urllib.request.urlopen(req, context=ctx, timeout=20)); "
+              "print(user['status']['userInfo']['username'], open(d + '/namespace').read())")
+    apply(kubectl, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "whoami"},
+                    "spec": {"nodeName": NODE, "restartPolicy": "Never", "containers": [{
+                        "name": "whoami", "image": "python:3.12",
+                        "command": ["python3", "-c", script,
+                                    "/var/run/secrets/kubernetes.io/serviceaccount"],
+                        "env": [{"name": "SERVER", "value": serve.url}]}]}})
+    pod_obj = kubectl.json("get", "pod", "whoami")
+    assert any(v["name"].startswith("kube-api-access-") for v in pod_obj["spec"]["volumes"])
+    eventually(lambda: kubectl.json("get", "pod", "whoami")["status"].get("phase")
+               in ("Succeeded", "Failed"), timeout=60)
+    out = kubectl.run("logs", "whoami").stdout
+    assert out.split() == ["system:serviceaccount:default:default", "default"], out
+    kubectl.run("delete", "pod", "whoami")
 
 
 def test_restarts_crashloop_and_previous_logs(kubectl: Kubectl) -> None:

@@ -134,6 +134,41 @@ async def test_exec_with_a_terminal(runtime: ProcessRuntime) -> None:
     assert lines[2:] == [b"40 100", b""]
 
 
+def test_exec_with_a_terminal_under_uvloop(tmp_path: Path) -> None:
+    """The agent runs on uvloop: what is typed goes in, and the command's output, which
+    shares the terminal's descriptor with the input, all comes out."""
+    uvloop = pytest.importorskip("uvloop")
+
+    async def scenario() -> tuple[bytes, bytes, int]:
+        async with running(make_config(tmp_path / "agent", "none")) as runtime:
+            uid = await start(runtime, pod(sh("c", "exec sleep 1000")))
+            await wait_for(runtime, uid, lambda s: s["phase"] == "Running")
+            quick = await runtime.exec(uid, "c", ["sh", "-c", "tty; echo hi"], tty=True,
+                                       stdin=True)
+            try:
+                printed = await quick.stdout.read()
+                assert await quick.wait() == 0
+            finally:
+                await quick.close()
+            typed = await runtime.exec(uid, "c", ["sh", "-c", "read x; echo got:$x"],
+                                       tty=True, stdin=True)
+            try:
+                assert typed.stdin is not None
+                typed.stdin.write(b"typed\n")
+                await typed.stdin.drain()
+                echoed = await typed.stdout.read()
+                code = await typed.wait()
+            finally:
+                await typed.close()
+            return printed, echoed, code
+
+    printed, echoed, code = uvloop.run(scenario())
+    assert printed.replace(b"\r", b"").split(b"\n")[1:] == [b"hi", b""]
+    assert printed.startswith(b"/dev/pts/")
+    assert b"got:typed" in echoed
+    assert code == 0
+
+
 async def test_an_image_without_a_command_cannot_run(runtime: ProcessRuntime) -> None:
     uid = await start(runtime, pod({"name": "c", "image": "nginx:1.27"}))
     status = await wait_for(runtime, uid, lambda s: "waiting" in container(s)["state"] and
