@@ -1,5 +1,6 @@
 """Property-based fuzzing of the Pod, Node, Service, Endpoints, EndpointSlice, ReplicaSet,
-Deployment, Job, CronJob, DaemonSet, StatefulSet and PodDisruptionBudget strategies.
+Deployment, Job, CronJob, DaemonSet, StatefulSet, ControllerRevision and PodDisruptionBudget
+strategies.
 
 A valid object has values at random paths replaced by random JSON (wrong types, nulls,
 junk strings, deep nesting). Whatever comes of it, each hook the store calls either refuses
@@ -19,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from setpoint.registry import (
+    controllerrevisions,
     cronjobs,
     daemonsets,
     deployments,
@@ -131,6 +133,13 @@ STATEFULSET = {"apiVersion": "apps/v1", "kind": "StatefulSet",
                         "updateStrategy": {"type": "RollingUpdate",
                                            "rollingUpdate": {"partition": 1}}},
                "status": {"replicas": 1, "readyReplicas": 1}}
+REVISION = {"apiVersion": "apps/v1", "kind": "ControllerRevision",
+            "metadata": {"name": "s-abc", "namespace": "default", "ownerReferences": [
+                {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "s", "uid": "u-2",
+                 "controller": True}]},
+            "data": {"spec": {"template": {"$patch": "replace",
+                                           "metadata": {"labels": {"app": "x"}}}}},
+            "revision": 3}
 
 PDB = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
        "metadata": {"name": "b", "namespace": "default", "generation": 1},
@@ -156,6 +165,8 @@ STRATEGIES: list[tuple[Strategy, dict[str, Any]]] = [
     (daemonsets.DaemonSetStrategy(daemonsets.daemonset_resource()[0]), DAEMONSET),
     (statefulsets.StatefulSetStrategy(statefulsets.statefulset_resource()[0]), STATEFULSET),
     (disruptionbudgets.PodDisruptionBudgetStrategy(disruptionbudgets.pdb_resource()[0]), PDB),
+    (controllerrevisions.ControllerRevisionStrategy(
+        controllerrevisions.controller_revision_resource()[0]), REVISION),
 ]
 
 
