@@ -172,6 +172,13 @@ def test_rollout_history_and_undo_of_a_statefulset(kubectl: Kubectl) -> None:
     assert {p["metadata"]["labels"]["controller-revision-hash"]
             for p in live(kubectl, "hist").values()} == {back["metadata"]["name"]}
 
+    # --to-revision picks one by number: revision 2 (nginx:1.26) becomes revision 4
+    out = kubectl.run("rollout", "undo", "statefulset/hist", "--to-revision=2").stdout
+    assert "rolled back" in out, out
+    rollout_status(kubectl, "statefulset/hist")
+    eventually(lambda: images_of(kubectl, "hist") == {"nginx:1.26"}, timeout=90)
+    assert [row[0] for row in history_rows(kubectl, "statefulset/hist")] == ["3", "4"]
+
     kubectl.run("delete", "statefulset", "hist", "--wait=true", timeout=90)
     # the revisions go with their owner (garbage collection)
     eventually(lambda: kubectl.json("get", "controllerrevisions", "-l", "app=hist")[
