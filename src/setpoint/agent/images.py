@@ -15,7 +15,9 @@ standing in for the image's own configuration:
 
 The default table maps images whose default command is a shell or an interpreter found on any
 Linux machine: ``busybox``, ``alpine``, ``debian``, ``ubuntu`` (``sh``), ``bash`` (``bash``),
-``python`` and ``pypy`` (``python3``). The agent's configuration can replace it.
+``python`` and ``pypy`` (``python3``), and the infrastructure image ``pause``
+(``registry.k8s.io/pause``, ``gcr.io/google_containers/pause``), whose program does nothing
+until it is stopped: ``sleep infinity``. The agent's configuration can replace it.
 """
 
 from __future__ import annotations
@@ -43,6 +45,9 @@ DEFAULT_IMAGES: Final[Mapping[str, ImageEntry]] = {
     "bash": ImageEntry(cmd=("bash",)),
     "python": ImageEntry(cmd=("python3",)),
     "pypy": ImageEntry(cmd=("python3",)),
+    # the pause container's /pause sleeps until a signal; tests use it as "a pod that runs"
+    "pause": ImageEntry(cmd=("sleep", "infinity")),
+    "google_containers/pause": ImageEntry(cmd=("sleep", "infinity")),
 }
 
 

@@ -81,6 +81,9 @@ TABLE = images.ImageTable()
     ({"image": "python:3.12", "args": ["python3", "-c", "print(1)"]},
      ["python3", "-c", "print(1)"]),
     ({"image": "python:3.12"}, ["python3"]),
+    # the infrastructure image the clients' own e2e tests run (kr8s: a pod that stays Ready)
+    ({"image": "registry.k8s.io/pause:3.10"}, ["sleep", "infinity"]),
+    ({"image": "gcr.io/google_containers/pause"}, ["sleep", "infinity"]),
 ])
 def test_argv(container: dict[str, object], argv: list[str]) -> None:
     assert TABLE.argv(container) == argv
