@@ -103,7 +103,7 @@ def run_client(client: Client, kubeconfig: Path, *, workdir: Path) -> dict[str, 
                "--import-mode=importlib", f"--timeout={PER_TEST_TIMEOUT}", "-q",
                "-W", "ignore", *client.options, *(str(root / f) for f in client.files)]
     with (workdir / f"{client.name}.log").open("w") as log:
-        subprocess.run(command, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT,
+        subprocess.run(command, cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT,
                        timeout=PER_CLIENT_TIMEOUT, check=False)
     if not results.exists():
         raise RuntimeError(f"{client.name}: no results, see {workdir / client.name}.log")
