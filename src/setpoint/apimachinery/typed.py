@@ -120,7 +120,7 @@ def with_list_keys(spec: TypeSpec, merge_keys: Mapping[str, str]) -> TypeSpec:
     list a map keyed by it, ``""`` a set. The built-in kinds' lists that merge under a strategic
     merge patch (``patchMergeKey``) are the ones their schemas make associative for apply, so
     one table serves both. ``metadata`` keeps :data:`OBJECT_META`."""
-    tree: dict[str, Any] = {}
+    tree: dict[str | None, Any] = {}
     for dotted, key in merge_keys.items():
         parts = dotted.split(".")
         if parts[0] == "metadata":
@@ -138,15 +138,12 @@ def _keyed(spec: TypeSpec, tree: Mapping[Any, Any]) -> TypeSpec:
         key = tree[None]
         if key == "":
             return set_list(SCALAR)
-        element = spec.element if spec.kind == "list" and spec.element is not None else DEDUCED
-        return map_list(_keyed(element, children), (key,))
+        item = spec.element if spec.kind == "list" and spec.element is not None else DEDUCED
+        return map_list(_keyed(item, children), (key,))
     if not children:
         return spec
-    if spec.kind == "map":
-        fields = dict(spec.fields)
-        element = spec.element
-    else:
-        fields, element = {}, DEDUCED
+    fields = dict(spec.fields) if spec.kind == "map" else {}
+    element: TypeSpec | None = spec.element if spec.kind == "map" else DEDUCED
     for name, sub in children.items():
         fields[name] = _keyed(fields.get(name, DEDUCED), sub)
     return TypeSpec("map", fields=fields, element=element, atomic=spec.atomic)
