@@ -20,7 +20,6 @@ import json
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -47,8 +46,8 @@ class SetpointCluster:
 
 
 @pytest.fixture(scope="session")
-def k8s_cluster() -> Iterator[SetpointCluster]:
-    yield SetpointCluster(Path(os.environ["KUBECONFIG"]))
+def k8s_cluster() -> SetpointCluster:
+    return SetpointCluster(Path(os.environ["KUBECONFIG"]))
 
 
 def _message(report: pytest.TestReport) -> str:
