@@ -98,12 +98,15 @@ def run_client(client: Client, kubeconfig: Path, *, workdir: Path) -> dict[str, 
     env["PYTHONPATH"] = os.pathsep.join(
         [str(SHIMS), *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))])
     root = client.root
-    command = [sys.executable, "-m", "pytest", "-c", str(inifile), "--rootdir", str(root),
+    # in the client's directory, as their own CI runs them (kubernetes' test_utils opens its
+    # YAML by a relative path); -P keeps that directory off sys.path (kr8s/asyncio would
+    # shadow asyncio)
+    command = [sys.executable, "-P", "-m", "pytest", "-c", str(inifile), "--rootdir", str(root),
                "--confcutdir", str(root), "-p", "peer_e2e_plugin", "-p", "no:cacheprovider",
                "--import-mode=importlib", f"--timeout={PER_TEST_TIMEOUT}", "-q",
                "-W", "ignore", *client.options, *(str(root / f) for f in client.files)]
     with (workdir / f"{client.name}.log").open("w") as log:
-        subprocess.run(command, cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT,
+        subprocess.run(command, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT,
                        timeout=PER_CLIENT_TIMEOUT, check=False)
     if not results.exists():
         raise RuntimeError(f"{client.name}: no results, see {workdir / client.name}.log")
