@@ -9,17 +9,21 @@ It changes none of the clients' test files; it only supplies what their own harn
 * kr8s' tests take their cluster from pytest-kind's ``KindCluster`` (a session fixture,
   ``k8s_cluster``, in kr8s' repository root conftest, which is not installed); here it is the
   setpoint server of ``KUBECONFIG`` with the same three attributes the tests use.
+* kr8s' root conftest also has ``ensure_gc`` (garbage collection around a test), which some
+  of its tests request; it is repeated here.
 * Each test's outcome, with the first line of its failure, is written as JSON to
   ``PEER_E2E_RESULTS`` when the session ends.
 """
 
 from __future__ import annotations
 
+import gc
 import importlib
 import json
 import os
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +52,13 @@ class SetpointCluster:
 @pytest.fixture(scope="session")
 def k8s_cluster() -> SetpointCluster:
     return SetpointCluster(Path(os.environ["KUBECONFIG"]))
+
+
+@pytest.fixture
+def ensure_gc() -> Iterator[None]:
+    gc.collect()
+    yield
+    gc.collect()
 
 
 def _message(report: pytest.TestReport) -> str:
