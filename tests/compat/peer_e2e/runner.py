@@ -95,8 +95,9 @@ def run_client(client: Client, kubeconfig: Path, *, workdir: Path) -> dict[str, 
     env.update(KUBECONFIG=str(kubeconfig), PEER_E2E_RESULTS=str(results),
                PEER_E2E_PACKAGE_PATHS=client.package_paths(), PYTHONDONTWRITEBYTECODE="1",
                HOME=str(workdir))
-    env["PYTHONPATH"] = os.pathsep.join(
-        [str(SHIMS), *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))])
+    # absolute: the run's working directory is the client's (a relative "." would be it)
+    env["PYTHONPATH"] = os.pathsep.join([str(SHIMS), *(
+        os.path.abspath(p) for p in env.get("PYTHONPATH", "").split(os.pathsep) if p)])
     root = client.root
     # in the client's directory, as their own CI runs them (kubernetes' test_utils opens its
     # YAML by a relative path); -P keeps that directory off sys.path (kr8s/asyncio would
