@@ -18,9 +18,14 @@ install: $(STAMP)
 run: $(STAMP)
 	$(BIN)/setpoint serve --data-dir .setpoint --storage sqlite
 
+# The suite waits on servers far more than it computes: one more worker than CPUs. Each test
+# file stays on one worker (its module fixtures are started once); tests that share
+# machine-wide state pick ranges of their own (see tests/conftest.py).
+PYTEST_WORKERS ?= $(shell $(PYTHON) -c 'import os; print(len(os.sched_getaffinity(0)) + 1)')
+
 ## test: lint, type-check, import contracts, then the whole test suite (the e2e tests last)
 test: check
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 	$(BIN)/python -m pytest -q -m e2e $(PYTEST_ARGS)
 
 check: lint typecheck imports

@@ -60,6 +60,7 @@ KINDS = (
     "io.k8s.api.batch.v1.CronJob",
     "io.k8s.api.apps.v1.DaemonSet",
     "io.k8s.api.apps.v1.StatefulSet",
+    "io.k8s.api.policy.v1.PodDisruptionBudget",
 )
 
 #: definitions the operations refer to (responses, request bodies) and the custom resources'

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import os
 import shutil
 import socket
 import ssl
@@ -17,6 +19,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+from setpoint.agent import isolation as agent_isolation
 from setpoint.client import config as client_config
 from setpoint.client import transport
 from setpoint.server.server import Server, ServerConfig
@@ -101,6 +104,30 @@ def kubeconfig_ssl_context(path: Path) -> ssl.SSLContext | None:
     return transport.ssl_context(config) if config.is_https else None
 
 
+_servers = itertools.count()
+
+
+def pod_cidr_args(extra_args: Sequence[str]) -> list[str]:
+    """``--pod-cidr`` of a range no other server of this test run uses at the same time,
+    unless the caller chose one (or runs no agent).
+
+    Pod addresses are machine-wide: two agents handing out the same addresses (on the one
+    pod bridge as root, or on loopback without) would answer for each other's pods when
+    tests run in parallel workers. Each worker (``PYTEST_XDIST_WORKER``) gets slots of its
+    own: ``172.16.0.0/12`` with network namespaces, ``127.64.0.0/11`` on loopback — apart
+    from the ranges the tests that choose their own use.
+    """
+    if "--pod-cidr" in extra_args or "--no-agent" in extra_args:
+        return []
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
+    slot = (int(worker) if worker.isdigit() else 0) * 4 + next(_servers) % 4
+    isolation = (extra_args[list(extra_args).index("--pod-isolation") + 1]
+                 if "--pod-isolation" in extra_args else "auto")
+    if isolation in ("auto", "namespaces") and agent_isolation.decide("auto").namespaces:
+        return ["--pod-cidr", f"172.{16 + slot % 16}.0.0/16"]
+    return ["--pod-cidr", f"127.{64 + slot % 32}.0.0/16"]
+
+
 def start_serve(data_dir: Path, *, storage: str = "sqlite", timeout: float = 60.0,
                 etcd_endpoints: Sequence[str] = (), extra_args: Sequence[str] = (),
                 launcher: Sequence[str] = ()) -> ServeProcess:
@@ -121,7 +148,8 @@ def start_serve(data_dir: Path, *, storage: str = "sqlite", timeout: float = 60.
     with log.open("ab") as log_file:
         process = subprocess.Popen(
             [*launcher, sys.executable, "-m", "setpoint", "serve", "--port", "0", "--data-dir",
-             str(data_dir), "--storage", storage, *etcd_args, *extra_args],
+             str(data_dir), "--storage", storage, *etcd_args, *extra_args,
+             *pod_cidr_args(extra_args)],
             stdout=log_file, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + timeout
     url = ""

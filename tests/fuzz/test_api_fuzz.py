@@ -77,6 +77,12 @@ KINDS = [  # (collection path under a namespace or cluster-wide, a valid object)
     ("/apis/discovery.k8s.io/v1/namespaces/default/endpointslices",
      {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice", "metadata": {"name": "es"},
       "addressType": "IPv4", "endpoints": [{"addresses": ["10.0.0.1"]}]}),
+    ("/apis/policy/v1/namespaces/default/poddisruptionbudgets",
+     {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "pdb"},
+      "spec": {"maxUnavailable": "50%", "selector": {"matchLabels": {"app": "x"}},
+               "unhealthyPodEvictionPolicy": "IfHealthyBudget"},
+      "status": {"disruptionsAllowed": 1, "currentHealthy": 1, "desiredHealthy": 0,
+                 "expectedPods": 1, "disruptedPods": {"p": "2026-01-01T00:00:00Z"}}}),
 ]
 SUBRESOURCES = ["", "", "", "status", "scale", "finalize", "log", "x", "token", "binding",
                 "eviction"]
@@ -143,7 +149,7 @@ PATCH_BODIES = {  # a patch of each shape, per kind: which top-level fields it t
 SUBRESOURCES_OF = {"namespaces": ["status", "finalize"], "widgets": ["status", "scale"],
                    "customresourcedefinitions": ["status"],
                    "pods": ["status", "binding", "eviction"], "nodes": ["status"],
-                   "services": ["status"]}
+                   "services": ["status"], "poddisruptionbudgets": ["status"]}
 
 
 @st.composite

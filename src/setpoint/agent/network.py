@@ -11,7 +11,11 @@
   network namespace (``/run/netns/<name>``) with ``lo`` and an ``eth0`` that is one end of a
   veth pair whose other end is attached to a host bridge (``setpoint0``) holding the gateway
   address, the first of the pod CIDR (``10.244.0.0/16`` by default). The agent that creates
-  the bridge labels it (its ``ifalias``) and removes it when no pod is left. The pod's default
+  the bridge labels it (its ``ifalias``, ``setpoint-…``). Several agents on one machine may
+  share the bridge (each with a pod CIDR of its own, each adding its gateway address): an
+  agent left with no pod removes its gateway address, and removes the bridge only when no
+  interface is attached to it any more — whichever agent created it —, so that one agent
+  stopping never cuts the pods of another off. The pod's default
   route is the gateway: pods reach each other and the host, and nothing else — the runtime enables
   neither IP forwarding nor NAT, so packets to or from pod addresses never leave the machine
   (with forwarding off, as it is by default). Deleting the namespace deletes the veth pair.
@@ -192,6 +196,15 @@ def _exists(path: str | Path) -> bool:
     return os.path.exists(path)
 
 
+def _attached(bridge: str) -> bool:
+    """Whether any interface (a pod's veth, of any agent) is attached to ``bridge``."""
+    try:
+        with os.scandir(f"/sys/class/net/{bridge}/brif") as entries:
+            return any(True for _ in entries)
+    except OSError:
+        return False
+
+
 def _read(path: str) -> str:
     try:
         with open(path) as f:
@@ -259,7 +272,6 @@ class BridgeNetwork:
         self._timeout = connect_timeout
         self._lock = asyncio.Lock()
         self._bridge_ready = False
-        self._created_bridge = False
 
     @property
     def gateway(self) -> str:
@@ -272,13 +284,13 @@ class BridgeNetwork:
 
     async def _ensure_bridge(self) -> None:
         async with self._lock:
-            if self._bridge_ready:
+            # another agent sharing it may have removed it since (it had no pod attached)
+            if self._bridge_ready and _exists(f"/sys/class/net/{self._bridge}"):
                 return
             if not _exists(f"/sys/class/net/{self._bridge}"):
                 await _ip("link", "add", self._bridge, "type", "bridge")
-                # Whose bridge it is survives the agent: the next one removes it in the end.
+                # Whose bridge it is survives the agent: the last one out removes it.
                 await _ip("link", "set", self._bridge, "alias", self._owner)
-            self._created_bridge = _read(f"/sys/class/net/{self._bridge}/ifalias") == self._owner
             addrs = await _ip("-o", "-4", "addr", "show", "dev", self._bridge)
             if f" {self._gateway}/{self._prefix} " not in addrs:
                 await _ip("addr", "add", f"{self._gateway}/{self._prefix}", "dev", self._bridge)
@@ -286,6 +298,15 @@ class BridgeNetwork:
             self._bridge_ready = True
 
     async def setup(self, uid: str) -> PodAddress:
+        try:
+            return await self._setup(uid)
+        except NetworkError:
+            if _exists(f"/sys/class/net/{self._bridge}"):
+                raise
+            # removed by another agent between our check and the attach: once more
+            return await self._setup(uid)
+
+    async def _setup(self, uid: str) -> PodAddress:
         await self._ensure_bridge()
         netns, veth = self._names(uid)
         ip = self._pool.allocate(uid)
@@ -360,13 +381,15 @@ class BridgeNetwork:
 
     async def close(self) -> None:
         async with self._lock:
-            if not self._bridge_ready:  # set up by a previous agent, maybe
-                self._created_bridge = (
-                    _read(f"/sys/class/net/{self._bridge}/ifalias") == self._owner)
-            if self._created_bridge and len(self._pool) == 0:
+            if len(self._pool) or not _exists(f"/sys/class/net/{self._bridge}"):
+                return
+            if not _read(f"/sys/class/net/{self._bridge}/ifalias").startswith("setpoint-"):
+                return  # not a bridge an agent made: never ours to change
+            await _ip("addr", "del", f"{self._gateway}/{self._prefix}", "dev", self._bridge,
+                      check=False)
+            if not _attached(self._bridge):
                 await _ip("link", "delete", self._bridge, check=False)
-                self._created_bridge = False
-                self._bridge_ready = False
+            self._bridge_ready = False
 
 
 def _fail(future: asyncio.Future[socket.socket], error: BaseException) -> None:

@@ -29,7 +29,10 @@ They are ordinary operators: they talk to the API server through a
 - ``daemonset``: one pod of each DaemonSet on every eligible node
   (:mod:`setpoint.controllers.daemonset`);
 - ``statefulset``: a StatefulSet's pods, with stable names, started and stopped in order
-  and updated from the highest ordinal down (:mod:`setpoint.controllers.statefulset`).
+  and updated from the highest ordinal down (:mod:`setpoint.controllers.statefulset`);
+- ``disruption``: the status of every PodDisruptionBudget, which the eviction subresource
+  spends, and (as ``disruption-pods``, with the same identity) the reset of stale
+  ``DisruptionTarget`` pod conditions (:mod:`setpoint.controllers.disruption`).
 
 :func:`builtin` builds the ones named, fresh each time (they keep per-run state);
 :func:`manager` a :class:`~setpoint.runtime.Manager` that runs them, the same whether it runs
@@ -48,6 +51,11 @@ from setpoint.controllers.crd import crd_controller
 from setpoint.controllers.cronjob import CronJobConfig, cronjob_controller
 from setpoint.controllers.daemonset import DaemonSetConfig, daemonset_controller
 from setpoint.controllers.deployment import deployment_controller
+from setpoint.controllers.disruption import (
+    DisruptionConfig,
+    disruption_controller,
+    stale_target_controller,
+)
 from setpoint.controllers.endpointcontrollers import (
     endpoints_controller,
     endpointslice_controller,
@@ -71,9 +79,11 @@ NAMES: Final = ("garbagecollector", "namespace", "crd", "clusterrole-aggregation
                 "serviceaccount", "root-ca-cert-publisher", "scheduler", "nodelifecycle",
                 "taint-eviction-controller", "endpoint", "endpointslice", "replicaset",
                 "deployment", "job", "ttl-after-finished", "cronjob", "daemonset",
-                "statefulset")
+                "statefulset", "disruption")
 #: the ones that run unless others are named (every one)
 DEFAULT_NAMES: Final = NAMES
+#: controllers that one name of :data:`NAMES` runs besides its own, and act as its identity
+SHARED_IDENTITIES: Final = {"disruption-pods": "disruption"}
 #: the Lease the built-in controllers of several servers compete for (in kube-system)
 LEASE_NAME: Final = "setpoint-controller-manager"
 LEASE_NAMESPACE: Final = "kube-system"
@@ -91,6 +101,7 @@ class Settings:
     cronjob: CronJobConfig = field(default_factory=CronJobConfig)
     daemonset: DaemonSetConfig = field(default_factory=DaemonSetConfig)
     statefulset: StatefulSetConfig = field(default_factory=StatefulSetConfig)
+    disruption: DisruptionConfig = field(default_factory=DisruptionConfig)
 
 
 def builtin(names: Iterable[str] = DEFAULT_NAMES, *, ca_pem: str | None = None,
@@ -145,6 +156,9 @@ def builtin(names: Iterable[str] = DEFAULT_NAMES, *, ca_pem: str | None = None,
         controllers.append(daemonset_controller(settings.daemonset))
     if "statefulset" in wanted:
         controllers.append(statefulset_controller(settings.statefulset))
+    if "disruption" in wanted:
+        controllers.append(disruption_controller(settings.disruption))
+        controllers.append(stale_target_controller(settings.disruption))
     return controllers, runnables
 
 
@@ -157,6 +171,10 @@ def manager(client: sp_client.Client, names: Iterable[str] = DEFAULT_NAMES, *,
     :data:`setpoint.auth.rbac.bootstrap.CONTROLLER_ACCOUNTS`); with ``leader_election``, only
     while holding the Lease ``kube-system/`` :data:`LEASE_NAME`."""
     controllers, runnables = builtin(names, ca_pem=ca_pem, settings=settings)
+    clients = dict(clients or {})
+    for extra, owner in SHARED_IDENTITIES.items():
+        if owner in clients:
+            clients.setdefault(extra, clients[owner])
     election = runtime.LeaderElectionConfig(
         lease_name=LEASE_NAME, lease_namespace=LEASE_NAMESPACE) if leader_election else None
     return runtime.Manager(client, controllers, runnables=runnables, leader_election=election,
@@ -165,10 +183,10 @@ def manager(client: sp_client.Client, names: Iterable[str] = DEFAULT_NAMES, *,
 
 
 __all__ = ["DEFAULT_NAMES", "LEASE_NAME", "LEASE_NAMESPACE", "NAMES", "USER_AGENT",
-           "CronJobConfig", "DaemonSetConfig",
+           "CronJobConfig", "DaemonSetConfig", "DisruptionConfig",
            "GarbageCollector", "JobConfig", "NodeLifecycleConfig", "Scheduler", "SchedulerConfig",
            "Settings", "StatefulSetConfig", "builtin", "crd_controller", "deployment_controller",
-           "endpoints_controller",
+           "disruption_controller", "endpoints_controller",
            "endpointslice_controller", "manager", "namespace_controller",
            "node_lifecycle_controller", "replicaset_controller", "statefulset_controller",
            "taint_eviction_controller"]

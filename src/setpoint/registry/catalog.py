@@ -27,7 +27,9 @@ from setpoint.registry import (
     daemonsets,
     deletion,
     deployments,
+    disruptionbudgets,
     endpointslices,
+    eviction,
     jobs,
     nodes,
     podactions,
@@ -98,7 +100,8 @@ class Catalog:
                     replicasets.replica_set_resource(), deployments.deployment_resource(),
                     jobs.job_resource(), cronjobs.cronjob_resource(),
                     daemonsets.daemonset_resource(),
-                    statefulsets.statefulset_resource()]
+                    statefulsets.statefulset_resource(),
+                    disruptionbudgets.pdb_resource()]
         for info, strategy_cls in builtins:
             self._add(Served(self._store(strategy_cls(info))))
         #: the ranges Services are allocated from
@@ -108,7 +111,8 @@ class Catalog:
         pod_store = self.store("", "pods")
         self.add_subresource_action("", "pods", "binding", podactions.binding_action(pod_store))
         self.add_subresource_action("", "pods", "eviction",
-                                    podactions.eviction_action(pod_store))
+                                    eviction.eviction_action(
+                                        pod_store, self.store("policy", "poddisruptionbudgets")))
         self._add(Served(self._store(crd.CRDStrategy(crd.crd_resource()))))
         self._add(Served(self._store(admissionregistration.ValidatingAdmissionPolicyStrategy(
             admissionregistration.policy_resource(), self._schema_of))))

@@ -62,18 +62,7 @@ class DaemonSetStrategy(TypedStrategy):
     def validate(self, obj: Obj, version: VersionInfo) -> list[FieldError]:
         errs = super().validate(obj, version)
         spec, path = _dict(obj.get("spec")), FieldPath.root("spec")
-        selector = spec.get("selector")
-        if selector is None:
-            errs.append(fields.required(path.child("selector")))
-        else:
-            errs += podtemplates.validate_selector(selector, path.child("selector"))
-            matcher = podtemplates.selector_of(selector)
-            if matcher is not None and matcher.empty:
-                errs.append(fields.invalid(path.child("selector"), selector,
-                                           "empty selector is invalid for daemonset"))
-        errs += podtemplates.validate_template(spec.get("template"), selector,
-                                               path.child("template"),
-                                               restart_policies=("Always",))
+        errs += podtemplates.validate_controller(spec, path, "DaemonSet")
         kind = _dict(spec.get("updateStrategy")).get("type")
         if kind not in UPDATE_STRATEGIES:
             errs.append(fields.not_supported(path.child("updateStrategy").child("type"), kind,
@@ -144,8 +133,7 @@ def daemonset_columns() -> list[table.Column]:
                      description="NodeSelector is a selector which must be true for the pod "
                                  "to fit on a node."),
         table.age_column(),
-        *podtemplates.wide_columns(lambda o: _dict(o.get("spec")).get("template"),
-                                   lambda o: _dict(o.get("spec")).get("selector")),
+        *podtemplates.wide_columns(),
     ]
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from setpoint.apimachinery import fields, intstr
 from setpoint.apimachinery.fields import FieldError, FieldPath
-from setpoint.registry import pods, replicasets, table, workloads
+from setpoint.registry import pods, podtemplates, replicasets, table, workloads
 from setpoint.registry.resources import ResourceInfo, ScaleSpec, VersionInfo
 from setpoint.registry.typedstrategy import TypedStrategy
 from setpoint.registry.workloads import as_dict
@@ -63,7 +63,7 @@ def default_deployment(spec: Obj) -> None:
         spec["revisionHistoryLimit"] = DEFAULT_HISTORY
     if spec.get("progressDeadlineSeconds") is None:
         spec["progressDeadlineSeconds"] = DEFAULT_PROGRESS_DEADLINE
-    workloads.default_template(spec)
+    podtemplates.default_template(spec.get("template"))
 
 
 def _validate_strategy(strategy: Obj, path: FieldPath) -> list[FieldError]:
@@ -99,7 +99,7 @@ def validate_deployment_spec(spec: Obj) -> list[FieldError]:
     errs = workloads.validate_counts(spec, SPEC, ("replicas", "minReadySeconds",
                                                   "revisionHistoryLimit",
                                                   "progressDeadlineSeconds"))
-    errs += workloads.validate_selector_and_template(spec, SPEC, "deployment")
+    errs += podtemplates.validate_controller(spec, SPEC, "Deployment")
     errs += _validate_strategy(as_dict(spec.get("strategy")), SPEC.child("strategy"))
     deadline = spec.get("progressDeadlineSeconds")
     if isinstance(deadline, int) and deadline <= _int(spec.get("minReadySeconds")):
@@ -143,7 +143,7 @@ class DeploymentStrategy(TypedStrategy):
         return errs
 
     def scale_selector(self, obj: Obj) -> str | None:
-        return workloads.selector_string(as_dict(obj.get("spec")).get("selector"))
+        return podtemplates.selector_string(as_dict(obj.get("spec")).get("selector"))
 
     def columns(self, version: VersionInfo) -> list[table.Column]:
         def ready(obj: Obj, now: Any) -> str:

@@ -250,8 +250,7 @@ def job_columns() -> list[table.Column]:
         table.Column("Duration", "string", job_duration,
                      description="Time required to complete the job."),
         table.age_column(),
-        *podtemplates.wide_columns(lambda o: _dict(o.get("spec")).get("template"),
-                                   lambda o: _dict(o.get("spec")).get("selector")),
+        *podtemplates.wide_columns(),
     ]
 
 

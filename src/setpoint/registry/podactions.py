@@ -6,11 +6,9 @@
   Binding's ``metadata.uid`` and ``resourceVersion``, when given, are preconditions. A pod
   already bound is a 409 (``pod NAME is already assigned to node "N"``), as is a pod being
   deleted or one with scheduling gates. Answer: a ``Success`` Status, 201.
-* ``POST .../pods/NAME/eviction`` with a policy/v1 Eviction deletes the pod with the
-  Eviction's ``deleteOptions`` (gracefully, as a DELETE does). A pod already being deleted
-  is a success with nothing done. Answer: a ``Success`` Status, 201.
-
-Non-guarantees: PodDisruptionBudgets are not consulted yet: every eviction is allowed.
+* ``POST .../pods/NAME/eviction``: what an Eviction body must be (:func:`eviction_body`,
+  :func:`delete_options`); the eviction itself, which consults the PodDisruptionBudgets, is
+  :mod:`setpoint.registry.eviction`.
 """
 
 from __future__ import annotations
@@ -44,7 +42,7 @@ def _meta(body: Obj) -> Obj:
     return meta if isinstance(meta, dict) else {}
 
 
-def _check_name(body: Obj, name: str, kind: str) -> None:
+def check_name(body: Obj, name: str, kind: str) -> None:
     if _meta(body).get("name") != name:
         raise errors.BadRequest(f"name in URL does not match name in {kind} object")
 
@@ -71,7 +69,7 @@ def binding_action(pods: Store) -> actions.Action:
         if req.namespace is None:
             raise errors.path_not_found()
         body = _body(req.body, "Binding", ("v1",))
-        _check_name(body, req.name, "Binding")
+        check_name(body, req.name, "Binding")
         errs = validate_binding(body)
         if errs:
             raise errors.invalid("Binding", "", req.name, errs)
@@ -118,7 +116,7 @@ def binding_action(pods: Store) -> actions.Action:
     return bind
 
 
-def _delete_options(raw: Any, dry_run: bool) -> DeleteOptions:
+def delete_options(raw: Any, dry_run: bool) -> DeleteOptions:
     if raw is None:
         return DeleteOptions(dry_run=dry_run)
     if not isinstance(raw, dict):
@@ -144,17 +142,5 @@ def _delete_options(raw: Any, dry_run: bool) -> DeleteOptions:
         if isinstance(pre.get("resourceVersion"), str) else None)
 
 
-def eviction_action(pods: Store) -> actions.Action:
-    async def evict(req: actions.ActionRequest) -> Obj:
-        if req.namespace is None:
-            raise errors.path_not_found()
-        body = _body(req.body, "Eviction", ("policy/v1", "policy/v1beta1"))
-        _check_name(body, req.name, "Eviction")
-        opts = _delete_options(body.get("deleteOptions"), req.dry_run)
-        pod = await pods.get(req.namespace, req.name, "v1")
-        if (pod.get("metadata") or {}).get("deletionTimestamp"):
-            return dict(SUCCESS)
-        await pods.delete(req.namespace, req.name, "v1", opts)
-        return dict(SUCCESS)
-
-    return evict
+def eviction_body(body: Any) -> Obj:
+    return _body(body, "Eviction", ("policy/v1", "policy/v1beta1"))

@@ -1,9 +1,9 @@
 """apps/v1 ReplicaSet: defaulting, validation, status and scale, columns.
 
 * **Defaults**: ``replicas: 1``; the template's pod spec as a Pod's (see
-  :func:`setpoint.registry.workloads.default_template`).
+  :func:`setpoint.registry.podtemplates.default_template`).
 * **Validation**: ``replicas`` and ``minReadySeconds`` not negative; the selector and template
-  (:func:`~setpoint.registry.workloads.validate_selector_and_template`); the selector is
+  (:func:`~setpoint.registry.podtemplates.validate_controller`); the selector is
   immutable (apps/v1); through ``/status`` the counts are checked as Kubernetes checks them.
 * **Create** clears the status (``status: {replicas: 0}``) and sets ``generation: 1``; a
   spec change bumps the generation.
@@ -16,11 +16,10 @@ The controller that makes pods of it is :mod:`setpoint.controllers.replicaset`.
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from setpoint.apimachinery.fields import FieldError, FieldPath
-from setpoint.registry import pods, table, workloads
+from setpoint.registry import pods, podtemplates, table, workloads
 from setpoint.registry.resources import ResourceInfo, ScaleSpec, VersionInfo
 from setpoint.registry.strategy import meta_of
 from setpoint.registry.typedstrategy import TypedStrategy
@@ -38,25 +37,7 @@ def _int(value: Any) -> int:
 
 
 def wide_columns() -> list[table.Column]:
-    def containers(obj: Obj, now: datetime) -> str:
-        return workloads.containers_and_images(obj)[0]
-
-    def images(obj: Obj, now: datetime) -> str:
-        return workloads.containers_and_images(obj)[1]
-
-    def selector(obj: Obj, now: datetime) -> str:
-        return workloads.selector_string(as_dict(obj.get("spec")).get("selector")) or "<none>"
-
-    return [
-        table.Column("Containers", "string", containers, priority=1,
-                     description="Names of each container in the template."),
-        table.Column("Images", "string", images, priority=1,
-                     description="Images referenced by each container in the template."),
-        table.Column("Selector", "string", selector, priority=1,
-                     description="Label selector for pods. Existing ReplicaSets whose pods "
-                                 "are selected by this will be the ones affected by this "
-                                 "deployment."),
-    ]
+    return podtemplates.wide_columns()
 
 
 class ReplicaSetStrategy(TypedStrategy):
@@ -73,7 +54,7 @@ class ReplicaSetStrategy(TypedStrategy):
             return
         if spec.get("replicas") is None:
             spec["replicas"] = 1
-        workloads.default_template(spec)
+        podtemplates.default_template(spec.get("template"))
 
     def prepare_for_create(self, obj: Obj, version: VersionInfo) -> None:
         super().prepare_for_create(obj, version)
@@ -83,7 +64,7 @@ class ReplicaSetStrategy(TypedStrategy):
         errs = super().validate(obj, version)
         spec = as_dict(obj.get("spec"))
         errs += workloads.validate_counts(spec, SPEC, ("replicas", "minReadySeconds"))
-        errs += workloads.validate_selector_and_template(spec, SPEC, "deployment")
+        errs += podtemplates.validate_controller(spec, SPEC, "ReplicaSet")
         return errs
 
     def validate_update(self, new: Obj, old: Obj, version: VersionInfo) -> list[FieldError]:
@@ -99,7 +80,7 @@ class ReplicaSetStrategy(TypedStrategy):
         return errs
 
     def scale_selector(self, obj: Obj) -> str | None:
-        return workloads.selector_string(as_dict(obj.get("spec")).get("selector"))
+        return podtemplates.selector_string(as_dict(obj.get("spec")).get("selector"))
 
     def columns(self, version: VersionInfo) -> list[table.Column]:
         def count(part: str, name: str) -> Any:

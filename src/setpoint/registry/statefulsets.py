@@ -34,7 +34,7 @@ from typing import Any
 
 from setpoint.apimachinery import fields, validation
 from setpoint.apimachinery.fields import FieldError, FieldPath
-from setpoint.registry import pods, table, workloads
+from setpoint.registry import pods, podtemplates, table, workloads
 from setpoint.registry.resources import ResourceInfo, ScaleSpec, VersionInfo
 from setpoint.registry.typedstrategy import TypedStrategy
 from setpoint.registry.workloads import as_dict, as_list
@@ -87,7 +87,7 @@ def default_statefulset(spec: Obj) -> None:
     for claim in as_list(spec.get("volumeClaimTemplates")):
         if isinstance(claim, dict):
             default_claim(claim)
-    workloads.default_template(spec)
+    podtemplates.default_template(spec.get("template"))
 
 
 def default_claim(claim: Obj) -> None:
@@ -161,8 +161,8 @@ def validate_spec(spec: Obj) -> list[FieldError]:
         errs.extend(fields.invalid(
             SPEC.child("volumeClaimTemplates").index(i).child("metadata").child("name"), name,
             m) for m in validation.is_dns1123_subdomain(name))
-    errs += workloads.validate_selector_and_template(_with_claim_volumes(spec), SPEC,
-                                                     "statefulset")
+    errs += podtemplates.validate_controller(_with_claim_volumes(spec), SPEC,
+                                             "StatefulSet")
     return errs
 
 
@@ -220,7 +220,7 @@ class StatefulSetStrategy(TypedStrategy):
         return errs
 
     def scale_selector(self, obj: Obj) -> str | None:
-        return workloads.selector_string(as_dict(obj.get("spec")).get("selector"))
+        return podtemplates.selector_string(as_dict(obj.get("spec")).get("selector"))
 
     def columns(self, version: VersionInfo) -> list[table.Column]:
         return statefulset_columns()
@@ -235,12 +235,7 @@ def statefulset_columns() -> list[table.Column]:
             table.Column("Ready", "string", ready,
                          description="Number of the pod with ready state"),
             table.age_column(),
-            table.Column("Containers", "string",
-                         lambda o, now: workloads.containers_and_images(o)[0], priority=1,
-                         description="Names of each container in the template."),
-            table.Column("Images", "string",
-                         lambda o, now: workloads.containers_and_images(o)[1], priority=1,
-                         description="Images referenced by each container in the template.")]
+            *podtemplates.wide_columns()[:2]]
 
 
 def statefulset_resource() -> tuple[ResourceInfo, type[StatefulSetStrategy]]:

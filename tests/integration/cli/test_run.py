@@ -16,6 +16,8 @@ import yaml
 
 from setpoint.apimachinery import errors
 from setpoint.client import Client, NoMatchError, load_kubeconfig
+from setpoint.testing import eventually
+from setpoint.testing.waiting import DEFAULT_TIMEOUT
 from tests.conftest import ServeProcess, free_port
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -38,28 +40,29 @@ async def install(client: Client, path: Path) -> None:
         await client.create(doc)
         if doc["kind"] == "CustomResourceDefinition":
             spec = doc["spec"]
-            async with asyncio.timeout(10):
-                while True:
-                    try:
-                        await client.discovery.resolve(
-                            f"{spec['group']}/{spec['versions'][0]['name']}",
-                            spec["names"]["kind"])
-                        break
-                    except NoMatchError:
-                        await asyncio.sleep(0.05)
+            version, kind = f"{spec['group']}/{spec['versions'][0]['name']}", spec["names"]["kind"]
+            await eventually(lambda v=version, k=kind: client.discovery.resolve(v, k),
+                             retry_on=(NoMatchError,), what=f"{kind} served")
 
 
 async def eventually_get(client: Client, resource: Any, name: str, check: Any,
-                         timeout: float = 15) -> dict[str, Any]:
-    async with asyncio.timeout(timeout):
-        while True:
-            try:
-                obj = await client.get(resource, name)
-                if check(obj):
-                    return obj
-            except errors.NotFound:
-                pass
-            await asyncio.sleep(0.05)
+                         timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
+    """``name`` once ``check`` holds for it (a 404 means not yet)."""
+    async def get() -> dict[str, Any] | None:
+        obj: dict[str, Any] = await client.get(resource, name)
+        return obj if check(obj) else None
+
+    found: dict[str, Any] = await eventually(get, timeout=timeout, retry_on=(errors.NotFound,),
+                                             what=f"{name} as expected")
+    return found
+
+
+async def gone(client: Client, resource: Any, name: str) -> bool:
+    try:
+        await client.get(resource, name)
+    except errors.NotFound:
+        return True
+    return False
 
 
 def ready(url: str) -> bool:
@@ -91,11 +94,8 @@ async def test_run_the_book_operator_against_serve_and_stop_it(
             assert dune["metadata"]["finalizers"] == ["library.example.com/catalogue"]
             catalogue = await client.get(CONFIGMAP, "library-catalogue")
             assert catalogue["data"]["dune"] == "Dune by Frank Herbert, 412 pages"
-            async with asyncio.timeout(10):
-                while True:
-                    if await asyncio.to_thread(ready, f"http://127.0.0.1:{health}/readyz"):
-                        break
-                    await asyncio.sleep(0.05)
+            await eventually(lambda: asyncio.to_thread(
+                ready, f"http://127.0.0.1:{health}/readyz"), what="the operator ready")
             text = await asyncio.to_thread(
                 lambda: urllib.request.urlopen(f"http://127.0.0.1:{metrics}/metrics",
                                                timeout=2).read().decode())
@@ -106,13 +106,7 @@ async def test_run_the_book_operator_against_serve_and_stop_it(
             await client.delete(BOOK, "dune")
             await eventually_get(client, CONFIGMAP, "library-catalogue",
                                  lambda cm: "dune" not in (cm.get("data") or {}))
-            async with asyncio.timeout(10):
-                while True:
-                    try:
-                        await client.get(BOOK, "dune")
-                    except errors.NotFound:
-                        break
-                    await asyncio.sleep(0.05)
+            await eventually(lambda: gone(client, BOOK, "dune"), what="dune deleted")
         finally:
             if process.returncode is None:
                 process.send_signal(signal.SIGTERM)

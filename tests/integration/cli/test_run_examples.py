@@ -1,7 +1,9 @@
-"""The watertank, website and queue-operator examples, each run by ``setpoint run`` against
+"""The website and queue-operator examples, each run by ``setpoint run`` against
 ``setpoint serve``.
 
-(The book example has its own test in test_run.py, with health, metrics and leader election.)
+(The book example has its own test in test_run.py, with health, metrics and leader election;
+the watertank and bitcoinnetwork examples, whose operators run pods, theirs in
+tests/compat/kubectl/test_example_operators.py, against a server whose agent runs them.)
 """
 
 from __future__ import annotations
@@ -22,7 +24,6 @@ from setpoint.testing.waiting import eventually
 from tests.conftest import ServeProcess
 from tests.integration.cli.test_run import EXAMPLES, ROOT, eventually_get, install
 
-TANK = ("waterworks.example.com/v1", "Tank")
 WEBSITE = ("web.example.com/v1", "Website")
 QUEUE = ("messaging.example.com/v1", "Queue")
 CONFIGMAP = ("v1", "ConfigMap")
@@ -47,25 +48,6 @@ async def operator(example: str, serve: ServeProcess, log: Path,
     output = await asyncio.to_thread(log.read_text)
     assert code == 0, output
     assert "Traceback" not in output
-
-
-async def test_watertank_reaches_its_target(serve_factory: Any, tmp_path: Path) -> None:
-    serve: ServeProcess = serve_factory()
-    async with Client(load_kubeconfig(serve.kubeconfig)) as client:
-        await install(client, EXAMPLES / "watertank" / "crd.yaml")
-        async with operator("watertank", serve, tmp_path / "run.log"):
-            await client.create({"apiVersion": "waterworks.example.com/v1", "kind": "Tank",
-                                 "metadata": {"name": "small", "namespace": "default"},
-                                 "spec": {"targetLevel": 8, "tolerance": 1}})
-
-            def at_target(tank: dict[str, Any]) -> bool:
-                status = tank.get("status") or {}
-                conditions = {c["type"]: c for c in status.get("conditions") or []}
-                return status.get("pump") == "off" and conditions.get(
-                    "AtTarget", {}).get("status") == "True"
-
-            tank = await eventually_get(client, TANK, "small", at_target, timeout=30)
-            assert abs(tank["status"]["level"] - 8) <= 1
 
 
 async def test_website_page_comes_back_after_deletion(serve_factory: Any,

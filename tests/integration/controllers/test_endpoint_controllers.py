@@ -3,8 +3,7 @@ and pods created through the API, pod readiness written by the test as an agent 
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ from setpoint.controlplane import ControlPlane, ControlPlaneConfig
 from setpoint.server.securing import SecurityConfig
 from setpoint.server.server import ServerConfig
 from setpoint.storage import StorageConfig
+from setpoint.testing import eventually
 
 Obj = dict[str, Any]
 POD = ("v1", "Pod")
@@ -47,15 +47,6 @@ async def exists(client: Client, resource: Any, name: str) -> bool:
     except errors.NotFound:
         return False
     return True
-
-
-async def eventually(check: Callable[[], Awaitable[Any]], timeout: float = 15) -> Any:
-    async with asyncio.timeout(timeout):
-        while True:
-            result = await check()
-            if result:
-                return result
-            await asyncio.sleep(0.05)
 
 
 async def running_pod(client: Client, name: str, ip: str, *, ready: bool = True,

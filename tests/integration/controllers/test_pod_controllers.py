@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from setpoint.controlplane import ControlPlane, ControlPlaneConfig
 from setpoint.server.securing import SecurityConfig
 from setpoint.server.server import ServerConfig
 from setpoint.storage import StorageConfig
+from setpoint.testing import eventually
 
 Obj = dict[str, Any]
 POD = ("v1", "Pod")
@@ -56,15 +57,6 @@ async def exists(client: Client, resource: Any, name: str, namespace: str | None
     except errors.NotFound:
         return False
     return True
-
-
-async def eventually(check: Callable[[], Awaitable[Any]], timeout: float = 15) -> Any:
-    async with asyncio.timeout(timeout):
-        while True:
-            result = await check()
-            if result:
-                return result
-            await asyncio.sleep(0.05)
 
 
 def node(name: str, *, cpu: str = "2", memory: str = "4Gi", pods: str = "10",

@@ -250,6 +250,14 @@ async def test_orphaned_pods_are_adopted_again(client: Client) -> None:
         return len(pods) == 2 and all(not p["metadata"].get("ownerReferences")
                                       for p in pods.values())
     await eventually(orphaned)
+
+    async def deleted() -> bool:  # the orphan finalizer goes once the pods are released
+        try:
+            await client.get(STS, "keep", namespace="default")
+        except errors.NotFound:
+            return True
+        return False
+    await eventually(deleted)
     created = await client.create(statefulset("keep", replicas=2))
     await status_is(client, "keep", readyReplicas=2, replicas=2)
 

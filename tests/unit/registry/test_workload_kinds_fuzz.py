@@ -1,5 +1,5 @@
 """Property-based fuzzing of the Pod, Node, Service, Endpoints, EndpointSlice, ReplicaSet,
-Deployment, Job, CronJob, DaemonSet and StatefulSet strategies.
+Deployment, Job, CronJob, DaemonSet, StatefulSet and PodDisruptionBudget strategies.
 
 A valid object has values at random paths replaced by random JSON (wrong types, nulls,
 junk strings, deep nesting). Whatever comes of it, each hook the store calls either refuses
@@ -22,6 +22,7 @@ from setpoint.registry import (
     cronjobs,
     daemonsets,
     deployments,
+    disruptionbudgets,
     endpointslices,
     jobs,
     nodes,
@@ -42,7 +43,7 @@ JSON = st.recursive(
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
         st.sampled_from(["schedule", "timeZone", "completions", "parallelism",
                          "completionMode", "selector", "matchLabels", "updateStrategy",
-                         "maxUnavailable", "name", "image", "port", "ports",
+                         "maxUnavailable", "minAvailable", "name", "image", "port", "ports",
                          "containerPort", "nodePort",
                          "protocol", "value", "valueFrom", "fieldRef", "key", "effect",
                          "operator", "limits", "requests", "cpu", "emptyDir", "hostPath",
@@ -131,6 +132,17 @@ STATEFULSET = {"apiVersion": "apps/v1", "kind": "StatefulSet",
                                            "rollingUpdate": {"partition": 1}}},
                "status": {"replicas": 1, "readyReplicas": 1}}
 
+PDB = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+       "metadata": {"name": "b", "namespace": "default", "generation": 1},
+       "spec": {"minAvailable": "50%", "selector": {"matchLabels": {"app": "x"}},
+                "unhealthyPodEvictionPolicy": "AlwaysAllow"},
+       "status": {"disruptionsAllowed": 1, "currentHealthy": 2, "desiredHealthy": 1,
+                  "expectedPods": 2, "observedGeneration": 1,
+                  "disruptedPods": {"p": "2026-01-01T00:00:00Z"},
+                  "conditions": [{"type": "DisruptionAllowed", "status": "True",
+                                  "reason": "SufficientPods", "message": "",
+                                  "lastTransitionTime": "2026-01-01T00:00:00Z"}]}}
+
 STRATEGIES: list[tuple[Strategy, dict[str, Any]]] = [
     (pods.PodStrategy(pods.pod_resource()[0]), POD),
     (nodes.NodeStrategy(nodes.node_resource()[0]), NODE),
@@ -143,6 +155,7 @@ STRATEGIES: list[tuple[Strategy, dict[str, Any]]] = [
     (cronjobs.CronJobStrategy(cronjobs.cronjob_resource()[0]), CRONJOB),
     (daemonsets.DaemonSetStrategy(daemonsets.daemonset_resource()[0]), DAEMONSET),
     (statefulsets.StatefulSetStrategy(statefulsets.statefulset_resource()[0]), STATEFULSET),
+    (disruptionbudgets.PodDisruptionBudgetStrategy(disruptionbudgets.pdb_resource()[0]), PDB),
 ]
 
 

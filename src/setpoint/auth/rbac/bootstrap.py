@@ -51,6 +51,7 @@ CONTROLLER_ACCOUNTS: Final = {
     "cronjob": "cronjob-controller",
     "daemonset": "daemon-set-controller",
     "statefulset": "statefulset-controller",
+    "disruption": "disruption-controller",
 }
 #: built-in controllers that act as a user of their own rather than a ServiceAccount
 CONTROLLER_USERS: Final = {"scheduler": "system:kube-scheduler"}
@@ -242,6 +243,14 @@ def _controller_roles() -> list[Obj]:
                  ["controllerrevisions"]),
             rule(["get", "create"], [""], ["persistentvolumeclaims"]),
             rule(["update", "delete"], [""], ["persistentvolumeclaims"])],
+        "disruption-controller": [
+            rule(READ, ["apps", "extensions"], ["deployments", "replicasets"]),
+            rule(READ, [""], ["replicationcontrollers"]),
+            rule(READ, ["policy"], ["poddisruptionbudgets"]),
+            rule(READ, ["apps"], ["statefulsets"]),
+            rule(["update"], ["policy"], ["poddisruptionbudgets/status"]),
+            rule(["get"], ["*"], ["*/scale"]),
+            rule(["patch", "update"], [""], ["pods/status"])],
     }
     return [cluster_role(f"system:controller:{name}", [*rules, *events, *leases])
             for name, rules in roles.items()]
