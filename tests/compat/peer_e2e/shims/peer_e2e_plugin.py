@@ -12,7 +12,7 @@ It changes none of the clients' test files; it only supplies what their own harn
 * kr8s' root conftest also has ``ensure_gc`` (garbage collection around a test), which some
   of its tests request; it is repeated here.
 * Each test's outcome, with the first line of its failure, is written as JSON to
-  ``PEER_E2E_RESULTS`` when the session ends.
+  ``PEER_E2E_RESULTS`` after each test and when the session ends.
 """
 
 from __future__ import annotations
@@ -80,9 +80,15 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
                          message=f"{report.when}: {_message(report)}")
     elif report.skipped and entry["outcome"] == "passed":
         entry.update(outcome="skipped", message=_message(report))
+    if report.when == "teardown":
+        _write()  # after every test: a run stopped from outside keeps what it finished
 
 
-def pytest_sessionfinish(session: pytest.Session, exitstatus: Any) -> None:
+def _write() -> None:
     target = os.environ.get("PEER_E2E_RESULTS")
     if target:
         Path(target).write_text(json.dumps(_results, indent=1, sort_keys=True))
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: Any) -> None:
+    _write()
