@@ -18,6 +18,9 @@ with the operator in this process (uvloop, as ``setpoint run`` runs it):
 3. **cache bytes per object** (tracemalloc): memory held by a freshly synced informer over
    the same N items, full objects and metadata-only, over N;
 4. the server's peak RSS;
+   (1. runs with the manager's reconcile Events on, the default, and again on a fresh server
+   with them off, ``Manager(reconcile_events=None)``: what publishing each reconcile as an
+   ``events.k8s.io`` Event costs, beside its baseline from the same run)
 5. once: how long ``setpoint.testing.control_plane()`` takes to start (median and worst of
    20, from the call to the first answered request).
 
@@ -132,7 +135,7 @@ async def install_crd(kubeconfig: Path) -> None:
 
 
 async def throughput(kubeconfig: Path, n: int, workers: int,
-                     concurrency: int) -> dict[str, float]:
+                     concurrency: int, reconcile_events: bool = True) -> dict[str, float]:
     registry = operator()
     for controller in registry:
         controller.with_options(workers=workers)
@@ -153,7 +156,8 @@ async def throughput(kubeconfig: Path, n: int, workers: int,
     rss_before = rss_kib()
     async with client_for(kubeconfig) as op_client, \
             client_for(kubeconfig, concurrency + 4) as writer:
-        manager = Manager(op_client, registry, graceful_shutdown_timeout=10)
+        manager = Manager(op_client, registry, graceful_shutdown_timeout=10,
+                          **({} if reconcile_events else {"reconcile_events": None}))
         async with asyncio.TaskGroup() as group:
             task = group.create_task(manager.run())
             await manager.wait_ready(30)
@@ -226,6 +230,16 @@ async def measure(n: int, args: argparse.Namespace) -> dict[str, float]:
             result["server_rss_mib"] = rss_kib(str(server.process.pid), "VmHWM:") / 1024
         finally:
             server.stop()
+        server = start_serve(Path(tmp) / "data-off", storage="sqlite")
+        try:
+            await install_crd(server.kubeconfig)
+            off = await throughput(server.kubeconfig, n, args.workers, args.concurrency,
+                                   reconcile_events=False)
+            result["off_reconciled_per_s"] = off["reconciled_per_s"]
+            result["off_p50_ms"] = off["p50_ms"]
+            result["off_p99_ms"] = off["p99_ms"]
+        finally:
+            server.stop()
     return result
 
 
@@ -251,6 +265,9 @@ async def run(args: argparse.Namespace) -> None:
         ("reconciled objects/s (create -> status observed)", "reconciled_per_s", ",.0f"),
         ("create -> status observed p50 (ms)", "p50_ms", ".1f"),
         ("create -> status observed p99 (ms)", "p99_ms", ".1f"),
+        ("  the same without reconcile Events: objects/s", "off_reconciled_per_s", ",.0f"),
+        ("  without reconcile Events: p50 (ms)", "off_p50_ms", ".1f"),
+        ("  without reconcile Events: p99 (ms)", "off_p99_ms", ".1f"),
         ("operator RSS growth per object (bytes)", "rss_per_object", ",.0f"),
         ("informer cache per object, full (bytes, tracemalloc)", "full_bytes", ",.0f"),
         ("informer cache per object, metadata-only (bytes)", "meta_bytes", ",.0f"),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import itertools
 import os
 import shutil
@@ -24,6 +26,32 @@ from setpoint.client import config as client_config
 from setpoint.client import transport
 from setpoint.server.server import Server, ServerConfig
 from setpoint.storage import StorageConfig
+
+
+@pytest.fixture
+async def no_leaked_tasks() -> AsyncIterator[None]:
+    """Fails a test that leaves a task running once it and its fixtures are done: whatever
+    a test starts must be stopped (a server's tasks by the server's own shutdown) — done,
+    or at least cancelled."""
+    before = asyncio.all_tasks()
+    yield
+    left = {t for t in asyncio.all_tasks() - before if t is not asyncio.current_task()}
+    if left:  # tasks just told to stop end by themselves
+        await asyncio.wait(left, timeout=5)
+    # a task still being cancelled was stopped by its owner (aiohttp's handler of a closed
+    # connection may linger in its read of an unread body); one never cancelled leaked
+    leaked = [t for t in left if not t.done() and not t.cancelling()]
+    for task in leaked:
+        task.cancel()
+    assert not leaked, f"tasks left running: {leaked}"
+
+
+@pytest.fixture(autouse=True)
+def _every_async_test_leaves_no_task(request: pytest.FixtureRequest) -> None:
+    """:func:`no_leaked_tasks` for every coroutine test, set up before its other
+    function-scoped fixtures so that it is torn down after them."""
+    if inspect.iscoroutinefunction(getattr(request.node, "function", None)):
+        request.getfixturevalue("no_leaked_tasks")
 
 
 @pytest.fixture

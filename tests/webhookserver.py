@@ -5,7 +5,8 @@ Its certificate is issued by a fresh CA (:mod:`setpoint.pki.certs`) for ``127.0.
 configuration carries. Each path answers with a handler ``(review) -> answer``, where the
 answer is a ``response`` dict (``uid`` filled in when absent), raw ``bytes`` sent as they
 are, or a :class:`Hang` (the request never gets an answer while the server runs).
-Every review received is kept in ``received``.
+Every review received is kept in ``received``. :func:`conversion_answer` answers a CRD's
+ConversionReview (the tests' Gadget kind converts with :func:`gadget_conversion`).
 """
 
 from __future__ import annotations
@@ -42,6 +43,34 @@ def allow(review: dict[str, Any]) -> Answer:
 def patch_response(operations: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
     return {"allowed": True, "patchType": "JSONPatch",
             "patch": base64.b64encode(json.dumps(operations).encode()).decode(), **extra}
+
+
+def gadget_conversion(obj: dict[str, Any], desired: str) -> dict[str, Any]:
+    """The conversion the tests' Gadget kind uses: v1 ``spec.size: "3"`` (a string) and v2
+    ``spec.replicas: 3`` (an integer), both ways."""
+    out = json.loads(json.dumps(obj))
+    out["apiVersion"] = desired
+    spec = out.get("spec")
+    if isinstance(spec, dict):
+        if desired.endswith("/v2") and "size" in spec:
+            spec["replicas"] = int(spec.pop("size"))
+        elif desired.endswith("/v1") and "replicas" in spec:
+            spec["size"] = str(spec.pop("replicas"))
+    return out
+
+
+def conversion_answer(review: dict[str, Any],
+                      convert: Callable[[dict[str, Any], str], dict[str, Any]]
+                      = gadget_conversion) -> bytes:
+    """A successful ConversionReview answer to ``review``, each object converted by
+    ``convert(object, desiredAPIVersion)``."""
+    request = review["request"]
+    desired = request["desiredAPIVersion"]
+    return json.dumps({
+        "apiVersion": review["apiVersion"], "kind": "ConversionReview",
+        "response": {"uid": request["uid"], "result": {"status": "Success"},
+                     "convertedObjects": [convert(o, desired) for o in request["objects"]]},
+    }).encode()
 
 
 class WebhookServer:

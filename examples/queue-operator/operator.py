@@ -9,7 +9,8 @@ operator of something *outside* the cluster behave:
   ``rate`` calls a second with bursts of ``burst``, ``concurrency`` at once, and a circuit
   breaker that stops calling on a 429 or 5xx for the ``Retry-After`` it says, then tries
   one probe; 1,000 Queues created at once become a steady ``rate`` calls a second, not a
-  thousand at once;
+  thousand at once; sharded replicas (``setpoint run --shard-group``) each use their shards'
+  part of it, so the budget is the operator's, whatever the number of replicas;
 - **a poll cadence** (``poll``): no watch tells the operator that someone deleted a queue
   from the console, so each Queue is reconciled again every ``poll`` seconds ± 20 % (the
   jitter spreads a thousand of them over the interval); the create is idempotent, so one

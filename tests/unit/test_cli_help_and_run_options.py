@@ -11,7 +11,7 @@ from setpoint.cli import helptext
 from setpoint.cli import run as run_command
 from setpoint.cli.main import _parser
 from setpoint.client import Client, ClientConfig
-from setpoint.runtime import Controller, Request
+from setpoint.runtime import Controller, ReconcileEventsConfig, Request
 
 MARKUP = ("``", ":mod:", ":class:", ":func:", ":meth:", ":attr:", ":data:", "::\n")
 
@@ -94,3 +94,15 @@ async def test_a_shard_group_reaches_the_manager() -> None:
 def test_shard_group_misuse_is_a_usage_error(args: tuple[str, ...], message: str) -> None:
     with pytest.raises(run_command.UsageError, match=message):
         parse_run(*args)
+
+
+async def test_reconcile_events_are_on_unless_switched_off() -> None:
+    async with Client(ClientConfig(server="http://127.0.0.1:1")) as client:
+        on = run_command.build_manager(
+            parse_run(), client, [Controller(for_=("v1", "ConfigMap"), reconcile=reconcile)])
+        assert on.reconcile_events == ReconcileEventsConfig()
+        off = run_command.build_manager(
+            parse_run("--no-reconcile-events"), client,
+            [Controller(for_=("v1", "ConfigMap"), reconcile=reconcile)])
+        assert off.reconcile_events is None
+    assert parse_run("--reconcile-events").reconcile_events is True

@@ -146,6 +146,13 @@ def _validate_client_config(config: Any, path: FieldPath, errs: list[FieldError]
                                             "must be base64 encoded PEM certificates"))
 
 
+def validate_client_config(config: Any, path: FieldPath) -> list[FieldError]:
+    """A webhook ``clientConfig`` (admission webhooks', CRD conversion webhooks')."""
+    errs: list[FieldError] = []
+    _validate_client_config(config, path, errs)
+    return errs
+
+
 def _validate_webhook(hook: Any, path: FieldPath, mutating: bool,
                       errs: list[FieldError]) -> None:
     if not isinstance(hook, dict):

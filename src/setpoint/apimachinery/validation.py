@@ -269,6 +269,16 @@ def _validate_annotations(annotations: dict[str, str], path: FieldPath) -> list[
     return errs
 
 
+def validate_labels(labels: dict[str, str], path: FieldPath) -> list[FieldError]:
+    """Kubernetes' ``ValidateLabels``: qualified-name keys, label values."""
+    return _validate_labels(labels, path)
+
+
+def validate_annotations(annotations: dict[str, str], path: FieldPath) -> list[FieldError]:
+    """Kubernetes' ``ValidateAnnotations``: qualified-name keys, a bound on the total size."""
+    return _validate_annotations(annotations, path)
+
+
 def _group_version(api_version: str) -> tuple[str, str]:
     """(group, version) as ``schema.FromAPIVersionAndKind`` reads an apiVersion."""
     if api_version in ("", "/"):

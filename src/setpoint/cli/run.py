@@ -93,6 +93,8 @@ class RunConfig:
     resync: float | None = None
     shard_group: str | None = None
     shards: int | None = None
+    #: publish each reconcile as an events.k8s.io Event (bounded per object)
+    reconcile_events: bool = True
 
     def __post_init__(self) -> None:
         if not self.target:
@@ -155,6 +157,10 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     parser.add_argument("--resync", type=float, default=None, metavar="SECONDS",
                         help="reconcile every cached object again every SECONDS "
                              "(default: only on changes)")
+    parser.add_argument("--reconcile-events", action=argparse.BooleanOptionalAction,
+                        default=True,
+                        help="publish each reconcile as an events.k8s.io Event (action "
+                             "Reconcile; bounded per object; default: on)")
     parser.add_argument("--log-level", default="INFO")
     return parser
 
@@ -165,7 +171,8 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
                      metrics_port=args.metrics_port, bind_address=args.bind_address,
                      leader_elect=args.leader_elect, lease_name=args.lease_name,
                      workers=args.workers, resync=args.resync,
-                     shard_group=args.shard_group, shards=args.shards)
+                     shard_group=args.shard_group, shards=args.shards,
+                     reconcile_events=args.reconcile_events)
 
 
 # --- loading --------------------------------------------------------------------------
@@ -344,7 +351,9 @@ def build_manager(config: RunConfig, client: sp_client.Client,
     return runtime.Manager(client, controllers, leader_election=election,
                            health_port=config.health_port, metrics_port=config.metrics_port,
                            host=config.bind_address, watcher_config=watcher_config,
-                           budgets=budgets, sharding=sharding)
+                           budgets=budgets, sharding=sharding,
+                           reconcile_events=runtime.ReconcileEventsConfig()
+                           if config.reconcile_events else None)
 
 
 async def banner(config: RunConfig, client: sp_client.Client,

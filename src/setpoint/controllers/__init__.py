@@ -169,7 +169,12 @@ def manager(client: sp_client.Client, names: Iterable[str] = DEFAULT_NAMES, *,
     """A manager running the built-in controllers ``names``: their caches read through
     ``client``, each one writes through ``clients[name]`` when given (its own identity, see
     :data:`setpoint.auth.rbac.bootstrap.CONTROLLER_ACCOUNTS`); with ``leader_election``, only
-    while holding the Lease ``kube-system/`` :data:`LEASE_NAME`."""
+    while holding the Lease ``kube-system/`` :data:`LEASE_NAME`.
+
+    The built-in controllers do not publish their reconciles as Events (as
+    kube-controller-manager's do not): they reconcile every pod, endpoint and role of the
+    cluster, and say what they did with Events of their own (``SuccessfulCreate``,
+    ``ScalingReplicaSet``, ...)."""
     controllers, runnables = builtin(names, ca_pem=ca_pem, settings=settings)
     clients = dict(clients or {})
     for extra, owner in SHARED_IDENTITIES.items():
@@ -179,7 +184,7 @@ def manager(client: sp_client.Client, names: Iterable[str] = DEFAULT_NAMES, *,
         lease_name=LEASE_NAME, lease_namespace=LEASE_NAMESPACE) if leader_election else None
     return runtime.Manager(client, controllers, runnables=runnables, leader_election=election,
                            graceful_shutdown_timeout=graceful_shutdown_timeout,
-                           clients=clients)
+                           clients=clients, reconcile_events=None)
 
 
 __all__ = ["DEFAULT_NAMES", "LEASE_NAME", "LEASE_NAMESPACE", "NAMES", "USER_AGENT",

@@ -5,7 +5,8 @@
 1. opens the runtime (:class:`~setpoint.agent.ProcessRuntime` on ``root_dir``, which first
    adopts what a previous agent on that directory left running, or the
    :class:`~setpoint.agent.simulated.SimulatedRuntime`);
-2. starts its HTTPS endpoint (:mod:`setpoint.node.endpoint`) for the API server's streams;
+2. starts its HTTPS endpoint (:mod:`setpoint.node.endpoint`) for the API server's streams
+   and its resource metrics (:mod:`setpoint.node.usage`, for ``kubectl top``);
 3. registers its Node and keeps its Lease and status fresh (:mod:`setpoint.node.heartbeat`);
 4. watches Services and EndpointSlices (:mod:`setpoint.node.services`): the service variables
    of the pods it starts, and the service proxy (:mod:`setpoint.agent.proxy`) that makes
@@ -27,6 +28,7 @@ import asyncio
 import contextlib
 import logging
 import socket
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,7 +39,8 @@ from setpoint import client as sp_client
 from setpoint.agent import PodRuntime, ProcessRuntime, ProcessRuntimeConfig
 from setpoint.agent.proxy import ProxyConfig
 from setpoint.agent.simulated import SimulatedRuntime
-from setpoint.node import endpoint, machine
+from setpoint.apimachinery import resourcemetrics as rm
+from setpoint.node import endpoint, machine, usage
 from setpoint.node.heartbeat import Heartbeat, HeartbeatConfig
 from setpoint.node.pods import PodLoop, PodLoopConfig
 from setpoint.node.services import ServiceWatch
@@ -162,7 +165,18 @@ class NodeAgent:
                 informer = pods.informer
                 return None if informer is None else informer.cache.get(f"{namespace}/{name}")
 
-            app = endpoint.build_app(runtime, lookup, secure=secure)
+            def bound_pods() -> list[Mapping[str, Any]]:
+                informer = pods.informer
+                return [] if informer is None else list(informer.cache.list())
+
+            node_probe = usage.NodeProbe()
+
+            async def resource_metrics() -> str:
+                scrape = await usage.collect(runtime, bound_pods(), node_probe, time.time)
+                return rm.render(scrape)
+
+            app = endpoint.build_app(runtime, lookup, secure=secure,
+                                     resource_metrics=resource_metrics)
             ep = await stack.enter_async_context(
                 endpoint.Endpoint(app, listen, config.port, context))
             self.port = ep.port

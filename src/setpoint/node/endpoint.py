@@ -7,6 +7,8 @@ Paths, as the kubelet serves them::
     GET|POST  /exec/NAMESPACE/POD/CONTAINER?command=...&stdin=&stdout=&stderr=&tty=
     GET|POST  /attach/NAMESPACE/POD/CONTAINER?stdin=&stdout=&stderr=&tty=
     GET|POST  /portforward/NAMESPACE/POD?ports=...
+    GET       /metrics/resource   (the node's and its containers' CPU and memory, see
+                                   :mod:`setpoint.node.usage`)
     GET       /healthz
 
 Every protocol of :mod:`setpoint.server.streaming` is spoken (the API server uses WebSocket
@@ -33,7 +35,7 @@ import datetime as dt
 import ipaddress
 import logging
 import ssl
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
@@ -43,6 +45,7 @@ from cryptography.x509.oid import NameOID
 
 from setpoint.agent import PodRuntime
 from setpoint.apimachinery import errors
+from setpoint.apimachinery import resourcemetrics as rm
 from setpoint.node.target import RuntimeTarget
 from setpoint.pki import certs, files
 from setpoint.server import streaming
@@ -57,6 +60,8 @@ _ROUTES: Final = {"containerLogs": "log", "exec": "exec", "attach": "attach",
                   "portforward": "portforward"}
 
 PodLookup = Callable[[str, str], Mapping[str, Any] | None]
+#: the text of ``/metrics/resource``
+ResourceMetrics = Callable[[], Awaitable[str]]
 
 
 def serving_certificate(directory: Path, name: str, hosts: list[str]) -> tuple[Path, Path]:
@@ -104,7 +109,8 @@ def is_loopback(host: str) -> bool:
 
 
 def build_app(runtime: PodRuntime, lookup: PodLookup, *, secure: bool,
-              config: streaming.StreamingConfig | None = None) -> web.Application:
+              config: streaming.StreamingConfig | None = None,
+              resource_metrics: ResourceMetrics | None = None) -> web.Application:
     stream_config = config or streaming.StreamingConfig()
 
     async def handle(request: web.Request) -> web.StreamResponse:
@@ -123,6 +129,11 @@ def build_app(runtime: PodRuntime, lookup: PodLookup, *, secure: bool,
         parts = [p for p in request.path.split("/") if p]
         if parts == ["healthz"]:
             return web.Response(text="ok")
+        if parts == ["metrics", "resource"] and resource_metrics is not None:
+            if request.method not in ("GET", "HEAD"):
+                raise errors.MethodNotAllowed("only GET is served here")
+            return web.Response(body=(await resource_metrics()).encode(),
+                                headers={"Content-Type": rm.CONTENT_TYPE})
         if not parts or parts[0] not in _ROUTES:
             raise errors.path_not_found()
         subresource = _ROUTES[parts[0]]

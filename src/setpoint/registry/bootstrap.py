@@ -13,12 +13,14 @@ escalation checks: it grants the policy the cluster is defined by).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from typing import Any
 
 from setpoint.apimachinery import errors
 from setpoint.auth.rbac import aggregation
 from setpoint.auth.rbac import bootstrap as policy
+from setpoint.auth.user import NODES_GROUP
 from setpoint.registry.catalog import Catalog
 from setpoint.registry.options import WriteOptions
 from setpoint.registry.store import Store
@@ -70,6 +72,27 @@ async def _reconcile(store: Store, wanted: Obj, keys: tuple[str, ...]) -> str:
     return "updated"
 
 
+async def _unbind_nodes(bindings: Store) -> None:
+    """Data directories of servers that bound ``system:node`` to every node
+    (``system:nodes``) lose that subject: the Node authorizer now decides what each node
+    may do, and the binding would let any node read every Secret. Other subjects stay."""
+    try:
+        current = await bindings.get(None, "system:node", "v1")
+    except errors.NotFound:
+        return
+    subjects = current.get("subjects") or []
+    kept = [s for s in subjects if not (s.get("kind") == "Group"
+                                        and s.get("name") == NODES_GROUP)]
+    if len(kept) == len(subjects):
+        return
+    updated = dict(current)
+    updated["subjects"] = kept
+    with contextlib.suppress(errors.Conflict):
+        await bindings.update(None, "system:node", updated, "v1",
+                              WriteOptions(field_manager=MANAGER))
+        log.info("the system:node ClusterRoleBinding no longer binds every node")
+
+
 def _aggregated(roles: list[Obj]) -> list[Obj]:
     """The bootstrap roles with aggregated rules filled in, so that ``admin``, ``edit`` and
     ``view`` grant from the first request (the aggregation controller keeps them current
@@ -98,6 +121,7 @@ async def ensure(catalog: Catalog) -> None:
     for binding in policy.cluster_role_bindings():
         outcome = await _reconcile(bindings, binding, ("subjects",))
         counts[outcome] = counts.get(outcome, 0) + 1
+    await _unbind_nodes(bindings)
     accounts = catalog.store("", "serviceaccounts")
     for account in policy.CONTROLLER_ACCOUNTS.values():
         try:

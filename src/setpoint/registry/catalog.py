@@ -21,6 +21,7 @@ from setpoint.apimachinery.clock import Clock
 from setpoint.registry import (
     actions,
     admissionregistration,
+    conversion,
     core,
     crd,
     cronjobs,
@@ -77,13 +78,16 @@ class Catalog:
     def __init__(self, backend: st.Backend, cache: wc.WatchCache, *, clock: Clock,
                  rng: random.Random, builtin_groups_first: bool = True,
                  garbage_collection: bool = False,
-                 service_network: serviceips.ServiceNetworkConfig | None = None) -> None:
+                 service_network: serviceips.ServiceNetworkConfig | None = None,
+                 conversion_config: conversion.ConversionConfig | None = None) -> None:
         self._backend = backend
         self._cache = cache
         self._clock = clock
         self._rng = rng
         #: a garbage collector runs: DELETE honours Foreground and Orphan with finalizers
         self.garbage_collection = garbage_collection
+        #: bounds of CRD conversion webhooks
+        self.conversion_config = conversion_config or conversion.ConversionConfig()
         self._resources: dict[tuple[str, str], Served] = {}
         self._virtual: dict[tuple[str, str], actions.VirtualResource] = {}
         self._subresource_actions: dict[tuple[str, str, str], actions.Action] = {}
@@ -295,7 +299,14 @@ class Catalog:
             log.warning("CRD %s would shadow a built-in resource; not served", name)
             return
         self._crd_resources[name] = (info.group, info.resource)
-        self._add(Served(self._store(strategy), custom=True))
+        store = self._store(strategy)
+        spec_conversion = obj["spec"].get("conversion") or {}
+        if isinstance(spec_conversion, dict) and spec_conversion.get("strategy") == "Webhook":
+            hook = spec_conversion.get("webhook")
+            store.conversion = conversion.Conversion(strategy, conversion.WebhookConverter(
+                strategy, hook if isinstance(hook, dict) else {}, self.webhooks,
+                self.conversion_config))
+        self._add(Served(store, custom=True))
 
     def _remove_crd(self, name: str) -> None:
         key = self._crd_resources.pop(name, None)

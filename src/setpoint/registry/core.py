@@ -9,7 +9,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from setpoint.apimachinery import errors, fields, gotypes, regexp, validation
+from setpoint.apimachinery import errors, fields, gotypes, validation
 from setpoint.apimachinery.fields import FieldError, FieldPath
 from setpoint.registry import builtintypes, table
 from setpoint.registry.resources import ResourceInfo, SubresourceInfo, VersionInfo
@@ -17,7 +17,9 @@ from setpoint.registry.strategy import Strategy, meta_of
 
 Obj = dict[str, Any]
 
-CONFIG_KEY = regexp.Regexp(r"^[-._a-zA-Z0-9]+$")
+#: what a config key is made of (``[-._a-zA-Z0-9]+``), checked without a regular expression:
+#: ``key.strip(CONFIG_KEY_CHARS)`` is empty exactly when every character is one of these
+CONFIG_KEY_CHARS = "-._abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 PROTECTED_NAMESPACES = ("default", "kube-system", "kube-public")
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
@@ -35,7 +37,8 @@ def _validate_config_keys(data: Any, path: FieldPath) -> list[FieldError]:
     for key in data:
         if len(key) > 253:
             errs.append(fields.too_long(path.key(key), 253))
-        elif not CONFIG_KEY.match(key) or key in (".", "..") or key.startswith(".."):
+        elif not key or key.strip(CONFIG_KEY_CHARS) or key in (".", "..") \
+                or key.startswith(".."):
             errs.append(fields.invalid(path, key,
                                        "a valid config key must consist of alphanumeric "
                                        "characters, '-', '_' or '.' (e.g. 'key.name',  or "

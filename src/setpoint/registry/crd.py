@@ -20,6 +20,7 @@ import copy
 import urllib.parse
 from typing import Any
 
+from setpoint.admission import webhookconfig
 from setpoint.apimachinery import fields, gotypes, regexp, validation
 from setpoint.apimachinery.fields import FieldError, FieldPath
 from setpoint.registry import builtintypes, core, table
@@ -110,8 +111,9 @@ def v1beta1_to_v1(obj: Obj) -> Obj:
         hook = {}
         if "webhookClientConfig" in conversion:
             hook["clientConfig"] = conversion.pop("webhookClientConfig")
-        if "conversionReviewVersions" in conversion:
-            hook["conversionReviewVersions"] = conversion.pop("conversionReviewVersions")
+        # v1beta1 defaults the review versions to its own (Kubernetes' SetDefaults)
+        hook["conversionReviewVersions"] = conversion.pop("conversionReviewVersions",
+                                                          None) or ["v1beta1"]
         conversion["webhook"] = hook
     return out
 
@@ -313,6 +315,15 @@ class CRDStrategy(Strategy):
             names.setdefault("singular", names["kind"].lower())
             names.setdefault("listKind", names["kind"] + "List")
         spec.setdefault("conversion", {"strategy": "None"})
+        conversion = spec.get("conversion")
+        if isinstance(conversion, dict):
+            hook = conversion.get("webhook")
+            # v1 nests the client config in webhook, v1beta1 has it beside the strategy
+            client = hook.get("clientConfig") if isinstance(hook, dict) else \
+                conversion.get("webhookClientConfig")
+            service = client.get("service") if isinstance(client, dict) else None
+            if isinstance(service, dict):
+                service.setdefault("port", 443)
         if version.name == "v1beta1":
             spec.setdefault("preserveUnknownFields", True)
             spec.setdefault("scope", "Namespaced")
@@ -485,4 +496,63 @@ def validate_crd_spec(crd: Obj, *, legacy: bool, name: str) -> list[FieldError]:
         errs.append(fields.invalid(root.child("preserveUnknownFields"), True,
                                    "cannot set to true, set x-kubernetes-preserve-unknown-"
                                    "fields to true in spec.versions[*].schema instead"))
+    errs.extend(_validate_conversion(spec, root.child("conversion")))
+    return errs
+
+
+#: the ConversionReview versions setpoint speaks (Kubernetes accepts the same)
+REVIEW_VERSIONS = ("v1", "v1beta1")
+
+
+def _validate_conversion(spec: Obj, path: FieldPath) -> list[FieldError]:
+    """Kubernetes' ``validateCustomResourceConversion`` (its field names are the internal
+    version's, as kube-apiserver reports them: ``webhookClientConfig``)."""
+    conversion = spec.get("conversion")
+    if conversion is None:
+        return []
+    if not isinstance(conversion, dict):
+        return [fields.type_invalid(path, conversion, "must be an object")]
+    errs: list[FieldError] = []
+    strategy = conversion.get("strategy")
+    webhook = conversion.get("webhook")
+    hook: Obj = webhook if isinstance(webhook, dict) else {}
+    client = hook.get("clientConfig")
+    reviews = hook.get("conversionReviewVersions")
+    if strategy not in ("None", "Webhook"):
+        errs.append(fields.not_supported(path.child("strategy"), strategy, ("None", "Webhook")))
+    if strategy != "Webhook":
+        if client is not None:
+            errs.append(fields.forbidden(path.child("webhookClientConfig"),
+                                         "should not be set when strategy is not set to "
+                                         "Webhook"))
+        if reviews:
+            errs.append(fields.forbidden(path.child("conversionReviewVersions"),
+                                         "should not be set when strategy is not set to "
+                                         "Webhook"))
+        return errs
+    if client is None:
+        errs.append(fields.required(path.child("webhookClientConfig"),
+                                    "required when strategy is set to Webhook"))
+    else:
+        errs.extend(webhookconfig.validate_client_config(
+            client, path.child("webhookClientConfig")))
+    rpath = path.child("conversionReviewVersions")
+    if not isinstance(reviews, list) or not reviews:
+        errs.append(fields.required(rpath))
+    else:
+        seen: set[Any] = set()
+        for i, v in enumerate(reviews):
+            if not isinstance(v, str):
+                errs.append(fields.type_invalid(rpath.index(i), v, "must be a string"))
+                continue
+            if v in seen:
+                errs.append(fields.invalid(rpath.index(i), v, "duplicate version"))
+                continue
+            seen.add(v)
+        if not any(v in REVIEW_VERSIONS for v in reviews):
+            errs.append(fields.invalid(rpath, reviews, "must include at least one of "
+                                       + ", ".join(REVIEW_VERSIONS)))
+    if spec.get("preserveUnknownFields") is True:
+        errs.append(fields.invalid(path.child("strategy"), strategy,
+                                   "must be None if spec.preserveUnknownFields is true"))
     return errs

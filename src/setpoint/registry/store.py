@@ -53,7 +53,14 @@ from setpoint.apimachinery import (
 from setpoint.apimachinery.clock import Clock
 from setpoint.apimachinery.jsoncopy import deep_copy
 from setpoint.registry import cache as wc
-from setpoint.registry import fieldmanager, keylocks, listbudget, scale, storageerrors
+from setpoint.registry import (
+    conversion,
+    fieldmanager,
+    keylocks,
+    listbudget,
+    scale,
+    storageerrors,
+)
 from setpoint.registry.options import (
     AdmissionAttributes,
     DeleteOptions,
@@ -147,10 +154,11 @@ class WatchEvent:
 
     __slots__ = ("_event", "_object", "_stream", "type")
 
-    def __init__(self, stream: WatchStream, type: str, event: wc.CacheEvent) -> None:
+    def __init__(self, stream: WatchStream, type: str, event: wc.CacheEvent,
+                 converted: Obj | None = None) -> None:
         self._stream = stream
         self._event = event
-        self._object: Obj | None = None
+        self._object: Obj | None = converted
         self.type = type
 
     @property
@@ -217,28 +225,46 @@ class WatchStream:
             if event is None:
                 return None
             self.last_revision = max(self.last_revision, event.revision)
-            kind = self._classify(event)
+            conversion = self._store.conversion
+            if conversion.immediate:
+                kind = self._classify(event)
+                if kind is None:
+                    continue
+                return WatchEvent(self, kind, event)
+            # a webhook converts: the event's objects in this watch's version (shared with
+            # the other watches of the version), then the selectors on them; a failure
+            # ends the watch (the caller sends it as an ERROR event)
+            obj = await conversion.shared_output(event.object, self._version)
+            prev = None
+            if not self._unselective and event.type != "ADDED" and event.prev is not None:
+                prev = await conversion.shared_output(event.prev, self._version)
+            kind = self._classify(event, obj, prev)
             if kind is None:
                 continue
-            return WatchEvent(self, kind, event)
+            return WatchEvent(self, kind, event, obj)
 
-    def _classify(self, event: wc.CacheEvent) -> str | None:
+    def _classify(self, event: wc.CacheEvent, obj: Obj | None = None,
+                  prev: Obj | None = None) -> str | None:
         """How this watch reports ``event`` (None: not at all); decided once per event for
-        every watch with the same selectors, version and strategy."""
+        every watch with the same selectors, version and strategy. ``obj`` and ``prev``
+        are the event's objects in the watch's version when they are converted already."""
         if self._unselective:
             # every event passes; the previous state (decoded on demand) is not needed
             return event.type
-        return self._watcher.verdict(event, self._verdict_key, lambda: self._decide(event))
+        return self._watcher.verdict(event, self._verdict_key,
+                                     lambda: self._decide(event, obj, prev))
 
-    def _decide(self, event: wc.CacheEvent) -> str | None:
+    def _decide(self, event: wc.CacheEvent, obj: Obj | None, prev: Obj | None) -> str | None:
         opts = self._opts
         matches = self._store.matches
         version = self._version
-        now = matches(event.object, opts.label_selector, opts.field_selector, version)
+        now = matches(event.object if obj is None else obj, opts.label_selector,
+                      opts.field_selector, version)
         if event.type == "ADDED":
             return "ADDED" if now else None
         was = event.prev is not None and matches(
-            event.prev, opts.label_selector, opts.field_selector, version)
+            event.prev if prev is None else prev, opts.label_selector, opts.field_selector,
+            version)
         if event.type == "DELETED":
             return "DELETED" if was else None
         if now and was:
@@ -275,6 +301,8 @@ class Store:
         self.admission: list[Admission] = []
         #: reservations of what objects hold exclusively (Services), or None
         self.allocator: Allocator | None = None
+        #: between the storage version and the requested one (a CRD's webhook sets its own)
+        self.conversion = conversion.Conversion(strategy)
 
     # --- helpers -------------------------------------------------------------------------
 
@@ -426,14 +454,14 @@ class Store:
         if self.info.namespaced and self._namespace_gate is not None and namespace:
             await self._namespace_gate(namespace, self.info.qualified, name)
 
-    def _output(self, stored: Obj, version: VersionInfo) -> Obj:
+    async def _output(self, stored: Obj, version: VersionInfo) -> Obj:
         """A shared stored object (the cache's, or decoded from storage) in ``version``."""
-        return self.strategy.from_storage(stored, version.name)
+        return await self.conversion.output(stored, version.name)
 
-    def _output_owned(self, obj: Obj, version: VersionInfo) -> Obj:
+    async def _output_owned(self, obj: Obj, version: VersionInfo) -> Obj:
         """An object this request made (just written, or a dry run's) in ``version``:
         converted in place, not copied."""
-        return self.strategy.from_storage_owned(obj, version.name)
+        return await self.conversion.output_owned(obj, version.name)
 
     def _fields(self, version: VersionInfo) -> fieldmanager.FieldManager:
         """Field management (managedFields, server-side apply) of ``version``."""
@@ -476,7 +504,8 @@ class Store:
             namespace=str(meta.get("namespace") or "") if self.info.namespaced else "",
             name=str(meta.get("name") or ""), namespaced=self.info.namespaced,
             user=opts.user, dry_run=opts.dry_run, options=options, sink=opts.sink,
-            versions=tuple(v.name for v in self.info.served_versions), convert=self._convert)
+            versions=tuple(v.name for v in self.info.served_versions),
+            convert=self._convert if self.conversion.immediate else None)
         if new is not None:
             def revalidate(obj: Obj) -> None:
                 # what a mutating hook changed is pruned, defaulted and validated again
@@ -510,7 +539,7 @@ class Store:
         obj = self._cache.get(self.info.key(namespace, name))
         if obj is None:
             raise self._not_found(name)
-        return self._output(obj, version)
+        return await self._output(obj, version)
 
     async def list(self, namespace: str | None, version_name: str,
                    opts: ListOptions) -> ListPage:
@@ -541,7 +570,12 @@ class Store:
         # lists, no tuple per object: what a LIST keeps alive should not make the garbage
         # collector's full passes (over every cached object) come more often.
         keys, objs = self._cache.snapshot(prefix)
+        converted = False
         if not _no_selectors(opts):
+            if not self.conversion.immediate:
+                # selectors see the objects as the request's version serves them
+                objs = await self.conversion.outputs(objs, version.name)
+                converted = True
             keep = [i async for i in _in_turns(range(len(objs)))
                     if self.matches(objs[i], opts.label_selector, opts.field_selector,
                                     version.name)]
@@ -554,7 +588,7 @@ class Store:
             if _no_selectors(opts):
                 remaining = len(objs) - limit
             objs = objs[:limit]
-        items = [self._output(obj, version) async for obj in _in_turns(objs)]
+        items = objs if converted else await self.conversion.outputs(objs, version.name)
         return ListPage(items, revision, token, remaining)
 
     def list_estimate(self, namespace: str | None, opts: ListOptions) -> int:
@@ -583,8 +617,10 @@ class Store:
                     "the first chunk was returned and now may show up in the list.") from e
             except st.StorageError as e:
                 raise storageerrors.api_error(e) from e
-            for kv in page.kvs:
-                obj = wc.decode(kv.value, kv.mod_revision)
+            decoded = [wc.decode(kv.value, kv.mod_revision) for kv in page.kvs]
+            if not self.conversion.immediate and not _no_selectors(opts):
+                decoded = await self.conversion.outputs(decoded, version.name)
+            for kv, obj in zip(page.kvs, decoded, strict=True):
                 if self.matches(obj, opts.label_selector, opts.field_selector, version.name):
                     items.append((kv.key, obj))
             if limit and len(items) > limit:
@@ -597,7 +633,8 @@ class Store:
         if limit and (more or len(items) > limit):
             items = items[:limit]
             token = _encode_continue(revision, items[-1][0])
-        return ListPage([self._output(obj, version) for _, obj in items], revision, token)
+        return ListPage(await self.conversion.outputs([obj for _, obj in items], version.name),
+                        revision, token)
 
     async def watch(self, namespace: str | None, version_name: str,
                     opts: WatchOptions) -> WatchStream:
@@ -659,7 +696,7 @@ class Store:
             if self.allocator is not None else None
         if opts.dry_run:
             return WriteResult(obj, created=True, warnings=warnings)
-        stored = self.strategy.to_storage(obj, version.name)
+        stored = await self.conversion.to_storage(obj, version.name)
         key = self.info.key(namespace, name)
         try:
             kv = await self._backend.create(key, encode(stored))
@@ -675,7 +712,7 @@ class Store:
         if allocation is not None:
             await allocation.commit()
         stored["metadata"]["resourceVersion"] = str(kv.mod_revision)
-        return WriteResult(self._output_owned(stored, version), created=True,
+        return WriteResult(await self._output_owned(stored, version), created=True,
                            warnings=warnings)
 
     # --- update --------------------------------------------------------------------------
@@ -732,7 +769,7 @@ class Store:
         async with self._writes.hold(self.info.key(namespace, name)):
             async for _ in self._attempts():
                 kv, current = await self._current(namespace, name)
-                new = deep_copy(self._output(current, version))
+                new = deep_copy(await self._output(current, version))
                 mutate(new, self._now())
                 try:
                     return await self._write_update(kv, current, new, version, opts,
@@ -752,9 +789,13 @@ class Store:
         place); ``new`` is the caller's too.
         """
         name = str(current["metadata"].get("name", ""))
+        # an object stored in a version that is no longer the storage version is written
+        # again even when nothing changed (how a CRD's objects migrate to a new one)
+        migrates = len(self.info.versions) > 1 and current.get("apiVersion") != \
+            self.info.api_version(self.info.storage_version.name)
         # ``current`` was decoded for this write alone: converted in place, not copied; the
         # hooks below read ``old`` and copy what they take from it
-        old = self._output_owned(current, version)
+        old = await self._output_owned(current, version)
         old_meta = old["metadata"]
         new_meta = new.setdefault("metadata", {})
         for k in SERVER_OWNED_META:
@@ -780,7 +821,8 @@ class Store:
         if errs:
             raise self._invalid(name, errs)
         await self._admit("UPDATE", new, old, version, opts, subresource)
-        if new == old and not kv.stale:  # a stale value is rewritten (key rotation)
+        # a stale value is rewritten (key rotation), and one in an old storage version
+        if new == old and not kv.stale and not migrates:
             if not opts.dry_run and self._deletion_done(current):
                 # an earlier write removed the last finalizer but its delete did not happen
                 # (storage failed in between): a client that repeats the write finishes it
@@ -790,7 +832,7 @@ class Store:
             if self.allocator is not None else None
         if opts.dry_run:
             return WriteResult(new, warnings=warnings)
-        stored = self.strategy.to_storage(new, version.name)
+        stored = await self.conversion.to_storage(new, version.name)
         key = kv.key
         try:
             written = await self._backend.update(key, encode(stored), kv.mod_revision)
@@ -811,7 +853,7 @@ class Store:
         stored["metadata"]["resourceVersion"] = str(written.mod_revision)
         if self._deletion_done(stored):
             await self._finish_deletion(key, written.mod_revision, stored)
-        return WriteResult(self._output_owned(stored, version), warnings=warnings)
+        return WriteResult(await self._output_owned(stored, version), warnings=warnings)
 
     def _deletion_done(self, obj: Obj) -> bool:
         """Marked for deletion and nothing keeps it: the object is to be removed."""
@@ -850,7 +892,7 @@ class Store:
                         except errors.AlreadyExists:
                             continue  # created meanwhile: apply to what is there now
                     raise
-                base = deep_copy(self._output(current, version))
+                base = deep_copy(await self._output(current, version))
                 applying = patch_type == PATCH_APPLY
                 if applying:
                     patched = self._server_side_apply(namespace, base, body, name, version, opts,
@@ -968,7 +1010,7 @@ class Store:
         async with self._writes.hold(self.info.key(namespace, name)):
             async for _ in self._attempts():
                 kv, current = await self._current(namespace, name)
-                obj = self._output(current, version)
+                obj = await self._output(current, version)
                 wanted = change(self._scale_of(obj, spec))
                 _check_name(wanted.get("metadata") if isinstance(wanted.get("metadata"), dict)
                             else {}, name)
@@ -1035,13 +1077,14 @@ class Store:
                     if wanted or self.strategy.blocks_deletion(updated):
                         if meta.get("deletionTimestamp") and wanted == finalizers and \
                                 graceful is None:
-                            return self._output(current, version), False
+                            return await self._output(current, version), False
                         if wanted:
                             umeta["finalizers"] = wanted
                         else:
                             umeta.pop("finalizers", None)
                         if not meta.get("deletionTimestamp"):
-                            await self._admit("DELETE", None, self._output(current, version),
+                            await self._admit("DELETE", None,
+                                              await self._output(current, version),
                                               version, opts)
                             umeta.setdefault("deletionTimestamp", self._now())
                             umeta.setdefault("deletionGracePeriodSeconds", 0)
@@ -1049,19 +1092,19 @@ class Store:
                                 umeta["generation"] = int(umeta.get("generation") or 0) + 1
                             self.strategy.prepare_for_delete(updated)
                         if opts.dry_run:
-                            return self._output_owned(updated, version), False
+                            return await self._output_owned(updated, version), False
                         written = await self._backend.update(kv.key, encode(updated),
                                                              kv.mod_revision)
                         umeta["resourceVersion"] = str(written.mod_revision)
-                        return self._output_owned(updated, version), False
-                    await self._admit("DELETE", None, self._output(current, version), version,
-                                      opts)
+                        return await self._output_owned(updated, version), False
+                    await self._admit("DELETE", None, await self._output(current, version),
+                                      version, opts)
                     if opts.dry_run:
-                        return self._deleted(current, version), True
+                        return await self._deleted(current, version), True
                     await self._backend.delete(kv.key, kv.mod_revision)
                     if self.allocator is not None:
                         await self.allocator.release(current)
-                    return self._deleted(current, version), True
+                    return await self._deleted(current, version), True
                 except st.RevisionConflict:
                     continue
                 except st.KeyNotFound as e:
@@ -1093,11 +1136,11 @@ class Store:
             return None
         return timeutil.format_time(self._clock.now() + datetime.timedelta(seconds=grace)), grace
 
-    def _deleted(self, obj: Obj, version: VersionInfo) -> Obj:
+    async def _deleted(self, obj: Obj, version: VersionInfo) -> Obj:
         """What a DELETE that removed ``obj`` answers: the object, for kinds that return it,
         else a Success Status."""
         if self.strategy.return_deleted_object:
-            return self._output(obj, version)
+            return await self._output(obj, version)
         return self._success(obj)
 
     def _success(self, obj: Obj) -> Obj:

@@ -215,8 +215,8 @@ class WebhookAdmission:
                 self._active = True
             return False
         if not self._active:
-            if not any(True for _ in self._cache.items(MUTATING_PREFIX)) and \
-                    not any(True for _ in self._cache.items(VALIDATING_PREFIX)):
+            if not self._cache.count(MUTATING_PREFIX) and \
+                    not self._cache.count(VALIDATING_PREFIX):
                 return False
             self._active = True
         await self._cache.wait_fresh()
@@ -357,16 +357,25 @@ class WebhookAdmission:
             raise _Failed(hook.name, f"received invalid webhook response: {e}") from None
 
     def _target(self, hook: _Hook) -> Target:
-        config = hook.spec.get("clientConfig") or {}
-        timeout = hook.spec.get("timeoutSeconds") or 10
+        return self.target(hook.spec.get("clientConfig") or {},
+                           hook.spec.get("timeoutSeconds") or 10, hook.configuration)
+
+    def target(self, config: Obj, timeout: Any, pool: str) -> Target:
+        """Where a webhook with ``clientConfig`` ``config`` is called (a URL, or a Service
+        through its Endpoints; :class:`CallFailed` when it cannot be); the connections of
+        calls with the same ``pool`` are shared. CRD conversion webhooks use it too."""
+        if not isinstance(config, dict):
+            config = {}
         bundle = config.get("caBundle")
         ca = _decode_bundle(bundle)
         url = config.get("url")
-        pool = hook.configuration
         if isinstance(url, str) and url:
             parts = urlsplit(url)
             host = parts.hostname or ""
-            port = parts.port or 443
+            try:
+                port = parts.port or 443
+            except ValueError:
+                raise CallFailed(f'parse "{url}": invalid port') from None
             shown = f"{url}?timeout={timeout}s"
             address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
             return Target(shown, address, host, ca, pool)

@@ -23,6 +23,7 @@ machine), :mod:`~setpoint.runtime.listwatch` (its driver), :mod:`~setpoint.runti
 queue), :mod:`~setpoint.runtime.engine` (workers), :mod:`~setpoint.runtime.builder`,
 :mod:`~setpoint.runtime.manager`; helpers in :mod:`~setpoint.runtime.finalizers`,
 :mod:`~setpoint.runtime.owners`, :mod:`~setpoint.runtime.conditions`,
+:mod:`~setpoint.runtime.conversion` (a CRD's version conversion as a Python function),
 :mod:`~setpoint.runtime.events` and :mod:`~setpoint.runtime.leaderelection`. Work that is not
 a controller (it discovers what to watch as it runs) is a :mod:`~setpoint.runtime.runnable`.
 Why a reconcile ran is :mod:`~setpoint.runtime.triggers` (kept by
@@ -53,6 +54,7 @@ from setpoint.runtime.conditions import (
     set_conditions,
 )
 from setpoint.runtime.context import Context
+from setpoint.runtime.conversion import ConversionWebhook
 from setpoint.runtime.engine import Engine
 from setpoint.runtime.events import EventRecorder
 from setpoint.runtime.fairness import PriorityConfig
@@ -100,6 +102,7 @@ from setpoint.runtime.reconcile import (
     Result,
     TerminalError,
 )
+from setpoint.runtime.reconcile_events import ReconcileEvents, ReconcileEventsConfig
 from setpoint.runtime.registry import Registry, controllers_in
 from setpoint.runtime.runnable import Runnable, RunnableContext
 from setpoint.runtime.sharding import ShardCoordinator, ShardingConfig
@@ -120,6 +123,7 @@ __all__ = [
     "Context",
     "Controller",
     "ControllerOptions",
+    "ConversionWebhook",
     "Engine",
     "EnqueueMapped",
     "EnqueueOwner",
@@ -143,6 +147,8 @@ __all__ = [
     "PriorityConfig",
     "RECONCILE_NOW_ANNOTATION",
     "RateLimiter",
+    "ReconcileEvents",
+    "ReconcileEventsConfig",
     "ReconcileHistory",
     "Reconciler",
     "Registry",

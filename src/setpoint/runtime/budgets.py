@@ -26,6 +26,15 @@ booked in arrival order; a caller cancelled while waiting gives its token back.
 
 **Concurrency**: at most ``concurrency`` calls are inside their block at once.
 
+**Shared by replicas**: a budget is declared for the whole operator. A sharded manager
+(:mod:`~setpoint.runtime.sharding`) scales each replica's budgets to its *share*,
+``max(held shards, 1) / shards``, updated whenever a shard is taken or given up
+(:meth:`Budget.set_share`): the rate is ``rate x share``, the burst and the concurrency
+``floor(value x share)`` but at least 1 (the floor: a replica holding keys always makes
+progress). A replica gives a shard up (and its rate falls) before another can take it, so
+the replicas' rates never add up to more than ``rate``; their bursts add up to at most
+``burst`` plus one for each replica whose floor applies (and likewise the concurrency).
+
 **Circuit breaker** (closed → open → half-open):
 
 - *closed*: calls go through; ``failure_threshold`` consecutive failures open it.
@@ -42,8 +51,9 @@ of the object, so objects wait for the upstream instead of backing off one by on
 
 Invariants: time is read only from the injected clock (waits are clock timers), so a test
 with a :class:`~setpoint.runtime.clock.FakeAsyncClock` is deterministic; every state is
-bounded (a bucket, a counter, a semaphore); a budget belongs to one manager (no global
-state): two managers (two replicas) each have their own, so a budget bounds one process.
+bounded (a bucket, a counter, the waiting callers' queues); a budget belongs to one
+manager (no global state): two managers each have their own, so a budget bounds one process
+unless the managers are sharded (then each has its share, above).
 
 Non-guarantees: the budget bounds the calls that go *through* it: a call made outside a
 ``budget`` block is not counted. Waiting callers are not bounded beyond the workers that
@@ -53,9 +63,11 @@ run reconciles. The breaker is per target, not per endpoint of the target.
 from __future__ import annotations
 
 import asyncio
+import collections
+import contextlib
 import email.utils
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Final
@@ -77,6 +89,8 @@ OUTCOME_OTHER: Final = "other"
 
 #: the most budgets one manager may declare
 MAX_BUDGETS: Final = 64
+#: how far below a whole token still counts as one (floating-point refill arithmetic)
+TOKEN_EPSILON: Final = 1e-9
 
 
 class BreakerOpenError(Exception):
@@ -162,9 +176,20 @@ class Budget:
         self.name = name
         self.config = config or BudgetConfig()
         self._clock: rtclock.AsyncClock = clock or rtclock.SystemAsyncClock()
-        self._tokens = float(self.config.burst)  # negative: booked ahead by waiting callers
+        self._share = 1.0
+        self._rate = self.config.rate
+        self._burst = self.config.burst
+        self._concurrency = self.config.concurrency
+        self._tokens = float(self.config.burst)
         self._last = self._clock.monotonic()
-        self._slots = asyncio.Semaphore(self.config.concurrency)
+        #: callers waiting for a token, in arrival order, and the timer of the next token
+        self._token_waiters: collections.deque[asyncio.Future[None]] = collections.deque()
+        self._dispenser: rtclock.Timer | None = None
+        self._in_flight = 0
+        self._slot_waiters: collections.deque[asyncio.Future[None]] = collections.deque()
+        #: called with the clock's monotonic time whenever a call gets its token (the
+        #: moment the rate counts); None, or e.g. ``list.append`` to record them
+        self.observer: Callable[[float], None] | None = None
         self._state = CLOSED
         self._failures = 0
         self._opened = 0  # consecutive openings (for the doubling of open_for)
@@ -182,6 +207,11 @@ class Budget:
         self._waiting = registry.gauge(
             "setpoint_budget_waiting_calls", "Calls waiting for a token or a slot.",
             ("budget",))
+        self._share_gauge = registry.gauge(
+            "setpoint_budget_share",
+            "The part of a budget this process may use (its shards' part when sharded).",
+            ("budget",))
+        self._share_gauge.set(1.0, name)
         for outcome in (OUTCOME_SUCCESS, OUTCOME_FAILURE, OUTCOME_REJECTED, OUTCOME_OTHER):
             self._calls.touch(name, outcome)
         self._waiting.set(0.0, name)
@@ -195,6 +225,46 @@ class Budget:
         if self._state == OPEN and self._clock.monotonic() >= self._open_until:
             return HALF_OPEN
         return self._state
+
+    @property
+    def share(self) -> float:
+        """The part of the configured budget this process may use (1.0 unless sharded)."""
+        return self._share
+
+    @property
+    def rate(self) -> float:
+        """Tokens per second now: ``config.rate x share``."""
+        return self._rate
+
+    @property
+    def burst(self) -> int:
+        """The bucket's size now: ``floor(config.burst x share)``, at least 1."""
+        return self._burst
+
+    @property
+    def concurrency(self) -> int:
+        """Calls in flight at once now: ``floor(config.concurrency x share)``, at least 1."""
+        return self._concurrency
+
+    def set_share(self, share: float) -> None:
+        """Scale this budget to ``share`` (in (0, 1]) of its configuration: the rate
+        exactly, the burst and the concurrency rounded down but at least 1. The tokens
+        earned so far are counted at the old rate; a smaller bucket loses the tokens above
+        its new size at once; waiting callers are served at the new rate from now on;
+        calls already in flight stay (a smaller concurrency admits nobody until enough of
+        them have ended)."""
+        if not (0.0 < share <= 1.0 and math.isfinite(share)):
+            raise ValueError("a budget's share must be in (0, 1]")
+        self._refill(self._clock.monotonic())
+        cfg = self.config
+        self._share = share
+        self._rate = cfg.rate * share
+        self._burst = max(1, math.floor(cfg.burst * share + 1e-9))
+        self._concurrency = max(1, math.floor(cfg.concurrency * share + 1e-9))
+        self._tokens = min(self._tokens, float(self._burst))
+        self._share_gauge.set(share, self.name)
+        self._dispense()
+        self._grant_slots()
 
     def reopens_in(self) -> float:
         """Seconds until an open breaker half-opens (0 when it is not open)."""
@@ -226,34 +296,102 @@ class Budget:
         self._calls.inc(self.name, OUTCOME_REJECTED)
         raise BreakerOpenError(self.name, retry_after)
 
+    def _refill(self, now: float) -> None:
+        self._tokens = min(float(self._burst), self._tokens + (now - self._last) * self._rate)
+        self._last = now
+
+    def _granted(self, now: float) -> None:
+        if self.observer is not None:
+            self.observer(now)
+
     async def _take_token(self) -> None:
         now = self._clock.monotonic()
-        self._tokens = min(float(self.config.burst),
-                           self._tokens + (now - self._last) * self.config.rate)
-        self._last = now
-        self._tokens -= 1.0
-        if self._tokens >= 0:
+        self._refill(now)
+        if not self._token_waiters and self._tokens >= 1.0 - TOKEN_EPSILON:
+            self._tokens -= 1.0
+            self._granted(now)
             return
-        when = now + (-self._tokens) / self.config.rate
+        waiter = asyncio.get_running_loop().create_future()
+        self._token_waiters.append(waiter)
+        if self._dispenser is None:
+            self._dispense()
         try:
-            await rtclock.sleep_until(self._clock, when)
+            await waiter
         except BaseException:
-            self._tokens += 1.0  # give the booked token back
+            if waiter.done() and not waiter.cancelled():
+                # given a token, cancelled before using it: it goes back to the bucket
+                self._tokens = min(float(self._burst), self._tokens + 1.0)
+                self._dispense()
+            else:
+                waiter.cancel()
+                with contextlib.suppress(ValueError):
+                    self._token_waiters.remove(waiter)
             raise
+
+    def _dispense(self) -> None:
+        """Give tokens to the waiting callers in order, then time the next token."""
+        if self._dispenser is not None:
+            self._dispenser.cancel()
+            self._dispenser = None
+        now = self._clock.monotonic()
+        self._refill(now)
+        while self._token_waiters:
+            waiter = self._token_waiters[0]
+            if waiter.done():  # cancelled while waiting
+                self._token_waiters.popleft()
+                continue
+            if self._tokens < 1.0 - TOKEN_EPSILON:
+                break
+            self._token_waiters.popleft()
+            self._tokens -= 1.0
+            waiter.set_result(None)
+            self._granted(now)
+        if self._token_waiters:
+            wait = max(0.0, (1.0 - self._tokens) / self._rate)
+            self._dispenser = self._clock.call_at(now + wait, self._dispense)
+
+    async def _take_slot(self) -> None:
+        if not self._slot_waiters and self._in_flight < self._concurrency:
+            self._in_flight += 1
+            return
+        waiter = asyncio.get_running_loop().create_future()
+        self._slot_waiters.append(waiter)
+        try:
+            await waiter
+        except BaseException:
+            if waiter.done() and not waiter.cancelled():
+                self._release_slot()  # given a slot, cancelled before using it
+            else:
+                waiter.cancel()
+                with contextlib.suppress(ValueError):
+                    self._slot_waiters.remove(waiter)
+            raise
+
+    def _release_slot(self) -> None:
+        self._in_flight -= 1
+        self._grant_slots()
+
+    def _grant_slots(self) -> None:
+        while self._slot_waiters and self._in_flight < self._concurrency:
+            waiter = self._slot_waiters.popleft()
+            if waiter.done():
+                continue
+            self._in_flight += 1
+            waiter.set_result(None)
 
     async def _enter(self) -> bool:
         probe = self._admit()
         self._waiting.inc(self.name)
         acquired = False
         try:
-            await self._slots.acquire()
+            await self._take_slot()
             acquired = True
             await self._take_token()
             if not probe:  # the breaker may have opened (or half-opened) meanwhile
                 probe = self._admit()
         except BaseException:
             if acquired:
-                self._slots.release()
+                self._release_slot()
             if probe:
                 self._probe_out = False
             raise
@@ -262,7 +400,7 @@ class Budget:
         return probe
 
     def _exit(self, probe: bool, failed: bool | None, retry_after: float | None) -> None:
-        self._slots.release()
+        self._release_slot()
         if probe:
             self._probe_out = False
         if failed is None:
@@ -368,6 +506,7 @@ class Budgets:
         self._clock: rtclock.AsyncClock = clock or rtclock.SystemAsyncClock()
         self._metrics = metrics
         self._budgets: dict[str, Budget] = {}
+        self._share = 1.0
 
     def __getitem__(self, name: str) -> Budget:
         budget = self._budgets.get(name)
@@ -378,7 +517,24 @@ class Budgets:
                                f"{sorted(self.configs) or 'none'})")
             budget = self._budgets[name] = Budget(name, config, clock=self._clock,
                                                   metrics=self._metrics)
+            if self._share != 1.0:
+                budget.set_share(self._share)
         return budget
+
+    @property
+    def share(self) -> float:
+        """The part of every declared budget this process may use (see :meth:`set_share`)."""
+        return self._share
+
+    def set_share(self, share: float) -> None:
+        """Scale every budget, now and later built, to ``share`` of its configuration
+        (:meth:`Budget.set_share`): a sharded manager gives each replica the part of the
+        shards it holds, so that the replicas together keep the configured budget."""
+        if not (0.0 < share <= 1.0 and math.isfinite(share)):
+            raise ValueError("a budget's share must be in (0, 1]")
+        self._share = share
+        for budget in self._budgets.values():
+            budget.set_share(share)
 
     def __contains__(self, name: object) -> bool:
         return name in self.configs

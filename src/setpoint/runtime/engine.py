@@ -27,7 +27,10 @@ only exposes :meth:`Engine.enqueue`. Each add may carry a
 makes the merged triggers of a request visible to its reconcile
 (:func:`~setpoint.runtime.triggers.current_triggers`), counts reconciles by cause
 (``controller_runtime_reconcile_triggers_total``) and records each reconcile in the
-manager's :class:`~setpoint.runtime.history.ReconcileHistory` when given one.
+manager's :class:`~setpoint.runtime.history.ReconcileHistory` when given one. After each
+reconcile (its request marked done, so the object may already run again) it awaits
+``on_reconciled`` when given one: the manager publishes the reconcile as an Event there
+(:mod:`~setpoint.runtime.reconcile_events`).
 
 Invariants:
 
@@ -61,7 +64,7 @@ import logging
 import os
 import random
 import traceback
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from setpoint.runtime import budgets as rtbudgets
@@ -138,8 +141,13 @@ class Engine:
                  poll: polling.PollConfig | None = None,
                  still_exists: Callable[[reconcile.Request], bool] | None = None,
                  rng: random.Random | None = None,
-                 shards: ShardGate | None = None) -> None:
+                 shards: ShardGate | None = None,
+                 on_reconciled: Callable[[reconcile.Request, rthistory.Entry],
+                                         Awaitable[None]] | None = None) -> None:
         self.name = name
+        #: called after each reconcile (its request already marked done), e.g. to publish
+        #: it as an Event (:mod:`~setpoint.runtime.reconcile_events`); must not raise
+        self.on_reconciled = on_reconciled
         #: with sharding: which keys this replica may reconcile now
         self.shards = shards
         #: the poll cadence (None: no polling); ``still_exists`` says whether a request's
@@ -184,11 +192,18 @@ class Engine:
 
     async def process(self, request: reconcile.Request) -> str:
         """Reconcile one request taken from the queue; returns the ``result`` label."""
+        label, entry = await self._process(request)
+        if entry is not None and self.on_reconciled is not None:
+            await self.on_reconciled(request, entry)
+        return label
+
+    async def _process(self, request: reconcile.Request
+                       ) -> tuple[str, rthistory.Entry | None]:
         if self.shards is not None and not self.shards.owns(request.key):
             # another replica's key (or a shard being handed over): its owner reconciles it
             self.queue.forget(request)
             self.queue.done(request)
-            return RESULT_SKIPPED
+            return RESULT_SKIPPED, None
         started = self._clock.monotonic()
         started_at = self._clock.now()
         why = self.queue.triggers(request)
@@ -234,10 +249,10 @@ class Engine:
                 label = self._settle(request, result)
             seconds = self._clock.monotonic() - started
             self.metrics.reconciled(label, seconds)
+            entry = rthistory.Entry(started_at.isoformat(), why, merged, label, seconds, error)
             if self.history is not None:
-                self.history.record(self.name, request.key, rthistory.Entry(
-                    started_at.isoformat(), why, merged, label, seconds, error))
-            return label
+                self.history.record(self.name, request.key, entry)
+            return label, entry
         finally:
             rttriggers.reset_current(token)
             self.metrics.worker_finished()

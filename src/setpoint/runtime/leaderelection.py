@@ -20,7 +20,9 @@ How it works (client-go's ``leaderelection`` package):
 - **Release**: when ``lead()`` returns, or :meth:`LeaderElector.run` is cancelled while
   leading, and ``release_on_shutdown`` is set, the Lease is written with an empty holder and
   ``leaseDurationSeconds: 1``, so another candidate takes over at its next attempt instead of
-  after ``lease_duration``.
+  after ``lease_duration``. A release that meets 409 Conflict (a renewal of its own that
+  landed unseen, its answer cancelled) reads the Lease once more and releases it if it is
+  still this process's.
 
 Timings default to client-go's (15 s / 10 s / 2 s) and are validated:
 ``lease_duration > renew_deadline > 1.2 x retry_period`` (1.2 being the jitter factor).
@@ -212,6 +214,26 @@ class LeaderElector:
                 self._callback(self._on_new_leader, record.holder)
         return record
 
+    def note(self, lease: dict[str, Any]) -> LeaseRecord:
+        """Take a Lease seen elsewhere (a watch event) as observed now: its expiry is judged
+        from the last change seen, exactly as after a read of our own."""
+        return self._observe(lease)
+
+    def expires_at(self) -> float | None:
+        """The monotonic time at which the observed Lease, held by another, may be taken
+        (the moment :meth:`try_acquire_or_renew` would judge it expired); None when it has
+        no holder or is ours (nothing to wait for)."""
+        record = self._observed
+        if record is None or not record.holder or record.holder == self.identity:
+            return None
+        duration = self.config.lease_duration
+        when = self._observed_at + duration
+        renewed = record.renewed_at()
+        if renewed is not None:
+            left = (renewed + timedelta(seconds=duration) - self._clock.now()).total_seconds()
+            when = max(when, self._clock.monotonic() + left)
+        return when
+
     def _expired(self, record: LeaseRecord) -> bool:
         duration = self.config.lease_duration
         if self._clock.monotonic() < self._observed_at + duration:
@@ -276,21 +298,33 @@ class LeaderElector:
 
     async def release(self) -> bool:
         """Give the Lease up (empty holder) if this process holds it; True on success."""
+        c = self.config
         lease = self._lease
         if lease is None or LeaseRecord.of(lease).holder != self.identity:
             return False
-        old = LeaseRecord.of(lease)
-        record = self._record(holder="", acquire_time=None, transitions=old.transitions,
-                              duration_seconds=1)
         try:
-            updated = await self.api.update(self._lease_body(record, lease))
+            try:
+                updated = await self._write_release(lease)
+            except errors.Conflict:
+                # a write of ours whose answer was not seen (a renewal cancelled in flight)
+                # moved the Lease on: read it again and release that version, once
+                lease = await self.api.get(c.lease_namespace, c.lease_name)
+                if self._observe(lease).holder != self.identity:
+                    return False
+                updated = await self._write_release(lease)
         except Exception as e:
-            logger.warning("could not release lease %s/%s: %s", self.config.lease_namespace,
-                           self.config.lease_name, e)
+            logger.warning("could not release lease %s/%s: %s", c.lease_namespace,
+                           c.lease_name, e)
             return False
         self._observe(updated)
         logger.info("released lease %s/%s", self.config.lease_namespace, self.config.lease_name)
         return True
+
+    async def _write_release(self, lease: dict[str, Any]) -> dict[str, Any]:
+        old = LeaseRecord.of(lease)
+        record = self._record(holder="", acquire_time=None, transitions=old.transitions,
+                              duration_seconds=1)
+        return await self.api.update(self._lease_body(record, lease))
 
     # --- loops -------------------------------------------------------------------------
 

@@ -67,6 +67,7 @@ from setpoint.runtime import context as rtcontext
 from setpoint.runtime import history as rthistory
 from setpoint.runtime import metrics as rtmetrics
 from setpoint.runtime import reconcile as rtreconcile
+from setpoint.runtime import reconcile_events as rtpublish
 from setpoint.runtime import registry as rtregistry
 from setpoint.runtime import runnable as rtrunnable
 from setpoint.runtime import sharding as rtsharding
@@ -79,6 +80,8 @@ T = TypeVar("T")
 #: controller-runtime's defaults
 DEFAULT_CACHE_SYNC_TIMEOUT = 120.0
 DEFAULT_GRACEFUL_SHUTDOWN_TIMEOUT = 30.0
+#: reconciles are published as Events unless a manager is given ``reconcile_events=None``
+DEFAULT_RECONCILE_EVENTS = rtpublish.ReconcileEventsConfig()
 
 
 class CacheSyncTimeoutError(TimeoutError):
@@ -114,7 +117,8 @@ class _Term:
                                     metrics=metrics, logger=bound.ctx.logger, history=history,
                                     priority=options.priority, poll=options.poll,
                                     still_exists=lambda r: bound.ctx.cache.get(r.key)
-                                    is not None, rng=rng, shards=shards)
+                                    is not None, rng=rng, shards=shards,
+                                    on_reconciled=bound.reconciled)
         self.subscriptions: list[rtcache.Subscription] = []
         for watch, inf in zip(bound.resolved.watches, bound.informers, strict=True):
             handler = handlers.QueueingHandler(watch.handler, self.engine.enqueue,
@@ -143,11 +147,25 @@ class _Bound:
     """A resolved controller with its informers and context."""
 
     def __init__(self, resolved: builder.ResolvedController, infs: list[informer.Informer],
-                 ctx: rtcontext.Context) -> None:
+                 ctx: rtcontext.Context,
+                 publisher: rtpublish.ReconcileEvents | None = None) -> None:
         self.resolved = resolved
         self.name = resolved.name
         self.informers = infs
         self.ctx = ctx
+        #: publishes its reconciles as Events (None: not published)
+        self.publisher = publisher
+
+    async def reconciled(self, request: rtreconcile.Request, entry: rthistory.Entry) -> None:
+        """Publish one reconcile of an object still in the cache (a deleted one is not)."""
+        if self.publisher is None:
+            return
+        obj = self.ctx.cache.get(request.key)
+        if obj is None:
+            return
+        ref = self.resolved.ref
+        await self.publisher.publish({**obj, "apiVersion": ref.api_version, "kind": ref.kind},
+                                     entry)
 
 
 class Manager:
@@ -158,7 +176,9 @@ class Manager:
     :class:`~setpoint.runtime.runnable.Runnable` s to run beside them (a manager needs at least
     one controller or runnable). ``health_port`` / ``metrics_port``: None
     serves nothing, 0 a free port; the same non-zero port serves all three endpoints on one
-    server.
+    server. ``reconcile_events``: how each controller publishes its reconciles as
+    ``events.k8s.io/v1`` Events (:mod:`~setpoint.runtime.reconcile_events`; on by default,
+    bounded per object; None: not published).
     """
 
     def __init__(self, client: sp_client.Client,
@@ -174,8 +194,12 @@ class Manager:
                  clients: Mapping[str, sp_client.Client] | None = None,
                  history: rthistory.HistoryConfig | None = None,
                  budgets: Mapping[str, rtbudgets.BudgetConfig] | None = None,
-                 sharding: rtsharding.ShardingConfig | None = None) -> None:
+                 sharding: rtsharding.ShardingConfig | None = None,
+                 reconcile_events: rtpublish.ReconcileEventsConfig | None =
+                 DEFAULT_RECONCILE_EVENTS) -> None:
         self.client = client
+        #: how reconciles are published as Events (None: they are not)
+        self.reconcile_events = reconcile_events
         #: per controller or runnable name, the client its writes and Events go through
         #: (its own identity, as kube-controller-manager gives each controller its own
         #: ServiceAccount); the shared caches read through ``client``
@@ -394,7 +418,12 @@ class Manager:
                                               clock=self._clock),
                 logger=log, caches=caches, aliases=r.aliases(), clock=self._clock,
                 budgets=self.budgets)
-            self._bound.append(_Bound(r, infs, ctx))
+            publisher = None
+            if self.reconcile_events is not None:
+                publisher = rtpublish.ReconcileEvents(
+                    writer, r.name, instance=instance, clock=self._clock,
+                    config=self.reconcile_events)
+            self._bound.append(_Bound(r, infs, ctx, publisher))
 
     async def _wait_synced(self) -> None:
         if not await self.informers.wait_synced(self._sync_timeout):
@@ -455,9 +484,16 @@ class Manager:
         """Keep this replica's shard Leases while the controllers run; the controllers
         reconcile only the keys of the shards held (see :mod:`~setpoint.runtime.sharding`).
         """
+        # the budgets are the operator's: this replica uses the part of them that the
+        # shards it holds are of all the shards (at least one shard's part)
+        def share(held: int) -> None:
+            self.budgets.set_share(max(held, 1) / config.shards)
+
+        share(0)
         self.shards = rtsharding.ShardCoordinator(self.client, config, clock=self._clock,
                                                   rng=self._rng,
-                                                  on_acquired=self._enqueue_shard)
+                                                  on_acquired=self._enqueue_shard,
+                                                  on_held=share)
         keeper = group.create_task(self.shards.run(), name=f"shards {config.name}")
         try:
             await self._lead()

@@ -68,6 +68,8 @@ class ResourceHandler:
         if served is None:
             virtual = self._catalog.virtual(ri.group, ri.version, ri.resource)
             if virtual is not None:
+                if virtual.read is not None and request.method in ("GET", "HEAD"):
+                    return await self._virtual_read(request, virtual, virtual.read, ri)
                 return await self._virtual_create(request, virtual, ri)
             raise self._no_route(ri)
         info = served.info
@@ -258,10 +260,29 @@ class ResourceHandler:
         raw = await limits.read_body(request, self._limits)
         return _audited(request, negotiation.decode_body(raw, content_type))
 
+    async def _virtual_read(self, request: web.Request, virtual: actions.VirtualResource,
+                            read: actions.Reader, ri: RequestInfo) -> web.StreamResponse:
+        info = virtual.info
+        if ri.subresource or (ri.namespace is not None and not info.namespaced):
+            raise self._no_route(ri)
+        if ri.name and info.namespaced and ri.namespace is None:
+            raise self._no_route(ri)
+        query = request.query
+        if not ri.name and responses.parse_bool(query, "watch"):
+            raise errors.MethodNotAllowed(
+                "the server does not allow this method on the requested resource")
+        result = await read(actions.ReadRequest(
+            namespace=ri.namespace, name=ri.name,
+            label_selector=query.get("labelSelector", ""),
+            field_selector=query.get("fieldSelector", ""),
+            user=request.get(security.USER) or security.INSECURE_USER))
+        return responses.json_response(result)
+
     async def _virtual_create(self, request: web.Request, virtual: actions.VirtualResource,
                               ri: RequestInfo) -> web.StreamResponse:
         info = virtual.info
-        if request.method != "POST" or ri.name or ri.subresource:
+        create = virtual.create
+        if request.method != "POST" or ri.name or ri.subresource or create is None:
             raise errors.MethodNotAllowed(
                 "the server does not allow this method on the requested resource")
         if info.namespaced != (ri.namespace is not None):
@@ -270,7 +291,7 @@ class ResourceHandler:
                                                      negotiation.BODY_TYPES)
         body = negotiation.decode_body(await limits.read_body(request, self._limits),
                                        content_type)
-        return await self._act(request, virtual.create, ri, _ready(body))
+        return await self._act(request, create, ri, _ready(body))
 
     async def _act(self, request: web.Request, action: actions.Action, ri: RequestInfo,
                    body: Awaitable[Any]) -> web.StreamResponse:

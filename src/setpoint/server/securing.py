@@ -37,6 +37,7 @@ from setpoint.auth import jwt, serviceaccounts
 from setpoint.auth import user as users
 from setpoint.auth.attributes import Attributes
 from setpoint.auth.authenticator import Authenticator, Credentials
+from setpoint.auth.nodeauthorizer import NodeAuthorizer, node_name_of
 from setpoint.auth.rbac import bootstrap as policy
 from setpoint.auth.rbac.authorizer import (
     AuthorizerChain,
@@ -49,10 +50,11 @@ from setpoint.auth.tokenfile import StaticTokens
 from setpoint.auth.user import UserInfo
 from setpoint.pki import certs
 from setpoint.pki.authority import Authority
-from setpoint.registry import actions, escalation, reviews
+from setpoint.registry import actions, escalation, noderestriction, reviews
 from setpoint.registry import cache as wc
 from setpoint.registry import serviceaccounts as sa_registry
 from setpoint.registry.catalog import Catalog
+from setpoint.registry.nodegraph import PODS, CacheNodeGraph
 from setpoint.registry.options import AdmissionAttributes
 from setpoint.registry.rbacsource import CacheSource
 from setpoint.registry.resources import ResourceInfo, VersionInfo
@@ -134,6 +136,7 @@ class Secured:
         self._clock = clock
         source = CacheSource(cache)
         self._source = source
+        self._cache = cache
         self.rbac = RBACAuthorizer(source)
         self.authority: Authority | None = None
         self.tls: ServingTLS | None = None
@@ -158,7 +161,9 @@ class Secured:
                 audiences=self.audiences)
             self.authenticator = Authenticator(static_tokens=static, service_accounts=tokens,
                                                now=time.time)
-            self.authorizer = AuthorizerChain(PrivilegedGroupAuthorizer(), self.rbac)
+            # --authorization-mode=Node,RBAC (after the superuser group)
+            self.authorizer = AuthorizerChain(PrivilegedGroupAuthorizer(),
+                                              NodeAuthorizer(CacheNodeGraph(cache)), self.rbac)
             audit_policy = None
             if config.audit_log is not None:
                 audit_policy = load_policy(config.audit_policy_file) \
@@ -273,9 +278,15 @@ class Secured:
         source = self._source
         signer = self.signer
 
+        cache = self._cache
+
         async def token(req: actions.ActionRequest) -> reviews.Obj:
             if req.namespace is None:
                 raise errors.path_not_found()
+            namespace = req.namespace
+            noderestriction.check_token_request(
+                req.user, req.name, req.body,
+                lambda pod: cache.get(f"{PODS}{namespace}/{pod}"))
             account = await accounts.get(req.namespace, req.name, "v1")
             return sa_registry.create_token(
                 account, req.body, signer=signer, issuer=self.issuer,
@@ -283,6 +294,7 @@ class Secured:
 
         catalog.add_subresource_action("", "serviceaccounts", "token", token)
         self._install_escalation_checks(catalog)
+        self._install_node_restriction(catalog)
 
         def authorize(attrs: Attributes) -> tuple[bool, str]:
             verdict = authorizer.authorize(attrs)
@@ -291,6 +303,25 @@ class Secured:
         # admission policies' ``authorizer`` asks what the server's authorization answers
         catalog.policies.authorize = authorize
         catalog.webhooks.authorize = authorize
+
+    def _install_node_restriction(self, catalog: Catalog) -> None:
+        """NodeRestriction (:mod:`setpoint.registry.noderestriction`): what node agents
+        write is about themselves and their own pods."""
+        pods = catalog.store("", "pods")
+        noderestriction.install(catalog.store("", "nodes"), pods,
+                                catalog.store("coordination.k8s.io", "leases"))
+        evict = catalog.subresource_action("", "pods", "eviction")
+        if evict is None:
+            return
+        action = evict
+
+        async def guarded_eviction(req: actions.ActionRequest) -> reviews.Obj:
+            if req.namespace is not None and node_name_of(req.user) is not None:
+                noderestriction.check_eviction(
+                    req.user, await pods.get(req.namespace, req.name, "v1"))
+            return await action(req)
+
+        catalog.add_subresource_action("", "pods", "eviction", guarded_eviction)
 
     def _install_escalation_checks(self, catalog: Catalog) -> None:
         """Writes of roles and bindings grant nothing the writer does not hold

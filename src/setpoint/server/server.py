@@ -28,7 +28,14 @@ from setpoint.registry.catalog import Catalog
 from setpoint.registry.crdlifecycle import CRDLifecycle
 from setpoint.registry.options import WriteOptions
 from setpoint.registry.serviceips import ServiceNetworkConfig
-from setpoint.server import connections, health, kubeconfigs, nodeproxy, webhookclient
+from setpoint.server import (
+    connections,
+    health,
+    kubeconfigs,
+    nodemetrics,
+    nodeproxy,
+    webhookclient,
+)
 from setpoint.server.app import AppState, build_app
 from setpoint.server.limits import Limits
 from setpoint.server.securing import Secured, SecurityConfig
@@ -204,6 +211,7 @@ class Server:
             cert_file=str(client_files[0]) if client_files is not None else None,
             key_file=str(client_files[1]) if client_files is not None else None)
         self._stack.push_async_callback(dialer.close)
+        nodemetrics.MetricsSource(catalog, dialer).register(catalog)
         webhook_client = webhookclient.WebhookClient()
         catalog.webhooks.transport = webhook_client
         self._stack.push_async_callback(webhook_client.close)
@@ -221,7 +229,7 @@ class Server:
         # undone (so a compressed body cannot expand past the body limit)
         runner = web.AppRunner(app, access_log=None, handle_signals=False,
                                shutdown_timeout=2.0, keepalive_timeout=edge.idle_timeout,
-                               auto_decompress=False)
+                               auto_decompress=False, lingering_time=1.0)
         await runner.setup()
         self._runner = runner
         self._stack.push_async_callback(self._stop_http)

@@ -149,6 +149,11 @@ async def serve_watch(request: web.Request, store: Store, namespace: str | None,
                     await response.write(bookmark(stream.bookmark_revision(
                         store.cache_revision)))
                 continue
+            except errors.ApiError as e:
+                # an event that cannot be served (its conversion webhook failed) ends the
+                # watch with an ERROR event, as Kubernetes ends it
+                await response.write(_line("ERROR", e.status()))
+                break
             if event is None:
                 break
             await response.write(frame(event))

@@ -73,6 +73,7 @@ from setpoint.client import api as client_api
 from setpoint.server.securing import SecurityConfig
 from setpoint.server.server import Server, ServerConfig
 from setpoint.storage import StorageConfig
+from setpoint.testing import waiting
 
 logger = logging.getLogger(__name__)
 
@@ -82,8 +83,10 @@ OperatorTarget = (runtime.Registry | runtime.Controller | Iterable[runtime.Contr
                   | ModuleType | str | os.PathLike[str])
 Storage = Literal["memory", "sqlite"]
 
-#: how long the helpers wait by default, in seconds
-DEFAULT_TIMEOUT = 10.0
+#: how long the helpers wait by default, in seconds: the one default of
+#: :mod:`setpoint.testing.waiting` (a wait ends as soon as its condition holds, so this only
+#: bounds a failing test; a loaded machine is slow, never wrong)
+DEFAULT_TIMEOUT = waiting.DEFAULT_TIMEOUT
 #: operators stop faster than in production, so that tests end quickly
 TEST_SHUTDOWN_TIMEOUT = 5.0
 _POLL = 0.01

@@ -75,7 +75,8 @@ async def test_background_deletes_the_owner_then_its_dependents(client: Client) 
     assert log.order == ["Widget/w", "ConfigMap/cm", "Gadget/g"]
 
 
-async def test_foreground_deletes_blocking_dependents_first(client: Client) -> None:
+async def test_foreground_deletes_blocking_dependents_first(plane: ControlPlane,
+                                                            client: Client) -> None:
     await chain(client, hold=True)
     async with deletions(client, WIDGET, CM, GADGET) as log:
         stored = await client.delete(WIDGET, "w", namespace="default",
@@ -87,8 +88,9 @@ async def test_foreground_deletes_blocking_dependents_first(client: Client) -> N
             return gadget is not None and bool(gadget["metadata"].get("deletionTimestamp"))
 
         await eventually(gadget_terminating, what="the gadget being deleted")
-        # the held gadget blocks the config map, which blocks the widget
-        await asyncio.sleep(0.3)
+        # the held gadget blocks the config map, which blocks the widget: once the collector
+        # has seen the config map's deletion and has nothing left to do, neither is gone
+        await settled_on(plane, await client.get(CM, "cm", namespace="default"))
         widget = await client.get(WIDGET, "w", namespace="default")
         cm = await client.get(CM, "cm", namespace="default")
         assert widget["metadata"]["finalizers"] == ["foregroundDeletion"]
@@ -162,12 +164,13 @@ async def test_dangling_references_are_collected(client: Client) -> None:
         "uid"] == both["metadata"]["uid"]
 
 
-async def test_a_cluster_scoped_owner_owns_namespaced_dependents(client: Client) -> None:
+async def test_a_cluster_scoped_owner_owns_namespaced_dependents(plane: ControlPlane,
+                                                                 client: Client) -> None:
     owner = await client.create(make(CLUSTER, "big", namespace=None))
-    await client.create(make(CM, "in-default", owners=[owner_ref(owner)]))
+    dependent = await client.create(make(CM, "in-default", owners=[owner_ref(owner)]))
     await client.create(make(GADGET, "in-kube-public", namespace="kube-public",
                              owners=[owner_ref(owner)]))
-    await asyncio.sleep(0.2)
+    await settled_on(plane, dependent)
     assert await get_or_none(client, CM, "in-default") is not None  # its owner exists
     await client.delete(CLUSTER, "big")
     await gone(client, CM, "in-default")
@@ -208,7 +211,7 @@ async def test_a_reference_to_an_owner_in_another_namespace_is_not_an_owner(
 
 
 async def test_a_cluster_scoped_dependent_of_a_namespaced_owner_is_left_alone(
-        client: Client) -> None:
+        plane: ControlPlane, client: Client) -> None:
     widget = await client.create(make(WIDGET, "w"))
     await client.create(make(CLUSTER, "odd", namespace=None, owners=[owner_ref(widget)]))
 
@@ -217,8 +220,11 @@ async def test_a_cluster_scoped_dependent_of_a_namespaced_owner_is_left_alone(
                    for e in await events_for(client, "odd", "default"))
 
     await eventually(reported, what="an OwnerRefInvalidNamespace event")
+    # a namespaced dependent beside it, collected with the widget: the positive signal
+    await client.create(make(CM, "beside", owners=[owner_ref(widget)]))
     await client.delete(WIDGET, "w", namespace="default")
-    await asyncio.sleep(0.3)
+    await gone(client, CM, "beside")
+    await settled_on(plane, await client.get(CLUSTER, "odd"))
     assert await get_or_none(client, CLUSTER, "odd", namespace=None) is not None
 
 
@@ -231,7 +237,12 @@ async def test_deletecollection_with_foreground_propagation(client: Client) -> N
                                  finalizers=[HOLD]))
     await client.delete_collection(WIDGET, namespace="default", label_selector="set=a",
                                    propagation_policy="Foreground")
-    await asyncio.sleep(0.3)
+
+    async def dependents_deleted() -> bool:
+        deps = [await client.get(CM, f"dep{i}", namespace="default") for i in range(3)]
+        return all(d["metadata"].get("deletionTimestamp") for d in deps)
+
+    await eventually(dependents_deleted, what="the held dependents being deleted")
     for i in range(3):
         widget = await client.get(WIDGET, f"w{i}", namespace="default")
         assert widget["metadata"]["finalizers"] == ["foregroundDeletion"]
@@ -282,12 +293,12 @@ async def test_a_thousand_dependents_go_in_the_background(client: Client) -> Non
     print(f"1,000 dependents collected in {time.perf_counter() - started:.2f}s")
 
 
-async def test_a_foreground_cycle_is_broken(client: Client) -> None:
+async def test_a_foreground_cycle_is_broken(plane: ControlPlane, client: Client) -> None:
     first = await client.create(make(CM, "first"))
     second = await client.create(make(CM, "second", owners=[owner_ref(first)]))
-    await client.patch(CM, "first", {"metadata": {"ownerReferences": [owner_ref(second)]}},
-                       namespace="default")
-    await asyncio.sleep(0.2)
+    await settled_on(plane, await client.patch(
+        CM, "first", {"metadata": {"ownerReferences": [owner_ref(second)]}},
+        namespace="default"))
     await client.delete(CM, "first", namespace="default", propagation_policy="Foreground")
     await gone(client, CM, "first")
     await gone(client, CM, "second")

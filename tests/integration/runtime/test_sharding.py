@@ -1,7 +1,8 @@
 """Three sharded replicas against one server: the keys are split, a killed replica's keys
-are taken over by the others once its Leases have expired (as the Leases' own timestamps
-show), and no key is ever reconciled by two replicas at once (checked by a recorder shared
-by the replicas)."""
+are taken over by the others once its Leases have expired and within the lease duration
+plus a small slack of its last renewal (as the Leases' own timestamps show), a replica
+stopped gracefully hands its shards over at once, and no key is ever reconciled by two
+replicas at once (checked by a recorder shared by the replicas)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,14 @@ from .conftest import BOOK, book, eventually, install_books, make_client
 
 SHARDS = 12
 LEASE_DURATION = 2.0
-RETRY = 0.2
+#: a retry period as long as the slack below: replicas that only noticed an expiry at their
+#: next periodic round (polling) would often take more than the slack
+RETRY = 1.0
+#: what a takeover may add to the lease duration: the watch event that shows the last
+#: renewal to a survivor, the timer that fires just after its expiry, and one woken
+#: round's Lease calls (a read and a write per shard it takes); a few tens of milliseconds
+#: are typical, up to 0.3 s seen on a loaded machine, the rest is room for one
+SLACK = datetime.timedelta(seconds=1.0)
 
 
 class Recorder:
@@ -63,10 +71,32 @@ async def record_leases(client: Client, history: list[tuple[str, dict[str, Any]]
                                 dict(event.object.get("spec") or {})))
 
 
-def config(identity: str) -> ShardingConfig:
+def config(identity: str, *, release: bool = False) -> ShardingConfig:
     return ShardingConfig(name="books", identity=identity, shards=SHARDS,
                           lease_duration=LEASE_DURATION, renew_deadline=1.5,
-                          retry_period=RETRY, skew_margin=0.4, release_on_shutdown=False)
+                          retry_period=RETRY, skew_margin=0.4, release_on_shutdown=release)
+
+
+def settled(managers: list[Manager], names: list[str]) -> bool:
+    """Every replica holds exactly the shards rendezvous hashing gives it (no hand-over is
+    under way)."""
+    return all(m.shards is not None and set(m.shards.held) == {
+        s for s in range(SHARDS) if rendezvous_owner(s, names) == name}
+        for m, name in zip(managers, names, strict=True))
+
+
+def handovers(leases: list[tuple[str, dict[str, Any]]], shard: int, old: str,
+              new: set[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The last version of a shard's Lease written by ``old`` (a renewal or its release) and
+    the first after it held by one of ``new``."""
+    versions = [spec for name, spec in leases if name == f"books-shard-{shard}"]
+    last = max(i for i, v in enumerate(versions)
+               if v.get("holderIdentity") == old
+               or (not v.get("holderIdentity") and i > 0
+                   and versions[i - 1].get("holderIdentity") == old))
+    taken = next(i for i, v in enumerate(versions)
+                 if i > last and v.get("holderIdentity") in new)
+    return versions[last], versions[taken]
 
 
 async def test_three_replicas_split_the_keys_and_take_over_a_dead_ones(
@@ -86,12 +116,7 @@ async def test_three_replicas_split_the_keys_and_take_over_a_dead_ones(
             for m in managers:
                 await eventually(lambda m=m: m.ready)
 
-            def balanced() -> bool:
-                held = [set(m.shards.held) if m.shards else set() for m in managers]
-                return all(held) and sum(len(h) for h in held) == SHARDS and \
-                    set().union(*held) == set(range(SHARDS))
-
-            await eventually(balanced, timeout=10)
+            await eventually(lambda: settled(managers, names), timeout=10)
             for key in keys:
                 await client.create(book(key.split("/")[1]))
             await eventually(lambda: {k for _, k, _ in recorder.done} >= set(keys))
@@ -115,26 +140,86 @@ async def test_three_replicas_split_the_keys_and_take_over_a_dead_ones(
                                for who, k, at in recorder.done) for key in orphans)
 
             await eventually(taken_over)
-            # each of its shards was taken only once its last renewal was a lease duration
-            # old, as the Lease's own timestamps show (the fence kept r0 off it before that)
+            # each of its shards was taken once its last renewal was a lease duration old,
+            # and promptly then, as the Leases' own timestamps show
             gaps = []
             for shard in sorted({coordinator.shard(k) for k in orphans}):
-                versions = [spec for name, spec in leases
-                            if name == f"books-shard-{shard}"]
-                holders = [v.get("holderIdentity") for v in versions]
-                last = max(i for i, h in enumerate(holders) if h == "r0")
-                taken = next(i for i, h in enumerate(holders) if i > last and h in survivors)
-                gap = (micro_time(versions[taken]["acquireTime"])
-                       - micro_time(versions[last]["renewTime"]))
-                assert gap >= datetime.timedelta(
-                    seconds=versions[last]["leaseDurationSeconds"]), shard
+                await eventually(lambda shard=shard: any(
+                    name == f"books-shard-{shard}" and spec.get("holderIdentity") in survivors
+                    for name, spec in leases))
+                last, taken = handovers(leases, shard, "r0", survivors)
+                gap = micro_time(taken["acquireTime"]) - micro_time(last["renewTime"])
+                duration = datetime.timedelta(seconds=last["leaseDurationSeconds"])
+                # not before the lease expired (the fence kept r0 off it before that), and
+                # not much later: the survivors watch the Leases and act on the expiry
+                assert duration <= gap <= duration + SLACK, (shard, gap)
                 gaps.append(gap.total_seconds())
             print(f"\n{len(orphans)} keys of the dead replica; its shards taken over "
-                  f"{min(gaps):.2f}-{max(gaps):.2f}s after their last renewal "
+                  f"{min(gaps):.3f}-{max(gaps):.3f}s after their last renewal "
                   f"(lease {LEASE_DURATION:g}s)")
             await eventually(lambda: set(managers[1].shards.held)  # type: ignore[union-attr]
                              | set(managers[2].shards.held)  # type: ignore[union-attr]
                              == set(range(SHARDS)))
+            for m in managers[1:]:
+                m.stop()
+            await asyncio.wait(runs[1:])
+            watcher.cancel()
+        assert recorder.overlaps == []
+    finally:
+        for m in managers:
+            await m.client.close()
+
+
+async def test_a_replica_stopped_gracefully_hands_its_shards_over_at_once(
+        server: Server, client: Client) -> None:
+    await install_books(client)
+    recorder = Recorder()
+    names = ["r0", "r1", "r2"]
+    managers = [Manager(make_client(server),
+                        [Controller(for_=BOOK, reconcile=recorder.reconciler(n))],
+                        sharding=config(n, release=True)) for n in names]
+    keys = [f"default/g{i:02d}" for i in range(30)]
+    leases: list[tuple[str, dict[str, Any]]] = []
+    try:
+        async with asyncio.TaskGroup() as group:
+            watcher = group.create_task(record_leases(client, leases))
+            runs = [group.create_task(m.run()) for m in managers]
+
+            await eventually(lambda: settled(managers, names), timeout=10)
+            for key in keys:
+                await client.create(book(key.split("/")[1]))
+            await eventually(lambda: {k for _, k, _ in recorder.done} >= set(keys))
+            coordinator = managers[0].shards
+            assert coordinator is not None
+            given = sorted(coordinator.held)
+            moved = [k for k in keys if coordinator.shard(k) in set(given)]
+            assert moved
+            managers[0].stop()
+            await asyncio.wait({runs[0]})
+            stopped = time.monotonic()  # what happened after, not how long it took
+            survivors = {"r1", "r2"}
+            # its keys are reconciled again by the replicas that took its shards
+            await eventually(lambda: all(any(who in survivors and k == key and at > stopped
+                                             for who, k, at in recorder.done)
+                                         for key in moved))
+            gaps = []
+            for shard in given:
+                await eventually(lambda shard=shard: any(
+                    name == f"books-shard-{shard}" and spec.get("holderIdentity") in survivors
+                    for name, spec in leases))
+                released, taken = handovers(leases, shard, "r0", survivors)
+                # r0 released it (empty holder), and it was taken well within the lease
+                # duration of the release: nobody waited for an expiry
+                assert released["holderIdentity"] == "", shard
+                gap = micro_time(taken["acquireTime"]) - micro_time(released["renewTime"])
+                assert gap <= SLACK < datetime.timedelta(seconds=LEASE_DURATION), (shard, gap)
+                gaps.append(gap.total_seconds())
+            print(f"\n{len(given)} shards handed over {min(gaps):.3f}-{max(gaps):.3f}s after "
+                  f"their release (lease {LEASE_DURATION:g}s)")
+            # r0's membership is gone, and the survivors see only each other
+            for m in managers[1:]:
+                await eventually(lambda m=m: m.shards is not None
+                                 and m.shards.members == ["r1", "r2"])
             for m in managers[1:]:
                 m.stop()
             await asyncio.wait(runs[1:])

@@ -8,8 +8,10 @@ Skipped, with the reason, when selenium, chromium or chromedriver is not install
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -17,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from setpoint.testing.waiting import eventually_blocking
 from tests.integration.ui.cluster import ADMIN_TOKEN, VIEW_TOKEN, WIDGETS_CRD, UiCluster, start
@@ -88,7 +91,9 @@ def until(driver: Any, condition: Callable[[Any], Any], what: str) -> Any:
     except TimeoutException as e:
         error = driver.find_elements(By.ID, "error")
         shown = error[0].text if error else ""
-        raise AssertionError(f"timed out waiting until {what} (error shown: {shown!r})") from e
+        tree = driver.find_elements(By.ID, "tree")
+        raise AssertionError(f"timed out waiting until {what} (error shown: {shown!r}; "
+                             f"tree: {tree[0].text if tree else ''!r})") from e
 
 
 def snapshot(driver: Any, name: str) -> None:
@@ -132,33 +137,41 @@ def test_sign_in_list_a_custom_kind_and_see_why_an_object_is_not_ready(
     def row(name: str) -> Any:
         return browser.find_element(By.CSS_SELECTOR, f"#table tr[data-name={name}]")
 
-    until(browser, lambda d: row("broken"), "the table lists the widget")
-    headers = [th.text for th in browser.find_elements(By.CSS_SELECTOR, "#table th")]
-    assert headers[:2] == ["Name", "Size"], headers  # the CRD's printer column
-    assert "3" in [td.text for td in row("broken").find_elements(By.TAG_NAME, "td")]
-    assert row("broken").find_element(By.CSS_SELECTOR, "[data-health]") \
-        .get_attribute("data-health") == "not-ready"
-    assert row("fine").find_element(By.CSS_SELECTOR, "[data-health]") \
-        .get_attribute("data-health") == "ready"
+    def cells(name: str) -> list[str]:
+        return [td.text for td in row(name).find_elements(By.TAG_NAME, "td")]
+
+    def row_health(name: str) -> str:
+        return row(name).find_element(By.CSS_SELECTOR, "[data-health]") \
+            .get_attribute("data-health")
+
+    # the table is redrawn live: every read is inside until(), which reads again when an
+    # element it found went stale
+    until(browser, lambda d: [th.text for th in d.find_elements(
+        By.CSS_SELECTOR, "#table th")][:2] == ["Name", "Size"]  # the CRD's printer column
+        and "3" in cells("broken") and row_health("broken") == "not-ready"
+        and row_health("fine") == "ready",
+        "the table lists the widgets with their printer column and health")
     snapshot(browser, "table")
 
-    browser.find_element(By.ID, "notready").click()
+    until(browser, lambda d: d.find_element(By.ID, "notready").click() or True,
+          "the not-ready filter is clicked")
     until(browser, lambda d: not d.find_elements(By.CSS_SELECTOR, "#table tr[data-name=fine]")
           and d.find_elements(By.CSS_SELECTOR, "#table tr[data-name=broken]"),
           "the not-ready filter keeps only the broken widget")
 
-    row("broken").find_element(By.LINK_TEXT, "broken").click()
-    message = until(browser, lambda d: d.find_element(By.ID, "health-message"),
-                    "the object's health shows")
-    assert "no capacity left in pool blue" in message.text
-    assert "NoCapacity" in message.text
-    assert browser.find_element(By.CSS_SELECTOR, "#health [data-health]") \
-        .get_attribute("data-health") == "not-ready"
+    until(browser, lambda d: row("broken").find_element(By.LINK_TEXT, "broken").click() or True,
+          "the broken widget's link is clicked")
+    until(browser, lambda d: health(d)[0] == "not-ready"
+          and "NoCapacity" in health(d)[1] and "no capacity left in pool blue" in health(d)[1],
+          "the object's health shows why it is not ready")
+
+    def json_text(d: Any) -> str:
+        return str(d.find_element(By.ID, "object-json").text)
+
     # managedFields are folded away from the object's text
-    folded = browser.find_element(By.ID, "managed-fields")
-    assert folded.get_attribute("open") is None
-    assert "managedFields" not in browser.find_element(By.ID, "object-json").text
-    assert '"size": 3' in browser.find_element(By.ID, "object-json").text
+    until(browser, lambda d: '"size": 3' in json_text(d) and "managedFields" not in json_text(d)
+          and d.find_element(By.ID, "managed-fields").get_attribute("open") is None,
+          "the object's JSON shows with managedFields folded")
     snapshot(browser, "not-ready")
 
 
@@ -369,7 +382,23 @@ HEALTH_CASES: list[tuple[str, dict[str, Any], str, str]] = [
                     "conditions": [{"type": "Ready", "status": "True"}]}},
      "ready", "Ready=True"),
     ("phase Succeeded", {"status": {"phase": "Succeeded"}}, "ready", "phase Succeeded"),
+    ("replicas available", {"metadata": {"generation": 2}, "spec": {"replicas": 2},
+                            "status": {"observedGeneration": 2, "replicas": 2,
+                                       "readyReplicas": 2, "availableReplicas": 2}},
+     "ready", "2 of 2 replicas available"),
+    ("replicas missing", {"spec": {"replicas": 3}, "status": {"observedGeneration": 1,
+                                                              "replicas": 3,
+                                                              "readyReplicas": 1}},
+     "progressing", "1 of 3 replicas ready"),
+    ("replicas none yet", {"spec": {"replicas": 1}, "status": {"observedGeneration": 1}},
+     "progressing", "0 of 1 replicas ready"),
+    ("replicas with Available False", {"spec": {"replicas": 1}, "status": {
+        "observedGeneration": 1, "availableReplicas": 1,
+        "conditions": [{"type": "Available", "status": "False"}]}},
+     "not-ready", "Available=False"),
     ("nothing to go by", {"status": {"replicas": 3}}, "unknown", "no Ready or Available"),
+    ("replicas without a status generation", {"spec": {"replicas": 3}, "status": {}},
+     "unknown", "no Ready or Available"),
     ("no status", {}, "unknown", "no Ready or Available"),
     ("malformed conditions", {"status": {"conditions": "yes"}}, "unknown", "no Ready"),
 ]
@@ -434,3 +463,181 @@ def test_an_owner_tree_reaches_down_to_pods_with_their_readiness(
     until(browser, lambda d: not d.find_elements(By.CSS_SELECTOR, pod.format("runner-a"))
           and d.find_elements(By.CSS_SELECTOR, pod.format("runner-b")),
           "the deleted pod leaves the tree, live")
+
+
+HERE = Path(__file__).resolve().parent
+EXAMPLES = HERE.parents[2] / "examples"
+
+
+@contextlib.contextmanager
+def operator(cluster: UiCluster, target: Path, log: Path, *args: str) -> Iterator[None]:
+    """``setpoint run TARGET`` against the cluster (its admin kubeconfig) for the block;
+    stopped with SIGTERM afterwards, and it must have exited cleanly."""
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "setpoint", "run", str(target), "--kubeconfig",
+             str(cluster.serve.kubeconfig), *args], stdout=out, stderr=subprocess.STDOUT)
+    try:
+        yield
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            code = process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+            raise
+    output = log.read_text()
+    assert code == 0, output
+    assert "Traceback" not in output, output
+
+
+def install(cluster: UiCluster, path: Path, namespace: str = "default") -> None:
+    """Create every document of a YAML file; wait until a CRD's kind is served."""
+    for doc in yaml.safe_load_all(path.read_text()):
+        if doc["kind"] == "CustomResourceDefinition":
+            cluster.ok("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", doc)
+            spec = doc["spec"]
+            version = spec["versions"][0]["name"]
+            served = f"/apis/{spec['group']}/{version}/{spec['names']['plural']}"
+            eventually_blocking(lambda served=served: cluster.call("GET", served)[0] == 200,
+                                what=f"{served} is served")
+            continue
+        group_version = doc["apiVersion"]
+        plural = doc["kind"].lower() + "s"
+        cluster.ok("POST", f"/apis/{group_version}/namespaces/{namespace}/{plural}", doc)
+
+
+def timeline(driver: Any) -> list[tuple[str, str, str, str]]:
+    """The timeline's rows, newest first: (kind of row, what, who, details)."""
+    rows = []
+    for tr in driver.find_elements(By.CSS_SELECTOR, "#timeline tbody tr"):
+        cells = [td.text for td in tr.find_elements(By.TAG_NAME, "td")]
+        rows.append((tr.get_attribute("data-what"), cells[1], cells[2], cells[3]))
+    return rows
+
+
+def health(driver: Any) -> tuple[str, str]:
+    """The object page's health state and message."""
+    return (driver.find_element(By.CSS_SELECTOR, "#health [data-health]")
+            .get_attribute("data-health"), driver.find_element(By.ID, "health-message").text)
+
+
+def test_an_operator_fixes_a_not_ready_object_live_and_the_timeline_shows_its_reconcile(
+        cluster: UiCluster, browser: Any, tmp_path: Path) -> None:
+    cluster.ok("POST", "/api/v1/namespaces", {
+        "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "repair"}})
+    base = "/apis/example.com/v1/namespaces/repair/widgets"
+    cluster.ok("POST", base, {"apiVersion": "example.com/v1", "kind": "Widget",
+                              "metadata": {"name": "stuck"}, "spec": {"size": 2}})
+    cluster.ok("PATCH", f"{base}/stuck/status", {"status": {"conditions": [{
+        "type": "Ready", "status": "False", "reason": "NoCapacity",
+        "message": "no capacity left in pool blue",
+        "lastTransitionTime": "2026-01-01T00:00:00Z"}]}},
+        content_type="application/merge-patch+json")
+    sign_in(browser, cluster, ADMIN_TOKEN)
+    until(browser, lambda d: d.find_element(By.ID, "kinds"), "signed in")
+    browser.get(cluster.url + "/ui/#/o/example.com/v1/widgets/repair/stuck")
+    until(browser, lambda d: health(d)[0] == "not-ready"
+          and "NoCapacity: no capacity left in pool blue" in health(d)[1],
+          "the widget shows as not ready, with its message")
+    with operator(cluster, HERE / "widget_operator.py", tmp_path / "run.log",
+                  "--namespace", "repair"):
+        until(browser, lambda d: health(d)[0] == "ready"
+              and "Repaired: capacity found in pool green" in health(d)[1]
+              and d.find_element(By.CSS_SELECTOR, "#tree li.self > [data-health]")
+              .get_attribute("data-health") == "ready",
+              "the operator's fix shows live: the widget is ready, in its tree too")
+        # the reconcile that fixed it, with its trigger, beside the write it made
+        until(browser, lambda d: any(
+            kind == "reconcile" and what == "reconcile success" and who == "widget"
+            and "triggered by initial" in details and " ms" in details
+            for kind, what, who, details in timeline(d))
+            and any(kind == "write" and "write Update status" in what
+                    and "status.conditions" in details for kind, what, _, details in timeline(d)),
+            "the timeline shows the operator's reconcile and its status write")
+        snapshot(browser, "reconcile")
+    events = cluster.ok("GET", "/apis/events.k8s.io/v1/namespaces/repair/events")["items"]
+    fixed = [e for e in events if e["regarding"]["name"] == "stuck"
+             and e["action"] == "Reconcile" and "triggered by initial" in e["note"]]
+    assert fixed
+    assert fixed[0]["reportingController"] == "widget"
+    assert fixed[0]["reason"] == "Reconciled"
+
+
+def test_a_deployments_tree_shows_its_replicaset_and_pods_and_replaces_a_deleted_pod(
+        cluster: UiCluster, browser: Any) -> None:
+    labels = {"app": "web"}
+    cluster.ok("POST", "/apis/apps/v1/namespaces/default/deployments", {
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+        "spec": {"replicas": 2, "selector": {"matchLabels": labels},
+                 "template": {"metadata": {"labels": labels}, "spec": {"containers": [{
+                     "name": "main", "image": "busybox", "command": ["sleep", "3600"]}]}}}})
+    sign_in(browser, cluster, ADMIN_TOKEN)
+    until(browser, lambda d: d.find_element(By.ID, "kinds"), "signed in")
+    browser.get(cluster.url + "/ui/#/o/apps/v1/deployments/default/web")
+    deployment = "#tree li.self[data-kind=Deployment][data-name=web]"
+    replicaset = f"{deployment} li[data-kind=ReplicaSet]"
+
+    def pods(d: Any) -> dict[str, str]:
+        return {li.get_attribute("data-name"): li.find_element(
+            By.CSS_SELECTOR, ":scope > [data-health]").get_attribute("data-health")
+            for li in d.find_elements(By.CSS_SELECTOR, f"{replicaset} li[data-kind=Pod]")}
+
+    def own_health(d: Any, selector: str) -> str:
+        return d.find_element(By.CSS_SELECTOR, f"{selector} > [data-health]") \
+            .get_attribute("data-health")
+
+    until(browser, lambda d: len(pods(d)) == 2 and set(pods(d).values()) == {"ready"}
+          and own_health(d, replicaset) == "ready" and own_health(d, deployment) == "ready",
+          "the Deployment, its ReplicaSet and its two pods show in the tree, ready")
+    snapshot(browser, "deployment")
+    first = pods(browser)
+    victim = sorted(first)[0]
+    status, _, _ = cluster.call(
+        "DELETE", f"/api/v1/namespaces/default/pods/{victim}?gracePeriodSeconds=0")
+    assert status == 200
+    until(browser, lambda d: victim not in pods(d) and len(pods(d)) == 2
+          and set(pods(d).values()) == {"ready"},
+          "the deleted pod leaves the tree and the ReplicaSet's replacement joins it, ready")
+    assert set(pods(browser)) - set(first), "a new pod"
+
+
+def test_the_book_example_catalogued_with_its_reconciles_on_the_timeline(
+        cluster: UiCluster, browser: Any, tmp_path: Path) -> None:
+    install(cluster, EXAMPLES / "book" / "crd.yaml")
+    with operator(cluster, EXAMPLES / "book" / "operator.py", tmp_path / "run.log"):
+        install(cluster, EXAMPLES / "book" / "books.yaml")
+        sign_in(browser, cluster, ADMIN_TOKEN)
+        until(browser, lambda d: d.find_element(By.ID, "kinds"), "signed in")
+        browser.get(cluster.url + "/ui/#/o/library.example.com/v1/books/default/dune")
+        until(browser, lambda d: health(d)[0] == "ready"
+              and "Catalogued: listed in ConfigMap library-catalogue" in health(d)[1],
+              "the book is catalogued")
+        until(browser, lambda d: any(
+            kind == "reconcile" and who == "book" for kind, _, who, _ in timeline(d))
+            and any(kind == "event" and "Catalogued: catalogued as" in details
+                    for kind, _, _, details in timeline(d)),
+            "its reconciles and the operator's Catalogued event are on the timeline")
+        snapshot(browser, "book")
+
+
+def test_the_water_tank_converging_with_its_reconciles_on_the_timeline(
+        cluster: UiCluster, browser: Any, tmp_path: Path) -> None:
+    install(cluster, EXAMPLES / "watertank" / "crd.yaml")
+    # the example's loop with its in-process plant: this server simulates pods, so the tank
+    # program the example runs as a Pod would not answer
+    with operator(cluster, HERE / "watertank_in_process.py", tmp_path / "run.log"):
+        cluster.ok("POST", "/apis/waterworks.example.com/v1/namespaces/default/tanks", {
+            "apiVersion": "waterworks.example.com/v1", "kind": "Tank",
+            "metadata": {"name": "rooftop"}, "spec": {"targetLevel": 20, "tolerance": 2}})
+        sign_in(browser, cluster, ADMIN_TOKEN)
+        until(browser, lambda d: d.find_element(By.ID, "kinds"), "signed in")
+        browser.get(cluster.url + "/ui/#/o/waterworks.example.com/v1/tanks/default/rooftop")
+        until(browser, lambda d: '"pump": "filling"' in d.find_element(
+            By.ID, "object-json").text, "the pump fills the tank")
+        until(browser, lambda d: '"pump": "off"' in d.find_element(By.ID, "object-json").text
+              and sum(kind == "reconcile" and "triggered by requeue_after" in details
+                      for kind, _, _, details in timeline(d)) >= 2,
+              "the level reaches its target: the pump is off, after requeued reconciles")
+        snapshot(browser, "watertank")

@@ -299,3 +299,53 @@ async def test_cancelling_a_leader_releases_when_configured(clock: FakeAsyncCloc
         run.cancel()
     assert a.cancelled
     assert leases.spec()["holderIdentity"] == ""
+
+
+async def test_release_after_a_renewal_whose_answer_was_lost(clock: FakeAsyncClock) -> None:
+    """A renewal that landed but whose answer never came (cancelled in flight) leaves the
+    elector a stale resourceVersion: the release reads the Lease again and still releases
+    it, while a Lease another holder has taken meanwhile is left alone."""
+    leases = FakeLeases()
+    a = le.LeaderElector(leases.for_("a"), config("a"), clock=clock)
+    assert await a.try_acquire_or_renew()
+    # "a"'s renewal, as the server stored it, unseen by "a"
+    stored = leases.leases["default", "lock"]
+    leases._store("a", {**stored, "spec": {**stored["spec"], "renewTime": "later"}})
+    assert await a.release()
+    assert leases.spec()["holderIdentity"] == ""
+    assert leases.spec()["leaseDurationSeconds"] == 1
+    # taken by "b" behind "a"'s back: "a" has nothing to release
+    assert await a.try_acquire_or_renew()
+    stored = leases.leases["default", "lock"]
+    leases._store("b", {**stored, "spec": {**stored["spec"], "holderIdentity": "b"}})
+    assert not await a.release()
+    assert leases.spec()["holderIdentity"] == "b"
+
+
+async def test_expiry_is_timed_from_the_local_observation(clock: FakeAsyncClock) -> None:
+    """A Lease seen (by a watch) at t expires for this candidate at t + lease_duration, by
+    its own clock, whatever the holder wrote; later unless the renewTime says later still;
+    never for a Lease that is free or its own."""
+    a = le.LeaderElector(FakeLeases().for_("a"), config("a"), clock=clock)
+    assert a.expires_at() is None  # nothing seen yet
+
+    def lease(holder: str, renewed: timedelta) -> dict[str, Any]:
+        return {"metadata": {"name": "lock", "namespace": "default"},
+                "spec": {"holderIdentity": holder, "leaseDurationSeconds": 15,
+                         "renewTime": timeutil.format_micro_time(clock.now() + renewed)}}
+
+    await clock.tick(3.0)
+    ancient = lease("b", -timedelta(hours=1))  # the holder's clock says long ago
+    a.note(ancient)
+    assert a.expires_at() == pytest.approx(3.0 + 15.0)
+    await clock.tick(5.0)
+    a.note(ancient)  # unchanged: still timed from the change seen
+    assert a.expires_at() == pytest.approx(3.0 + 15.0)
+    a.note(lease("b", timedelta(seconds=0)))  # renewed: timed from now
+    assert a.expires_at() == pytest.approx(8.0 + 15.0)
+    a.note(lease("b", timedelta(seconds=30)))  # a renewTime ahead of us delays it
+    assert a.expires_at() == pytest.approx(8.0 + 30.0 + 15.0)
+    a.note(lease("", timedelta(seconds=0)))
+    assert a.expires_at() is None
+    a.note(lease("a", timedelta(seconds=0)))
+    assert a.expires_at() is None

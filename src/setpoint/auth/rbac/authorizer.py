@@ -198,8 +198,12 @@ class AuthorizerChain:
         self._authorizers = authorizers
 
     def authorize(self, attrs: Attributes) -> Verdict:
+        reasons: list[str] = []
         for authorizer in self._authorizers:
             verdict = authorizer.authorize(attrs)
             if verdict.decision is not Decision.NO_OPINION:
                 return verdict
-        return Verdict(Decision.NO_OPINION)
+            if verdict.reason:
+                reasons.append(verdict.reason)
+        # as kube-apiserver's union of authorizers: the reasons of those without an opinion
+        return Verdict(Decision.NO_OPINION, "\n".join(reasons))

@@ -148,6 +148,11 @@ def _aggregate_roles() -> list[Obj]:
         cluster_role("system:aggregate-to-view", view, labels={AGGREGATE_TO_VIEW: "true"}),
         cluster_role("system:aggregate-to-edit", edit, labels={AGGREGATE_TO_EDIT: "true"}),
         cluster_role("system:aggregate-to-admin", admin, labels={AGGREGATE_TO_ADMIN: "true"}),
+        # what metrics-server's manifest installs: kubectl top for whoever may view
+        cluster_role("system:aggregated-metrics-reader",
+                     [rule(READ, ["metrics.k8s.io"], ["pods", "nodes"])],
+                     labels={AGGREGATE_TO_VIEW: "true", AGGREGATE_TO_EDIT: "true",
+                             AGGREGATE_TO_ADMIN: "true"}),
         cluster_role("view", [], labels={AGGREGATE_TO_EDIT: "true"},
                      aggregate_from=AGGREGATE_TO_VIEW),
         cluster_role("edit", [], labels={AGGREGATE_TO_ADMIN: "true"},
@@ -261,7 +266,8 @@ def _controller_roles() -> list[Obj]:
 CONTROLLER_MANAGER_USER: Final = "system:kube-controller-manager"
 
 
-#: what a node agent may do (the ClusterRole ``system:node``, bound to ``system:nodes``).
+#: the ClusterRole ``system:node`` (bound to nobody: the Node authorizer, with rules of its
+#: own, decides what node agents may do; see :mod:`setpoint.auth.nodeauthorizer`).
 #: Kubernetes narrows it further with its Node authorizer (a node reads only the Secrets and
 #: ConfigMaps of its own pods, writes only its own Node, Lease and pods' status); setpoint
 #: has no Node authorizer: any node may do this to any node's objects.
@@ -331,7 +337,8 @@ def cluster_role_bindings() -> list[Obj]:
         cluster_role_binding("system:public-info-viewer", "system:public-info-viewer",
                              [group(users.ALL_AUTHENTICATED),
                               group(users.ALL_UNAUTHENTICATED)]),
-        cluster_role_binding("system:node", "system:node", [group(users.NODES_GROUP)]),
+        # bound to nobody, as in Kubernetes: the Node authorizer decides what nodes may do
+        cluster_role_binding("system:node", "system:node", []),
         cluster_role_binding(CONTROLLER_MANAGER_USER, CONTROLLER_MANAGER_USER, [
             {"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
              "name": CONTROLLER_MANAGER_USER}]),

@@ -76,7 +76,10 @@ export async function watchStream(path, resourceVersion, onEvent, signal, accept
 
 // Watches `path` (a collection) and calls onChange() after every change, debounced; re-lists
 // when the watch expires (410) and retries with backoff on errors, until `signal` aborts.
-export function watchChanges(path, onChange, signal, { debounceMs = 150 } = {}) {
+// `since`: the resourceVersion of what the caller has drawn, so that a change made between
+// its read and the start of the watch is not missed (without it, the watch starts from a
+// fresh list of its own).
+export function watchChanges(path, onChange, signal, { debounceMs = 150, since = null } = {}) {
   let timer = null;
   const changed = () => {
     if (timer !== null) return;
@@ -84,7 +87,7 @@ export function watchChanges(path, onChange, signal, { debounceMs = 150 } = {}) 
   };
   (async () => {
     let delay = 500;
-    let rv = null;
+    let rv = since || null;
     while (!signal.aborted) {
       try {
         if (rv === null) {

@@ -326,28 +326,39 @@ async function objectView(signal, group, version, resource, namespace, name) {
   await load();
   if (!current) return;
   const uid = current.metadata.uid;
+  // the tree is drawn again when the object or a watched kind of the tree changes; a kind
+  // that joins the tree later (a Deployment's ReplicaSet, then its Pods) is watched from
+  // then on, up to TREE_MAX_WATCHES kinds
+  const watchedKinds = new Set();
+  const drawTree = async (obj) => {
+    const treeKinds = await ownerTree(tree, obj, k, ns, signal, uid, name);
+    for (const [key, rv] of treeKinds) {
+      if (watchedKinds.size >= TREE_MAX_WATCHES) break;
+      if (watchedKinds.has(key)) continue;
+      const tk = kinds.find((x) => `${x.resource}.${x.group}` === key);
+      if (!tk || tk === k) continue;
+      watchedKinds.add(key);
+      watchChanges(collectionPath(tk, ns), () => drawTree(null), signal, { since: rv });
+    }
+  };
   const fieldSelector = new URLSearchParams({ fieldSelector: `metadata.name=${name}` });
-  watchChanges(`${collectionPath(k, ns)}?${fieldSelector}`, load, signal);
-  const treeKinds = await ownerTree(tree, current, k, ns, signal);
-  let watched = 0;
-  for (const key of treeKinds) {
-    if (watched >= TREE_MAX_WATCHES) break;
-    const tk = kinds.find((x) => `${x.resource}.${x.group}` === key);
-    if (!tk || tk === k) continue;
-    watched++;
-    watchChanges(collectionPath(tk, ns), () => ownerTree(tree, null, k, ns, signal, uid, name), signal);
-  }
+  watchChanges(`${collectionPath(k, ns)}?${fieldSelector}`, async () => {
+    await load();
+    if (current && !signal.aborted) await drawTree(current);
+  }, signal, { since: current.metadata.resourceVersion });
+  await drawTree(current);
   if (k.namespaced || k.resource === "namespaces" || k.resource === "nodes") {
     const evNs = ns || (k.resource === "namespaces" ? name : "");
     const evPath = evNs ? `/api/v1/namespaces/${encodeURIComponent(evNs)}/events` : "/api/v1/events";
     const loadEvents = async () => {
       const found = await eventsOf(evPath, current, signal);
-      if (signal.aborted) return;
-      if (typeof found === "string") eventsNote = found; else { myEvents = found; eventsNote = ""; }
+      if (signal.aborted) return null;
+      if (typeof found === "string") eventsNote = found; else { myEvents = found.items; eventsNote = ""; }
       timeline();
+      return typeof found === "string" ? null : found.rv;
     };
-    await loadEvents();
-    watchChanges(evPath, loadEvents, signal);
+    const since = await loadEvents();
+    watchChanges(evPath, loadEvents, signal, { since });
   }
 }
 
@@ -400,7 +411,8 @@ function renderObject(holder, obj, k, path, startEditing, stopEditing) {
 
 // Builds the tree of `obj` (or of the object `uid`/`name` when obj is null: a refresh):
 // up through ownerReferences to the top owner, then down to every object in the namespace
-// that names a node as owner. Returns the kinds ("resource.group") that appear below the top.
+// that names a node as owner. Returns [kind ("resource.group"), resourceVersion of its list]
+// for each kind that appears below the top.
 async function ownerTree(holder, obj, k, ns, signal, uid, name) {
   try {
     if (!obj) obj = await request(objectPath(k, ns, name), { signal });
@@ -433,6 +445,7 @@ async function ownerTree(holder, obj, k, ns, signal, uid, name) {
   const candidates = kinds.filter((x) => (ns ? x.namespaced : !x.namespaced)
     && !SKIP_IN_TREE.has(`${x.resource}${x.group ? "." + x.group : ""}`)).slice(0, TREE_MAX_KINDS);
   const children = new Map();
+  const listedAt = new Map();
   const queue = [...candidates];
   const worker = async () => {
     while (queue.length) {
@@ -441,6 +454,7 @@ async function ownerTree(holder, obj, k, ns, signal, uid, name) {
       try {
         list = await request(`${collectionPath(ck, ns)}?limit=${TREE_LIST_LIMIT}`, { signal });
       } catch { continue; }
+      listedAt.set(`${ck.resource}.${ck.group}`, (list.metadata && list.metadata.resourceVersion) || null);
       for (const item of list.items || []) {
         for (const ref of (item.metadata && item.metadata.ownerReferences) || []) {
           if (!children.has(ref.uid)) children.set(ref.uid, []);
@@ -465,12 +479,13 @@ async function ownerTree(holder, obj, k, ns, signal, uid, name) {
              kids.length ? h("ul", {}, kids.map((c) => node(c, depth + 1))) : null);
   };
   replace(holder, h("h2", {}, "Owner tree"), h("ul", {}, node(top, 0)));
-  return [...kindsBelow];
+  return [...kindsBelow].map((key) => [key, listedAt.get(key) || null]);
 }
 
 // ---- events ----------------------------------------------------------------------------
 
-// The object's Events, newest first, or a string saying why they cannot be read.
+// The object's Events and the list's resourceVersion ({items, rv}), or a string saying why
+// they cannot be read.
 async function eventsOf(path, obj, signal) {
   let list;
   try {
@@ -479,10 +494,11 @@ async function eventsOf(path, obj, signal) {
     return `cannot list events: ${e.message}`;
   }
   const meta = obj.metadata;
-  return (list.items || []).filter((ev) => {
+  const items = (list.items || []).filter((ev) => {
     const inv = ev.involvedObject || ev.regarding || {};
     return inv.uid ? inv.uid === meta.uid : inv.kind === obj.kind && inv.name === meta.name;
   });
+  return { items, rv: (list.metadata && list.metadata.resourceVersion) || null };
 }
 
 // "spec.size", "status.conditions", "metadata.labels.app": the fields a managedFields entry
@@ -505,21 +521,37 @@ function ownedFields(fieldsV1) {
 }
 
 // Events and the last write of each field manager (managedFields) on one timeline, newest
-// first: who did what to the object, and what the controllers said about it.
+// first: who did what to the object, and what the controllers said about it. Events with
+// action "Reconcile" (published by operators on setpoint.runtime) are reconcile rows: the
+// controller, the result, and the note's duration and triggers.
 function renderTimeline(holder, obj, events, note) {
   const entries = [];
   for (const ev of events) {
-    entries.push({ time: ev.lastTimestamp || ev.eventTime || ev.firstTimestamp || (ev.metadata && ev.metadata.creationTimestamp) || "",
+    const series = ev.series && typeof ev.series === "object" ? ev.series : null;
+    const count = series && series.count > 1 ? series.count : ev.count > 1 ? ev.count : 0;
+    const time = (series && series.lastObservedTime) || ev.lastTimestamp || ev.eventTime || ev.firstTimestamp || (ev.metadata && ev.metadata.creationTimestamp) || "";
+    const who = (ev.source && ev.source.component) || ev.reportingComponent || ev.reportingController || "";
+    const message = String(ev.message || ev.note || "");
+    const times = count ? ` (×${count})` : "";
+    if (ev.action === "Reconcile") {
+      const failed = ev.reason === "ReconcileFailed";
+      entries.push({ time: String(time), kind: "reconcile", failed, who,
+                     what: `reconcile ${failed ? "failed" : message.split(" ")[0] || "done"}`,
+                     detail: `${message}${times}` });
+      continue;
+    }
+    entries.push({ time: String(time), kind: "event", failed: ev.type === "Warning", who,
                    what: `event ${ev.type || ""}`.trim(),
-                   who: (ev.source && ev.source.component) || ev.reportingComponent || ev.reportingController || "",
-                   detail: `${ev.reason || ""}: ${ev.message || ""}${ev.count > 1 ? ` (×${ev.count})` : ""}` });
+                   detail: `${ev.reason || ""}: ${message}${times}` });
   }
   for (const m of (obj.metadata && obj.metadata.managedFields) || []) {
-    entries.push({ time: m.time || "", what: `write ${m.operation || ""}${m.subresource ? " " + m.subresource : ""}`,
+    entries.push({ time: String(m.time || ""), kind: "write", failed: false,
+                   what: `write ${m.operation || ""}${m.subresource ? " " + m.subresource : ""}`,
                    who: m.manager || "", detail: ownedFields(m.fieldsV1).join(", ") });
   }
-  entries.sort((a, b) => b.time.localeCompare(a.time));
-  const rows = entries.map((e) => h("tr", { "data-what": e.what.split(" ")[0] },
+  const at = (t) => { const ms = Date.parse(t); return Number.isNaN(ms) ? 0 : ms; };
+  entries.sort((a, b) => at(b.time) - at(a.time) || b.time.localeCompare(a.time));
+  const rows = entries.map((e) => h("tr", { "data-what": e.kind, class: `tl-${e.kind}${e.failed ? " tl-failed" : ""}` },
     [e.time, e.what, e.who, e.detail].map((v) => h("td", {}, v))));
   replace(holder, h("h2", {}, "Events and writes"), note ? h("p", { class: "status" }, note) : null,
     entries.length

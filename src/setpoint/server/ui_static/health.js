@@ -8,7 +8,11 @@
 //     is older than metadata.generation                       -> progressing
 //  5. Ready / Available True (all of them), or phase
 //     Succeeded / Active                                      -> ready
-//  6. nothing of the above                                    -> unknown (the kind reports no health)
+//  6. no Ready / Available condition, but a numeric spec.replicas
+//     and status.observedGeneration (a scalable kind's status):
+//     status.availableReplicas (else readyReplicas; absent
+//     is 0) >= spec.replicas -> ready, fewer -> progressing
+//  7. nothing of the above                                    -> unknown (the kind reports no health)
 
 const READY_TYPES = ["Ready", "Available"];
 
@@ -58,6 +62,13 @@ export function health(obj) {
   if (readiness.length > 0) return { state: "ready", message: readiness.map(describe).join("; ") };
   if (status.phase === "Succeeded" || status.phase === "Active") {
     return { state: "ready", message: `phase ${status.phase}` };
+  }
+  const wanted = obj && obj.spec && obj.spec.replicas;
+  if (typeof wanted === "number" && typeof observed === "number") {
+    const counted = typeof status.availableReplicas === "number" ? ["available", status.availableReplicas]
+      : ["ready", typeof status.readyReplicas === "number" ? status.readyReplicas : 0];
+    const message = `${counted[1]} of ${wanted} replicas ${counted[0]}`;
+    return { state: counted[1] >= wanted ? "ready" : "progressing", message };
   }
   return { state: "unknown", message: "reports no Ready or Available condition" };
 }

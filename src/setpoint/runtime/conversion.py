@@ -1,0 +1,177 @@
+"""Conversion between the versions of an operator's CRD as a plain Python function.
+
+:class:`ConversionWebhook` serves ``convert(obj, desired_api_version) -> obj`` as the CRD's
+conversion webhook: an HTTPS endpoint on this machine, with a certificate from a CA it makes
+in memory (for ``127.0.0.1`` and ``localhost``), answering ConversionReview ``v1`` and
+``v1beta1``. :meth:`ConversionWebhook.register` writes the CRD's ``spec.conversion``
+(strategy Webhook, its URL and CA bundle), so there are no certificates or tunnels for the
+operator's author to make::
+
+    def convert(obj: dict, desired: str) -> dict:
+        spec = obj["spec"]
+        if desired.endswith("/v2"):
+            spec["replicas"] = int(spec.pop("size"))
+        else:
+            spec["size"] = str(spec.pop("replicas"))
+        return obj
+
+    async with ConversionWebhook(convert) as hook:
+        await hook.register(client, "gadgets.example.com")
+        ...  # run the operator; every version of a Gadget is served through convert
+
+The function gets a copy of each object (it may change and return it) and the
+``desiredAPIVersion``; the ``apiVersion`` of what it returns is set to the desired one. The
+API server keeps the metadata as it was (labels and annotations excepted) and checks the
+rest (see ``docs/admission.md``).
+
+Invariants: a review is answered with every object converted, or, when the function raises,
+with a ``Failure`` result whose message is ``<ExceptionType>: <text>`` (never a partial
+list); a body larger than ``max_body_bytes`` is refused (413), one that is not a
+ConversionReview with 400.
+
+Non-guarantees: the function runs in the event loop (keep it quick and pure: the API server
+calls it on reads, writes and watches in another version); the URL is ``127.0.0.1``, so an
+API server on another machine cannot reach it (there, serve it behind a Service as an
+ordinary webhook); the certificate lasts a year and is not rotated.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import copy
+import datetime as dt
+import ssl
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Final
+
+import orjson
+from aiohttp import web
+
+from setpoint.client import Client
+from setpoint.pki import certs
+
+Obj = dict[str, Any]
+Convert = Callable[[Obj, str], Obj]
+
+CRD: Final = ("apiextensions.k8s.io/v1", "CustomResourceDefinition")
+REVIEW_VERSIONS: Final = ("apiextensions.k8s.io/v1", "apiextensions.k8s.io/v1beta1")
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+class ConversionWebhook:
+    """An operator's conversion function, served as a CRD conversion webhook (see the
+    module doc)."""
+
+    def __init__(self, convert: Convert, *, host: str = "127.0.0.1", port: int = 0,
+                 path: str = "/convert", max_body_bytes: int = 16 * 1024 * 1024,
+                 now: Callable[[], dt.datetime] = _now) -> None:
+        if not path.startswith("/"):
+            raise ValueError("path must start with /")
+        self._convert = convert
+        self._host = host
+        self._port = port
+        self._path = path
+        self._max_body = max_body_bytes
+        self._now = now
+        self._runner: web.AppRunner | None = None
+        self._ca: certs.KeyPair | None = None
+        self.port = 0
+
+    @property
+    def url(self) -> str:
+        host = f"[{self._host}]" if ":" in self._host else self._host
+        return f"https://{host}:{self.port}{self._path}"
+
+    @property
+    def ca_bundle(self) -> str:
+        """The base64 PEM of the CA that issued the webhook's certificate."""
+        if self._ca is None:
+            raise RuntimeError("the conversion webhook is not started")
+        return base64.b64encode(self._ca.cert_pem).decode()
+
+    def conversion(self) -> Obj:
+        """The CRD's ``spec.conversion`` that points at this webhook."""
+        return {"strategy": "Webhook", "webhook": {
+            "conversionReviewVersions": ["v1", "v1beta1"],
+            "clientConfig": {"url": self.url, "caBundle": self.ca_bundle}}}
+
+    async def register(self, client: Client, crd_name: str) -> Obj:
+        """Point the CRD ``crd_name`` at this webhook; returns the CRD as written."""
+        return await client.patch(CRD, crd_name, {"spec": {"conversion": self.conversion()}})
+
+    def _tls(self) -> ssl.SSLContext:
+        """A new CA, a serving certificate from it, and the server's TLS context (files
+        are written only for ``load_cert_chain`` and removed at once)."""
+        now = self._now()
+        self._ca = certs.new_ca("setpoint-conversion-webhook-ca", now=now)
+        pair = certs.issue(self._ca, common_name="conversion-webhook", usage="server",
+                           now=now, hosts=(self._host, "127.0.0.1", "localhost"))
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        with tempfile.TemporaryDirectory() as tmp:
+            cert, key = Path(tmp, "tls.crt"), Path(tmp, "tls.key")
+            cert.write_bytes(pair.cert_pem)
+            key.write_bytes(pair.key_pem)
+            context.load_cert_chain(cert, key)
+        return context
+
+    async def start(self) -> None:
+        context = await asyncio.to_thread(self._tls)
+        app = web.Application(client_max_size=self._max_body)
+        app.router.add_post(self._path, self._handle)
+        runner = web.AppRunner(app, access_log=None, handle_signals=False,
+                               shutdown_timeout=1.0)
+        await runner.setup()
+        site = web.TCPSite(runner, self._host, self._port, ssl_context=context)
+        await site.start()
+        self._runner = runner
+        for address in runner.addresses:
+            self.port = int(address[1])
+            break
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            runner, self._runner = self._runner, None
+            await runner.cleanup()
+
+    async def __aenter__(self) -> ConversionWebhook:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    async def _handle(self, request: web.Request) -> web.Response:
+        try:
+            review = orjson.loads(await request.read())
+        except orjson.JSONDecodeError as e:
+            return web.Response(status=400, text=f"not JSON: {e}")
+        req = review.get("request") if isinstance(review, dict) else None
+        api_version = review.get("apiVersion") if isinstance(review, dict) else None
+        if api_version not in REVIEW_VERSIONS or not isinstance(req, dict) or \
+                not isinstance(req.get("objects"), list) or \
+                not isinstance(req.get("desiredAPIVersion"), str):
+            return web.Response(status=400, text="not a ConversionReview request")
+        desired: str = req["desiredAPIVersion"]
+        result: Obj = {"status": "Success"}
+        converted: list[Obj] = []
+        try:
+            for obj in req["objects"]:
+                out = self._convert(copy.deepcopy(obj), desired)
+                if not isinstance(out, dict):
+                    raise TypeError(f"the conversion returned {type(out).__name__}, "
+                                    "not an object")
+                out["apiVersion"] = desired
+                converted.append(out)
+        except Exception as e:  # the function's failure is the review's answer
+            converted = []
+            result = {"status": "Failure", "message": f"{type(e).__name__}: {e}"}
+        body = orjson.dumps({"apiVersion": api_version, "kind": "ConversionReview",
+                             "response": {"uid": req.get("uid"), "result": result,
+                                          "convertedObjects": converted}})
+        return web.Response(body=body, content_type="application/json")
