@@ -5,8 +5,10 @@ setpoint (docs/compatibility.md has the table and why each of the others fails).
 there that fails here is a regression, in setpoint or in the client. A test that passes and is
 not listed is reported, not failed: the list is updated by hand, with the doc.
 
-Marked ``e2e``: one client's files take minutes (their own waits for pods), so the run is left
-out of the default suite; ``pytest -m e2e tests/compat/peer_e2e`` runs it.
+kubernetes_asyncio's files take seconds: they run with the ``e2e`` tests (``make test`` runs
+them last). The other clients' take minutes each (their own waits, 90 s at a time, for pods of
+images a process runtime cannot run), so they are marked ``peers`` and run only when asked for:
+``pytest -m peers tests/compat/peer_e2e``.
 """
 
 from __future__ import annotations
@@ -17,10 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.compat.peer_e2e.runner import CLIENTS, node_ready, run_client
+from tests.compat.peer_e2e.runner import CLIENTS, PER_CLIENT_TIMEOUT, node_ready, run_client
 from tests.conftest import ServeProcess, start_serve
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.compat]
+pytestmark = [pytest.mark.slow, pytest.mark.compat]
+
+#: the clients whose files run in minutes, not seconds
+LONG = {"kubernetes", "lightkube", "kr8s"}
 
 EXPECTED = Path(__file__).parent / "expected_pass"
 
@@ -40,7 +45,10 @@ def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
         proc.stop(leave_pods=False)
 
 
-@pytest.mark.parametrize("client", sorted(CLIENTS))
+@pytest.mark.parametrize("client", [
+    pytest.param(c, marks=[pytest.mark.peers, pytest.mark.timeout(PER_CLIENT_TIMEOUT + 120)])
+    if c in LONG else pytest.param(c, marks=[pytest.mark.e2e, pytest.mark.timeout(600)])
+    for c in sorted(CLIENTS)])
 def test_what_passed_still_passes(client: str, serve: ServeProcess,
                                   tmp_path: Path) -> None:
     pytest.importorskip(client)
