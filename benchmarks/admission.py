@@ -12,7 +12,11 @@ kind. Phases, each creating N objects with C concurrent clients in a namespace o
 4. ``webhook``: one ValidatingWebhookConfiguration whose webhook (a local HTTPS server in a
    thread of this process, ``tests.webhookserver``, answering ``allowed: true``) is called
    for every create in a namespace of its own;
-5. ``none, again``: creates of a kind no rule names, to show the drift of the machine.
+5. ``in-process Python hook``: the same kind with one validate function of an operator
+   (:class:`setpoint.runtime.Hooks`, ``async def``, admits every object), served and
+   registered by the runtime in an event loop of its own thread of this process (as the
+   webhook server has), in a namespace of its own; the webhook of phase 4 does not match it;
+6. ``none, again``: creates of a kind no rule names, to show the drift of the machine.
 
     python benchmarks/admission.py [--n 2000] [--concurrency 16]
 """
@@ -23,7 +27,10 @@ import argparse
 import asyncio
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +43,9 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from tests.conftest import start_serve  # noqa: E402
 from tests.webhookserver import allow, webhook_server  # noqa: E402
+
+from setpoint.client import Client, load_kubeconfig  # noqa: E402
+from setpoint.runtime import AdmissionRequest, Hooks  # noqa: E402
 
 GROUP = "bench.example.com"
 
@@ -74,6 +84,45 @@ def webhook_configuration(url: str, ca_bundle: str) -> dict[str, Any]:
                           "namespaceSelector": {"matchLabels": {"hooked": "yes"}},
                           "rules": [{"apiGroups": [GROUP], "apiVersions": ["v1"],
                                      "operations": ["CREATE"], "resources": ["items"]}]}]}
+
+
+@contextmanager
+def python_hooks(kubeconfig: Path) -> Iterator[list[int]]:
+    """One operator's validate function, served and registered by setpoint.runtime in an
+    event loop of its own thread; yields the list of calls it counts."""
+    hooks = Hooks("bench", timeout_seconds=10)
+    calls = [0]
+
+    @hooks.validate((f"{GROUP}/v1", "Item"), operations=("CREATE",))
+    async def admit(req: AdmissionRequest) -> None:
+        calls[0] += 1
+
+    ready = threading.Event()
+    loop = asyncio.new_event_loop()
+    stop = asyncio.Event()
+    failure: list[BaseException] = []
+
+    async def serve() -> None:
+        try:
+            async with Client(load_kubeconfig(kubeconfig)) as client, \
+                    hooks.serving(client):
+                ready.set()
+                await stop.wait()
+        except BaseException as e:
+            failure.append(e)
+            ready.set()
+
+    thread = threading.Thread(target=loop.run_until_complete, args=(serve(),), daemon=True)
+    thread.start()
+    ready.wait(30)
+    if failure:
+        raise failure[0]
+    try:
+        yield calls
+    finally:
+        loop.call_soon_threadsafe(stop.set)
+        thread.join(30)
+        loop.close()
 
 
 async def post(session: aiohttp.ClientSession, path: str, body: Any) -> None:
@@ -118,7 +167,7 @@ async def run(args: argparse.Namespace, data: Path) -> dict[str, float]:
             await post(s, crds, crd("others", "Other"))
             for ns, labels in (("none", {}), ("checked", {"checked": "yes"}),
                                ("unchecked", {}), ("hooked", {"hooked": "yes"}),
-                               ("again", {})):
+                               ("python", {}), ("again", {})):
                 await post(s, "/api/v1/namespaces", {
                     "apiVersion": "v1", "kind": "Namespace",
                     "metadata": {"name": ns, "labels": labels}})
@@ -142,6 +191,10 @@ async def run(args: argparse.Namespace, data: Path) -> dict[str, float]:
                 results["one HTTPS webhook"] = await creates(
                     s, items.format("hooked"), "Item", args.n, args.concurrency)
                 assert len(hook.received) >= args.n
+            with python_hooks(server.kubeconfig) as calls:
+                results["in-process Python hook"] = await creates(
+                    s, items.format("python"), "Item", args.n, args.concurrency)
+                assert calls[0] >= args.n, calls
             results["none, again (other kind)"] = await creates(
                 s, f"/apis/{GROUP}/v1/namespaces/again/others", "Other", args.n,
                 args.concurrency)

@@ -77,12 +77,22 @@ class Cpu:
         return {k: cpu_seconds(p) - self.start[k] for k, p in self.pids.items()}
 
 
-async def until(check: Any, timeout: float = 300) -> None:
+#: seconds between two checks of a condition; a check LISTs every object it waits for, so
+#: :func:`interval_for` spaces them out with the number of objects (a LIST of 10,000 pods
+#: every 50 ms would be most of what the server does)
+POLL = 0.05
+
+
+def interval_for(objects: int) -> float:
+    return max(POLL, objects / 10_000)
+
+
+async def until(check: Any, timeout: float = 300, interval: float = POLL) -> None:
     async with asyncio.timeout(timeout):
         while True:
             if await check():
                 return
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(interval)
 
 
 async def get(session: aiohttp.ClientSession, path: str) -> Any:
@@ -127,7 +137,7 @@ async def baseline(session: aiohttp.ClientSession, n: int, timeout: float) -> No
         items = (await get(session, f"{PODS}?labelSelector=bare%3D1"))["items"]
         return len(items) == n and all(map(ready, items))
 
-    await until(all_ready, timeout)
+    await until(all_ready, timeout, interval_for(n))
 
 
 async def rolled_out(session: aiohttp.ClientSession, n: int, count: int) -> bool:
@@ -171,7 +181,7 @@ async def measure(args: argparse.Namespace, tmp: Path) -> dict[str, dict[str, fl
             async def no_bare() -> bool:
                 return not (await get(session, f"{PODS}?labelSelector=bare%3D1"))["items"]
 
-            await until(no_bare, args.timeout)
+            await until(no_bare, args.timeout, interval_for(n * count))
 
             async def create(i: int) -> None:
                 body = {"apiVersion": "apps/v1", "kind": "Deployment",
@@ -185,7 +195,8 @@ async def measure(args: argparse.Namespace, tmp: Path) -> dict[str, dict[str, fl
 
             async def apply() -> None:
                 await concurrently(count, create)
-                await until(lambda: rolled_out(session, n, count), timeout=args.timeout)
+                await until(lambda: rolled_out(session, n, count), timeout=args.timeout,
+                            interval=interval_for(count * 10))
 
             await step("Deployments: apply to all available", apply)
 
@@ -197,13 +208,15 @@ async def measure(args: argparse.Namespace, tmp: Path) -> dict[str, dict[str, fl
 
             async def roll() -> None:
                 await concurrently(count, update)
-                await until(lambda: rolled_out(session, n, count), timeout=args.timeout)
+                await until(lambda: rolled_out(session, n, count), timeout=args.timeout,
+                            interval=interval_for(count * 10))
 
             await step("Deployments: rolling update", roll)
             if args.runtime == "process":  # their processes go with them
                 async with session.delete(f"{DEPLOYMENTS}?labelSelector=bench%3D1") as r:
                     assert r.status == 200, await r.text()
-                await until(lambda: _no_pods(session), timeout=args.timeout)
+                await until(lambda: _no_pods(session), timeout=args.timeout,
+                            interval=interval_for(n * count))
     finally:
         serve.stop()
     return results

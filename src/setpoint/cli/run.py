@@ -23,6 +23,9 @@ reconciled again: a periodic check of what lives outside the cluster), as client
 resync period does; nothing is listed again from the server.
 ``--shard-group NAME`` runs the replicas active-active instead: they split the keys over
 ``--shards`` Leases (:mod:`setpoint.runtime.sharding`), in the namespace of the Lease.
+Every :class:`setpoint.runtime.Hooks` among the module's globals (its validate, mutate and
+convert functions) is served and registered while the manager runs (as a runnable: with
+``--leader-elect``, by the leader), and its webhook configurations removed when it stops.
 A module-level ``budgets`` mapping (target name to :class:`setpoint.runtime.BudgetConfig`)
 declares the external-API budgets its controllers share (``ctx.budget(name)``).
 ``--leader-elect`` competes for the Lease ``--lease-name`` (default: see
@@ -261,6 +264,12 @@ def controllers_of(module: ModuleType) -> list[runtime.Controller]:
     return found
 
 
+def hooks_of(module: ModuleType) -> list[runtime.Hooks]:
+    """The module's admission and conversion hooks (every :class:`setpoint.runtime.Hooks`
+    among its globals): the manager serves and registers them while it runs."""
+    return runtime.hooks_in(vars(module))
+
+
 def budgets_of(module: ModuleType) -> dict[str, runtime.BudgetConfig]:
     """The external-API budgets the module declares in a global ``budgets`` (a mapping of
     target name to :class:`~setpoint.runtime.BudgetConfig`); none when it has no such
@@ -330,8 +339,8 @@ def default_lease_name(target: str | os.PathLike[str]) -> str:
 
 def build_manager(config: RunConfig, client: sp_client.Client,
                   controllers: Sequence[runtime.Controller],
-                  budgets: Mapping[str, runtime.BudgetConfig] | None = None
-                  ) -> runtime.Manager:
+                  budgets: Mapping[str, runtime.BudgetConfig] | None = None,
+                  hooks: Sequence[runtime.Hooks] = ()) -> runtime.Manager:
     """The manager ``config`` asks for (options applied to ``controllers``)."""
     for controller in controllers:
         controller.with_options(workers=config.workers, namespace=config.namespace)
@@ -351,27 +360,31 @@ def build_manager(config: RunConfig, client: sp_client.Client,
     return runtime.Manager(client, controllers, leader_election=election,
                            health_port=config.health_port, metrics_port=config.metrics_port,
                            host=config.bind_address, watcher_config=watcher_config,
-                           budgets=budgets, sharding=sharding,
+                           budgets=budgets, sharding=sharding, runnables=hooks,
                            reconcile_events=runtime.ReconcileEventsConfig()
                            if config.reconcile_events else None)
 
 
 async def banner(config: RunConfig, client: sp_client.Client,
-                 controllers: Sequence[runtime.Controller]) -> str:
-    """The line ``setpoint run`` prints when it starts: each controller's name and kind."""
+                 controllers: Sequence[runtime.Controller],
+                 hooks: Sequence[runtime.Hooks] = ()) -> str:
+    """The line ``setpoint run`` prints when it starts: each controller's name and kind
+    (and the hooks it serves, if any)."""
     resolved = [await c.resolve(client) for c in controllers]
     names = ", ".join(f"{r.name} ({r.ref.api_version} {r.ref.kind})" for r in resolved)
+    served = "".join(f"; {h!r}" for h in hooks)
     return (f"setpoint run: {len(controllers)} controller(s) from {config.target} against "
-            f"{client.config.server}: {names}")
+            f"{client.config.server}: {names}{served}")
 
 
 async def run(config: RunConfig, controllers: Sequence[runtime.Controller],
-              budgets: Mapping[str, runtime.BudgetConfig] | None = None) -> None:
-    """Run ``controllers`` as ``config`` says until a stop signal."""
+              budgets: Mapping[str, runtime.BudgetConfig] | None = None,
+              hooks: Sequence[runtime.Hooks] = ()) -> None:
+    """Run ``controllers`` (and serve ``hooks``) as ``config`` says until a stop signal."""
     async with sp_client.Client(client_config(config)) as client:
         await check_server(client, controllers)
-        manager = build_manager(config, client, controllers, budgets)
-        print(await banner(config, client, controllers), flush=True)
+        manager = build_manager(config, client, controllers, budgets, hooks)
+        print(await banner(config, client, controllers, hooks), flush=True)
         try:
             await manager.run(stop_signals=rtmanager.STOP_SIGNALS)
         except rtmanager.ListenError as e:
@@ -400,8 +413,10 @@ def main(args: argparse.Namespace) -> int:
         except Exception as e:
             log.debug("importing %s failed", config.target, exc_info=e)
             raise UsageError(describe_import_error(config.target, e)) from e
-        controllers = controllers_of(module)
-        _event_loop_run(run(config, controllers, budgets_of(module)))
+        hooks = hooks_of(module)
+        # a module of hooks alone is an operator too
+        controllers = runtime.controllers_in(vars(module)) if hooks else controllers_of(module)
+        _event_loop_run(run(config, controllers, budgets_of(module), hooks))
     except UsageError as e:
         print(f"setpoint run: error: {e}", file=sys.stderr, flush=True)
         return 2

@@ -24,6 +24,7 @@ queue), :mod:`~setpoint.runtime.engine` (workers), :mod:`~setpoint.runtime.build
 :mod:`~setpoint.runtime.manager`; helpers in :mod:`~setpoint.runtime.finalizers`,
 :mod:`~setpoint.runtime.owners`, :mod:`~setpoint.runtime.conditions`,
 :mod:`~setpoint.runtime.conversion` (a CRD's version conversion as a Python function),
+:mod:`~setpoint.runtime.hooks` (an operator's validate, mutate and convert hooks),
 :mod:`~setpoint.runtime.events` and :mod:`~setpoint.runtime.leaderelection`. Work that is not
 a controller (it discovers what to watch as it runs) is a :mod:`~setpoint.runtime.runnable`.
 Why a reconcile ran is :mod:`~setpoint.runtime.triggers` (kept by
@@ -67,6 +68,14 @@ from setpoint.runtime.handlers import (
     Handler,
 )
 from setpoint.runtime.history import HistoryConfig, ReconcileHistory
+from setpoint.runtime.hooks import (
+    AdmissionRequest,
+    Denied,
+    HookConfig,
+    Hooks,
+    Verdict,
+    hooks_in,
+)
 from setpoint.runtime.informer import ClientListWatcher, Informer, SharedInformers
 from setpoint.runtime.leaderelection import LeaderElectionConfig, LeaderElector
 from setpoint.runtime.listwatch import BackoffConfig, WatcherConfig, run_watcher
@@ -109,6 +118,7 @@ from setpoint.runtime.sharding import ShardCoordinator, ShardingConfig
 from setpoint.runtime.triggers import Trigger, current_triggers
 
 __all__ = [
+    "AdmissionRequest",
     "AlreadyOwnedError",
     "AsyncClock",
     "BackoffConfig",
@@ -124,6 +134,7 @@ __all__ = [
     "Controller",
     "ControllerOptions",
     "ConversionWebhook",
+    "Denied",
     "Engine",
     "EnqueueMapped",
     "EnqueueOwner",
@@ -135,6 +146,8 @@ __all__ = [
     "Handler",
     "Handlers",
     "HistoryConfig",
+    "HookConfig",
+    "Hooks",
     "Informer",
     "ItemExponentialBackoff",
     "LeaderElectionConfig",
@@ -165,6 +178,7 @@ __all__ = [
     "TokenBucket",
     "Trigger",
     "UpstreamError",
+    "Verdict",
     "WatcherConfig",
     "WorkQueue",
     "annotations_changed",
@@ -174,6 +188,7 @@ __all__ = [
     "default_controller_rate_limiter",
     "generation_changed",
     "get_condition",
+    "hooks_in",
     "is_true",
     "labels_changed",
     "owned_by",

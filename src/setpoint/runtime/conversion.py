@@ -37,21 +37,16 @@ ordinary webhook); the certificate lasts a year and is not rotated.
 
 from __future__ import annotations
 
-import asyncio
-import base64
 import copy
 import datetime as dt
-import ssl
-import tempfile
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, Final
 
 import orjson
 from aiohttp import web
 
 from setpoint.client import Client
-from setpoint.pki import certs
+from setpoint.runtime import hookserver
 
 Obj = dict[str, Any]
 Convert = Callable[[Obj, str], Obj]
@@ -60,8 +55,43 @@ CRD: Final = ("apiextensions.k8s.io/v1", "CustomResourceDefinition")
 REVIEW_VERSIONS: Final = ("apiextensions.k8s.io/v1", "apiextensions.k8s.io/v1beta1")
 
 
-def _now() -> dt.datetime:
-    return dt.datetime.now(dt.UTC)
+def conversion(url: str, ca_bundle: str) -> Obj:
+    """A CRD's ``spec.conversion`` that points at the webhook at ``url``."""
+    return {"strategy": "Webhook", "webhook": {
+        "conversionReviewVersions": ["v1", "v1beta1"],
+        "clientConfig": {"url": url, "caBundle": ca_bundle}}}
+
+
+def answer(convert: Convert, body: bytes) -> web.Response:
+    """The answer to one ConversionReview ``body`` (see the module doc)."""
+    try:
+        review = orjson.loads(body)
+    except orjson.JSONDecodeError as e:
+        return web.Response(status=400, text=f"not JSON: {e}")
+    req = review.get("request") if isinstance(review, dict) else None
+    api_version = review.get("apiVersion") if isinstance(review, dict) else None
+    if api_version not in REVIEW_VERSIONS or not isinstance(req, dict) or \
+            not isinstance(req.get("objects"), list) or \
+            not isinstance(req.get("desiredAPIVersion"), str):
+        return web.Response(status=400, text="not a ConversionReview request")
+    desired: str = req["desiredAPIVersion"]
+    result: Obj = {"status": "Success"}
+    converted: list[Obj] = []
+    try:
+        for obj in req["objects"]:
+            out = convert(copy.deepcopy(obj), desired)
+            if not isinstance(out, dict):
+                raise TypeError(f"the conversion returned {type(out).__name__}, "
+                                "not an object")
+            out["apiVersion"] = desired
+            converted.append(out)
+    except Exception as e:  # the function's failure is the review's answer
+        converted = []
+        result = {"status": "Failure", "message": f"{type(e).__name__}: {e}"}
+    return web.Response(body=orjson.dumps({
+        "apiVersion": api_version, "kind": "ConversionReview",
+        "response": {"uid": req.get("uid"), "result": result,
+                     "convertedObjects": converted}}), content_type="application/json")
 
 
 class ConversionWebhook:
@@ -69,75 +99,43 @@ class ConversionWebhook:
     module doc)."""
 
     def __init__(self, convert: Convert, *, host: str = "127.0.0.1", port: int = 0,
-                 path: str = "/convert", max_body_bytes: int = 16 * 1024 * 1024,
-                 now: Callable[[], dt.datetime] = _now) -> None:
+                 path: str = "/convert",
+                 max_body_bytes: int = hookserver.DEFAULT_MAX_BODY_BYTES,
+                 now: Callable[[], dt.datetime] = hookserver.now_utc) -> None:
         if not path.startswith("/"):
             raise ValueError("path must start with /")
         self._convert = convert
-        self._host = host
-        self._port = port
         self._path = path
-        self._max_body = max_body_bytes
-        self._now = now
-        self._runner: web.AppRunner | None = None
-        self._ca: certs.KeyPair | None = None
-        self.port = 0
+        self._server = hookserver.HookServer(
+            {path: self._handle}, host=host, port=port, max_body_bytes=max_body_bytes,
+            common_name="conversion-webhook", now=now)
+
+    @property
+    def port(self) -> int:
+        return self._server.port
 
     @property
     def url(self) -> str:
-        host = f"[{self._host}]" if ":" in self._host else self._host
-        return f"https://{host}:{self.port}{self._path}"
+        return self._server.url(self._path)
 
     @property
     def ca_bundle(self) -> str:
         """The base64 PEM of the CA that issued the webhook's certificate."""
-        if self._ca is None:
-            raise RuntimeError("the conversion webhook is not started")
-        return base64.b64encode(self._ca.cert_pem).decode()
+        return self._server.ca_bundle
 
     def conversion(self) -> Obj:
         """The CRD's ``spec.conversion`` that points at this webhook."""
-        return {"strategy": "Webhook", "webhook": {
-            "conversionReviewVersions": ["v1", "v1beta1"],
-            "clientConfig": {"url": self.url, "caBundle": self.ca_bundle}}}
+        return conversion(self.url, self.ca_bundle)
 
     async def register(self, client: Client, crd_name: str) -> Obj:
         """Point the CRD ``crd_name`` at this webhook; returns the CRD as written."""
         return await client.patch(CRD, crd_name, {"spec": {"conversion": self.conversion()}})
 
-    def _tls(self) -> ssl.SSLContext:
-        """A new CA, a serving certificate from it, and the server's TLS context (files
-        are written only for ``load_cert_chain`` and removed at once)."""
-        now = self._now()
-        self._ca = certs.new_ca("setpoint-conversion-webhook-ca", now=now)
-        pair = certs.issue(self._ca, common_name="conversion-webhook", usage="server",
-                           now=now, hosts=(self._host, "127.0.0.1", "localhost"))
-        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        with tempfile.TemporaryDirectory() as tmp:
-            cert, key = Path(tmp, "tls.crt"), Path(tmp, "tls.key")
-            cert.write_bytes(pair.cert_pem)
-            key.write_bytes(pair.key_pem)
-            context.load_cert_chain(cert, key)
-        return context
-
     async def start(self) -> None:
-        context = await asyncio.to_thread(self._tls)
-        app = web.Application(client_max_size=self._max_body)
-        app.router.add_post(self._path, self._handle)
-        runner = web.AppRunner(app, access_log=None, handle_signals=False,
-                               shutdown_timeout=1.0)
-        await runner.setup()
-        site = web.TCPSite(runner, self._host, self._port, ssl_context=context)
-        await site.start()
-        self._runner = runner
-        for address in runner.addresses:
-            self.port = int(address[1])
-            break
+        await self._server.start()
 
     async def stop(self) -> None:
-        if self._runner is not None:
-            runner, self._runner = self._runner, None
-            await runner.cleanup()
+        await self._server.stop()
 
     async def __aenter__(self) -> ConversionWebhook:
         await self.start()
@@ -147,31 +145,4 @@ class ConversionWebhook:
         await self.stop()
 
     async def _handle(self, request: web.Request) -> web.Response:
-        try:
-            review = orjson.loads(await request.read())
-        except orjson.JSONDecodeError as e:
-            return web.Response(status=400, text=f"not JSON: {e}")
-        req = review.get("request") if isinstance(review, dict) else None
-        api_version = review.get("apiVersion") if isinstance(review, dict) else None
-        if api_version not in REVIEW_VERSIONS or not isinstance(req, dict) or \
-                not isinstance(req.get("objects"), list) or \
-                not isinstance(req.get("desiredAPIVersion"), str):
-            return web.Response(status=400, text="not a ConversionReview request")
-        desired: str = req["desiredAPIVersion"]
-        result: Obj = {"status": "Success"}
-        converted: list[Obj] = []
-        try:
-            for obj in req["objects"]:
-                out = self._convert(copy.deepcopy(obj), desired)
-                if not isinstance(out, dict):
-                    raise TypeError(f"the conversion returned {type(out).__name__}, "
-                                    "not an object")
-                out["apiVersion"] = desired
-                converted.append(out)
-        except Exception as e:  # the function's failure is the review's answer
-            converted = []
-            result = {"status": "Failure", "message": f"{type(e).__name__}: {e}"}
-        body = orjson.dumps({"apiVersion": api_version, "kind": "ConversionReview",
-                             "response": {"uid": req.get("uid"), "result": result,
-                                          "convertedObjects": converted}})
-        return web.Response(body=body, content_type="application/json")
+        return answer(self._convert, await request.read())

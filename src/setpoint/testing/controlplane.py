@@ -392,12 +392,18 @@ class ControlPlane:
         ``control_plane(secure=True)``) runs it as that account, so that RBAC applies to it;
         otherwise it acts as the admin. ``manager_options`` go to the ``Manager`` (e.g.
         ``leader_election``, ``health_port=0``, ``clock``); a module's global ``budgets``
-        is passed as ``budgets`` unless given, as ``setpoint run`` does.
+        is passed as ``budgets`` unless given, and its :class:`~setpoint.runtime.Hooks` are
+        served as ``runnables`` (``wait_ready`` then also waits until they are registered),
+        as ``setpoint run`` does.
         """
         if isinstance(target, str | os.PathLike):
             target = load_operator(target)
         if isinstance(target, ModuleType) and "budgets" not in manager_options:
             manager_options["budgets"] = run_cli.budgets_of(target)
+        hooks: list[runtime.Hooks] = []
+        if isinstance(target, ModuleType) and "runnables" not in manager_options:
+            hooks = run_cli.hooks_of(target)
+            manager_options["runnables"] = hooks
         controllers = operator_controllers(target)
         manager_options.setdefault("cache_sync_timeout", timeout)
         manager_options.setdefault("graceful_shutdown_timeout", TEST_SHUTDOWN_TIMEOUT)
@@ -418,7 +424,7 @@ class ControlPlane:
             return manager
         try:
             async with asyncio.timeout(timeout + 1):
-                while not manager.ready:
+                while not manager.ready or not all(h.registered.is_set() for h in hooks):
                     if op.task.done():
                         break
                     await asyncio.sleep(_POLL)

@@ -1,6 +1,7 @@
 """The examples whose operators run pods, end to end: ``setpoint serve`` with its node agent
 running the pods as processes, each example's operator under ``setpoint run``, and the real
-kubectl. BitcoinNetwork: a StatefulSet of peer-to-peer nodes peered by the operator.
+kubectl. BitcoinNetwork: a StatefulSet of peer-to-peer nodes peered by the operator, and
+its owner tree in the web UI in headless chromium (skipped, saying why, without chromium).
 Watertank: the tank is a pod of its own, disturbed through ``kubectl exec`` and ``kubectl
 port-forward``, and the operator's loop brings it back.
 
@@ -26,6 +27,7 @@ import pytest
 from tests.compat.conftest import Kubectl, eventually
 from tests.compat.kubectl.test_pods_run import kubectl_for, pod_processes, start, stop_cleanly
 from tests.conftest import ServeProcess
+from tests.integration.ui.browser import chromium, sign_in, snapshot, until
 
 pytestmark = [pytest.mark.compat, pytest.mark.slow]
 
@@ -136,11 +138,69 @@ def fully_peered(kubectl: Kubectl, size: int, version: str = "v1") -> dict[str, 
     return result
 
 
-def test_a_network_is_peered_scaled_healed_updated_and_deleted(
-        serve: ServeProcess, kubectl: Kubectl, tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def bitcoin_operator(serve: ServeProcess, kubectl: Kubectl,
+                     tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The BitcoinNetwork CRD installed and its operator running, for the module's network
+    tests (each starts from ``network.yaml``: the first converges it, the next finds it
+    converged)."""
     install_crd(kubectl, EXAMPLE / "crd.yaml", "bitcoinnetworks.bitcoin.example.com")
-    with running_operator("bitcoinnetwork", serve, tmp_path / "operator.log"):
-        bitcoin_network(serve, kubectl)
+    with running_operator("bitcoinnetwork", serve,
+                          tmp_path_factory.mktemp("bitcoin") / "operator.log"):
+        yield
+
+
+def ui_token(kubectl: Kubectl) -> str:
+    """A token for the UI (which signs in with bearer tokens, not the admin's client
+    certificate): a ServiceAccount bound to cluster-admin, its token from TokenRequest."""
+    if kubectl.run("get", "serviceaccount", "ui-admin", check=False).returncode != 0:
+        kubectl.run("create", "serviceaccount", "ui-admin")
+        kubectl.run("create", "clusterrolebinding", "ui-admin", "--clusterrole",
+                    "cluster-admin", "--serviceaccount", "default:ui-admin")
+    return kubectl.run("create", "token", "ui-admin", "--duration", "10m").stdout.strip()
+
+
+def test_the_networks_owner_tree_in_the_ui_shows_its_statefulset_and_ready_pods(
+        serve: ServeProcess, kubectl: Kubectl, bitcoin_operator: None, tmp_path: Path) -> None:
+    with chromium(tmp_path / "chromium") as driver:
+        from selenium.webdriver.common.by import By
+
+        kubectl.apply(EXAMPLE / "network.yaml")
+        fully_peered(kubectl, 3)
+        sign_in(driver, serve.url, ui_token(kubectl))
+        until(driver, lambda d: d.find_element(By.ID, "kinds"), "signed in")
+        driver.get(serve.url + f"/ui/#/o/bitcoin.example.com/v1/bitcoinnetworks/default/{NETWORK}")
+        network = f"#tree li.self[data-kind=BitcoinNetwork][data-name={NETWORK}]"
+        statefulset = f"{network} > ul > li[data-kind=StatefulSet][data-name={NETWORK}]"
+
+        def own_health(d: Any, selector: str) -> str:
+            return str(d.find_element(By.CSS_SELECTOR, f"{selector} > [data-health]")
+                       .get_attribute("data-health"))
+
+        def pods_in_tree(d: Any) -> dict[str, str]:
+            return {li.get_attribute("data-name"): li.find_element(
+                By.CSS_SELECTOR, ":scope > [data-health]").get_attribute("data-health")
+                for li in d.find_elements(By.CSS_SELECTOR,
+                                          f"{statefulset} > ul > li[data-kind=Pod]")}
+
+        def children(d: Any) -> set[tuple[str, str]]:
+            return {(li.get_attribute("data-kind"), li.get_attribute("data-name"))
+                    for li in d.find_elements(By.CSS_SELECTOR, f"{network} > ul > li")}
+
+        until(driver, lambda d: own_health(d, network) == "ready"
+              and {("StatefulSet", NETWORK), ("Service", NETWORK),
+                   ("ConfigMap", f"{NETWORK}-node-program")} <= children(d)
+              and own_health(d, statefulset) == "ready"
+              and pods_in_tree(d) == {f"{NETWORK}-{i}": "ready" for i in range(3)},
+              "the network's tree shows its StatefulSet, Service and ConfigMap, and the "
+              "StatefulSet's three pods, all ready")
+        assert "NetworkReady" in driver.find_element(By.ID, "health-message").text
+        snapshot(driver, "bitcoinnetwork")
+
+
+def test_a_network_is_peered_scaled_healed_updated_and_deleted(
+        serve: ServeProcess, kubectl: Kubectl, bitcoin_operator: None) -> None:
+    bitcoin_network(serve, kubectl)
 
 
 def bitcoin_network(serve: ServeProcess, kubectl: Kubectl) -> None:

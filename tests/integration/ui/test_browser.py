@@ -9,12 +9,10 @@ Skipped, with the reason, when selenium, chromium or chromedriver is not install
 from __future__ import annotations
 
 import contextlib
-import os
-import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,27 +20,14 @@ import pytest
 import yaml
 
 from setpoint.testing.waiting import eventually_blocking
+from tests.integration.ui.browser import chromium, snapshot, until
+from tests.integration.ui.browser import sign_in as browser_sign_in
 from tests.integration.ui.cluster import ADMIN_TOKEN, VIEW_TOKEN, WIDGETS_CRD, UiCluster, start
 
 pytestmark = pytest.mark.slow
 
-webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
-from selenium.common.exceptions import (  # noqa: E402
-    NoSuchElementException,
-    StaleElementReferenceException,
-    TimeoutException,
-    WebDriverException,
-)
+pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
 from selenium.webdriver.common.by import By  # noqa: E402
-from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
-
-#: when set, the tests save screenshots of the pages they check here (docs/images/ui-*.png
-#: are taken this way: SETPOINT_UI_SCREENSHOTS=docs/images pytest -m slow tests/integration/ui)
-SCREENSHOTS = os.environ.get("SETPOINT_UI_SCREENSHOTS")
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMEDRIVER = shutil.which("chromedriver") or (
-    "/usr/bin/chromedriver" if Path("/usr/bin/chromedriver").exists() else None)
-WAIT = 30.0
 
 
 @pytest.fixture(scope="module")
@@ -59,56 +44,12 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[UiCluster]:
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    if CHROMIUM is None or CHROMEDRIVER is None:
-        pytest.skip("chromium and chromedriver are not installed (apt-get install chromium "
-                    "chromium-driver)")
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--window-size=1280,1000", "--no-first-run",
-                f"--user-data-dir={tmp_path_factory.mktemp('chromium')}"):
-        options.add_argument(arg)
-    options.accept_insecure_certs = True  # the cluster's own CA signed the server certificate
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    try:
-        driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
-    except WebDriverException as e:
-        pytest.skip(f"chromium does not start here: {e.msg}")
-    try:
+    with chromium(tmp_path_factory.mktemp("chromium")) as driver:
         yield driver
-    finally:
-        for entry in driver.get_log("browser"):
-            print("browser:", entry.get("level"), entry.get("message"))
-        driver.quit()
-
-
-def until(driver: Any, condition: Callable[[Any], Any], what: str) -> Any:
-    try:
-        return WebDriverWait(driver, WAIT, ignored_exceptions=(
-            NoSuchElementException, StaleElementReferenceException)).until(condition)
-    except TimeoutException as e:
-        error = driver.find_elements(By.ID, "error")
-        shown = error[0].text if error else ""
-        tree = driver.find_elements(By.ID, "tree")
-        raise AssertionError(f"timed out waiting until {what} (error shown: {shown!r}; "
-                             f"tree: {tree[0].text if tree else ''!r})") from e
-
-
-def snapshot(driver: Any, name: str) -> None:
-    if SCREENSHOTS:
-        Path(SCREENSHOTS).mkdir(parents=True, exist_ok=True)
-        driver.save_screenshot(str(Path(SCREENSHOTS) / f"ui-{name}.png"))
 
 
 def sign_in(driver: Any, cluster: UiCluster, token: str) -> None:
-    driver.get(cluster.url + "/ui/")
-    driver.execute_script("sessionStorage.clear()")
-    driver.get(cluster.url + "/ui/#/")
-    field = until(driver, lambda d: d.find_element(By.ID, "token"), "the sign-in form shows")
-    field.send_keys(token)
-    driver.find_element(By.CSS_SELECTOR, "#signin button[type=submit]").click()
+    browser_sign_in(driver, cluster.url, token)
 
 
 def create_widget(cluster: UiCluster, name: str, conditions: list[dict[str, Any]]) -> Any:
@@ -462,6 +403,50 @@ def test_an_owner_tree_reaches_down_to_pods_with_their_readiness(
     assert status == 200
     until(browser, lambda d: not d.find_elements(By.CSS_SELECTOR, pod.format("runner-a"))
           and d.find_elements(By.CSS_SELECTOR, pod.format("runner-b")),
+          "the deleted pod leaves the tree, live")
+
+
+def test_the_tree_watches_the_kinds_that_report_health_before_those_beside_them(
+        cluster: UiCluster, browser: Any) -> None:
+    # an object page follows only two of its tree's kinds: a BitcoinNetwork owns a
+    # ConfigMap and a Service besides its StatefulSet and Pods, and the Pods' readiness is
+    # what its tree is looked at for. ConfigMap and Lease come before Pod in the tree's
+    # order, and have no status
+    owner = create_widget(cluster, "mixed", [{
+        "type": "Ready", "status": "True", "reason": "Ok", "message": "ok",
+        "lastTransitionTime": "2026-01-01T00:00:00Z"}])
+    ref = {"apiVersion": "example.com/v1", "kind": "Widget", "name": "mixed",
+           "uid": owner["metadata"]["uid"], "controller": True}
+    cluster.ok("POST", "/api/v1/namespaces/default/configmaps", {
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "mixed-config", "ownerReferences": [ref]}, "data": {"k": "v"}})
+    cluster.ok("POST", "/apis/coordination.k8s.io/v1/namespaces/default/leases", {
+        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": "mixed-lease", "ownerReferences": [ref]},
+        "spec": {"holderIdentity": "mixed"}})
+    for name in ("mixed-a", "mixed-b"):
+        cluster.ok("POST", "/api/v1/namespaces/default/pods", {
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "ownerReferences": [ref]},
+            "spec": {"containers": [{"name": "main", "image": "busybox",
+                                     "command": ["sleep", "3600"]}]}})
+    sign_in(browser, cluster, ADMIN_TOKEN)
+    until(browser, lambda d: d.find_element(By.ID, "kinds"), "signed in")
+    browser.get(cluster.url + "/ui/#/o/example.com/v1/widgets/default/mixed")
+    child = "#tree li[data-name=mixed] li[data-kind={}][data-name={}]"
+    pod = child.format("Pod", "{}") + " > [data-health]"
+    until(browser, lambda d: d.find_element(By.CSS_SELECTOR,
+                                            child.format("ConfigMap", "mixed-config"))
+          and d.find_element(By.CSS_SELECTOR, child.format("Lease", "mixed-lease"))
+          and all(d.find_element(By.CSS_SELECTOR, pod.format(name)).get_attribute(
+              "data-health") == "ready" for name in ("mixed-a", "mixed-b")),
+          "the tree shows the ConfigMap, the Lease and both pods, ready")
+    # nothing writes the widget: only a watch of Pods can show this
+    status, _, _ = cluster.call(
+        "DELETE", "/api/v1/namespaces/default/pods/mixed-a?gracePeriodSeconds=0")
+    assert status == 200
+    until(browser, lambda d: not d.find_elements(By.CSS_SELECTOR, pod.format("mixed-a"))
+          and d.find_elements(By.CSS_SELECTOR, pod.format("mixed-b")),
           "the deleted pod leaves the tree, live")
 
 

@@ -62,7 +62,8 @@ async function discover(signal) {
         if (!verbs.includes("list")) continue;
         found.push({ group: name, version: version.version, resource: r.resource,
                      kind: (r.responseKind && r.responseKind.kind) || r.resource,
-                     namespaced: r.scope === "Namespaced", verbs });
+                     namespaced: r.scope === "Namespaced", verbs,
+                     status: (r.subresources || []).some((sub) => sub.subresource === "status") });
       }
     }
   }
@@ -326,19 +327,29 @@ async function objectView(signal, group, version, resource, namespace, name) {
   await load();
   if (!current) return;
   const uid = current.metadata.uid;
-  // the tree is drawn again when the object or a watched kind of the tree changes; a kind
-  // that joins the tree later (a Deployment's ReplicaSet, then its Pods) is watched from
-  // then on, up to TREE_MAX_WATCHES kinds
-  const watchedKinds = new Set();
+  // the tree is drawn again when the object or a watched kind of the tree changes. Which
+  // TREE_MAX_WATCHES kinds of the tree are watched is decided again at each draw (see
+  // treeWatchOrder): a kind that loses its place stops being watched, one that gains it
+  // (a Deployment's ReplicaSet, then its Pods) is watched from the list just drawn
+  const watched = new Map(); // kind key -> the AbortController of its watch
   const drawTree = async (obj) => {
     const treeKinds = await ownerTree(tree, obj, k, ns, signal, uid, name);
-    for (const [key, rv] of treeKinds) {
-      if (watchedKinds.size >= TREE_MAX_WATCHES) break;
-      if (watchedKinds.has(key)) continue;
-      const tk = kinds.find((x) => `${x.resource}.${x.group}` === key);
-      if (!tk || tk === k) continue;
-      watchedKinds.add(key);
-      watchChanges(collectionPath(tk, ns), () => drawTree(null), signal, { since: rv });
+    if (signal.aborted) return;
+    const wanted = new Map();
+    for (const entry of treeWatchOrder(treeKinds)) {
+      if (wanted.size >= TREE_MAX_WATCHES) break;
+      if (entry.k !== k) wanted.set(entry.key, entry);
+    }
+    for (const [key, stop] of watched) {
+      if (!wanted.has(key)) { stop.abort(); watched.delete(key); }
+    }
+    for (const [key, entry] of wanted) {
+      if (watched.has(key)) continue;
+      const stop = new AbortController();
+      signal.addEventListener("abort", () => stop.abort(), { once: true });
+      watched.set(key, stop);
+      watchChanges(collectionPath(entry.k, ns), () => drawTree(null), stop.signal,
+                   { since: entry.rv });
     }
   };
   const fieldSelector = new URLSearchParams({ fieldSelector: `metadata.name=${name}` });
@@ -409,10 +420,25 @@ function renderObject(holder, obj, k, path, startEditing, stopEditing) {
 
 // ---- the owner tree --------------------------------------------------------------------
 
+// The kinds below the top of a tree in the order their watches are given out: first the kinds
+// with a status subresource (what a tree is looked at for is its objects' health: a
+// BitcoinNetwork's StatefulSet and Pods before the ConfigMap beside them), then the kinds
+// with more objects in the tree that report health now, then more objects, then tree order.
+function treeWatchOrder(treeKinds) {
+  const rank = (e) => [e.k.status ? 1 : 0, e.reporting, e.objects];
+  return [...treeKinds].sort((a, b) => {
+    const ra = rank(a);
+    const rb = rank(b);
+    for (let i = 0; i < ra.length; i++) if (ra[i] !== rb[i]) return rb[i] - ra[i];
+    return 0;
+  });
+}
+
 // Builds the tree of `obj` (or of the object `uid`/`name` when obj is null: a refresh):
 // up through ownerReferences to the top owner, then down to every object in the namespace
-// that names a node as owner. Returns [kind ("resource.group"), resourceVersion of its list]
-// for each kind that appears below the top.
+// that names a node as owner. Returns, for each kind that appears below the top, in tree
+// order: {key ("resource.group"), k, rv (of its list), objects (in the tree), reporting
+// (objects whose health is known)}.
 async function ownerTree(holder, obj, k, ns, signal, uid, name) {
   try {
     if (!obj) obj = await request(objectPath(k, ns, name), { signal });
@@ -465,21 +491,29 @@ async function ownerTree(holder, obj, k, ns, signal, uid, name) {
   };
   await Promise.all([worker(), worker(), worker()]);
   if (signal.aborted) return [];
-  const kindsBelow = new Set();
+  const kindsBelow = new Map();
   const visited = new Set();
   const node = ({ obj: o, k: ok }, depth) => {
     const meta = o.metadata;
     visited.add(meta.uid);
     const label = h("a", { href: objectHref(ok, meta.namespace, meta.name) }, `${ok.kind} ${meta.name}`);
     const kids = depth < TREE_MAX_DEPTH ? (children.get(meta.uid) || []).filter((c) => !visited.has(c.obj.metadata.uid)) : [];
-    for (const c of kids) kindsBelow.add(`${c.k.resource}.${c.k.group}`);
-    const { message } = o.missing ? { message: `cannot read: ${o.missing}` } : health(o);
+    const { state, message } = o.missing ? { state: "unknown", message: `cannot read: ${o.missing}` } : health(o);
+    if (depth > 0) {
+      const key = `${ok.resource}.${ok.group}`;
+      if (!kindsBelow.has(key)) {
+        kindsBelow.set(key, { key, k: ok, rv: listedAt.get(key) || null, objects: 0, reporting: 0 });
+      }
+      const entry = kindsBelow.get(key);
+      entry.objects += 1;
+      if (state !== "unknown") entry.reporting += 1;
+    }
     return h("li", { class: meta.uid === self ? "self" : "", "data-name": meta.name, "data-kind": ok.kind },
              label, " ", o.missing ? null : badge(o), h("span", { class: "message" }, message),
              kids.length ? h("ul", {}, kids.map((c) => node(c, depth + 1))) : null);
   };
   replace(holder, h("h2", {}, "Owner tree"), h("ul", {}, node(top, 0)));
-  return [...kindsBelow].map((key) => [key, listedAt.get(key) || null]);
+  return [...kindsBelow.values()];
 }
 
 // ---- events ----------------------------------------------------------------------------
