@@ -5,8 +5,9 @@ Its certificate is issued by a fresh CA (:mod:`setpoint.pki.certs`) for ``127.0.
 configuration carries. Each path answers with a handler ``(review) -> answer``, where the
 answer is a ``response`` dict (``uid`` filled in when absent), raw ``bytes`` sent as they
 are, or a :class:`Hang` (the request never gets an answer while the server runs).
-Every review received is kept in ``received``. :func:`conversion_answer` answers a CRD's
-ConversionReview (the tests' Gadget kind converts with :func:`gadget_conversion`).
+Every review received is kept in ``received`` (its User-Agent in ``user_agents``).
+:func:`conversion_answer` answers a CRD's ConversionReview (the tests' Gadget kind converts
+with :func:`gadget_conversion`).
 """
 
 from __future__ import annotations
@@ -77,6 +78,8 @@ class WebhookServer:
     def __init__(self, handlers: dict[str, Handler], *, hosts: Sequence[str] = ()) -> None:
         self.handlers = handlers
         self.received: list[dict[str, Any]] = []
+        #: the User-Agent of each review received, in the same order
+        self.user_agents: list[str] = []
         now = dt.datetime.now(dt.UTC)
         self._ca = certs.new_ca("webhook-test-ca", now=now)
         self._pair = certs.issue(self._ca, common_name="webhook", usage="server", now=now,
@@ -101,6 +104,7 @@ class WebhookServer:
             self._transports.add(request.transport)
         review = json.loads(await request.read())
         self.received.append(review)
+        self.user_agents.append(request.headers.get("User-Agent", ""))
         answer = handler(review)
         if isinstance(answer, Hang):
             waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()

@@ -1,6 +1,7 @@
 """AdmissionReview v1: the request a webhook is sent and the checks on what it answers.
 
-:func:`review` wraps an AdmissionRequest; :func:`parse_response` reads a webhook's answer
+:func:`review` wraps an AdmissionRequest, encoded as Kubernetes does (the members Go
+leaves out when empty are absent); :func:`parse_response` reads a webhook's answer
 as Kubernetes' ``VerifyAdmissionResponse`` does, and raises :class:`InvalidResponse` with its
 messages (``expected response.uid="a", got "b"``, ``webhook returned response.patch but not
 response.patchType``, ``validating webhook may not return response.patch``, ...) for anything
@@ -48,9 +49,27 @@ class Response:
     annotations: dict[str, str] = field(default_factory=dict)
 
 
+#: AdmissionRequest members Go leaves out when empty (``json:",omitempty"``)
+OMIT_EMPTY: Final = ("subResource", "requestSubResource", "name", "namespace")
+#: and the requester's UserInfo members
+OMIT_EMPTY_USER: Final = ("username", "uid", "groups", "extra")
+
+
+def wire_request(request: Mapping[str, Any]) -> dict[str, Any]:
+    """The request as Kubernetes encodes it: an empty ``subResource``, ``name``, ... is
+    absent, not ``""`` (webhooks tell "no subresource" by its absence: kopf matches a
+    handler without ``subresource=`` only to a request with none)."""
+    out = {k: v for k, v in request.items() if not (k in OMIT_EMPTY and not v)}
+    user = out.get("userInfo")
+    if isinstance(user, Mapping):
+        out["userInfo"] = {k: v for k, v in user.items()
+                           if not (k in OMIT_EMPTY_USER and not v)}
+    return out
+
+
 def review(request: Mapping[str, Any]) -> bytes:
     return orjson.dumps({"apiVersion": API_VERSION, "kind": "AdmissionReview",
-                         "request": request})
+                         "request": wire_request(request)})
 
 
 def _warnings(value: Any) -> list[str]:

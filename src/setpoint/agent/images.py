@@ -15,7 +15,10 @@ standing in for the image's own configuration:
 
 The default table maps images whose default command is a shell or an interpreter found on any
 Linux machine: ``busybox``, ``alpine``, ``debian``, ``ubuntu`` (``sh``), ``bash`` (``bash``),
-``python`` and ``pypy`` (``python3``). The agent's configuration can replace it.
+``python`` and ``pypy`` (``python3``, which also runs for their ``python``), and the
+infrastructure image ``pause`` (``registry.k8s.io/pause``, ``gcr.io/google_containers/pause``),
+whose program does nothing until it is stopped: ``sleep infinity``. The agent's configuration
+can replace it.
 """
 
 from __future__ import annotations
@@ -33,6 +36,9 @@ class ImageEntry:
 
     entrypoint: tuple[str, ...] = ()
     cmd: tuple[str, ...] = ()
+    #: programs the image has under a name this machine may lack (the python image's
+    #: ``python`` is ``python3``): a command line that starts with one runs the other
+    programs: Mapping[str, str] = field(default_factory=dict)
 
 
 DEFAULT_IMAGES: Final[Mapping[str, ImageEntry]] = {
@@ -41,8 +47,11 @@ DEFAULT_IMAGES: Final[Mapping[str, ImageEntry]] = {
     "debian": ImageEntry(cmd=("bash",)),
     "ubuntu": ImageEntry(cmd=("/bin/bash",)),
     "bash": ImageEntry(cmd=("bash",)),
-    "python": ImageEntry(cmd=("python3",)),
-    "pypy": ImageEntry(cmd=("python3",)),
+    "python": ImageEntry(cmd=("python3",), programs={"python": "python3"}),
+    "pypy": ImageEntry(cmd=("python3",), programs={"python": "python3"}),
+    # the pause container's /pause sleeps until a signal; tests use it as "a pod that runs"
+    "pause": ImageEntry(cmd=("sleep", "infinity")),
+    "google_containers/pause": ImageEntry(cmd=("sleep", "infinity")),
 }
 
 
@@ -74,10 +83,10 @@ class ImageTable:
         """The command line of ``container`` (before ``$(VAR)`` expansion)."""
         command: Sequence[str] = container.get("command") or ()
         args: Sequence[str] = container.get("args") or ()
-        if command:
-            return [*map(str, command), *map(str, args)]
         image = str(container.get("image") or "")
         entry = self.entries.get(repository(image))
+        if command:
+            return self._programs(entry, [*map(str, command), *map(str, args)])
         if entry is None:
             known = ", ".join(sorted(self.entries)) or "none"
             raise NoCommand(
@@ -88,4 +97,10 @@ class ImageTable:
         if not argv:
             raise NoCommand(f"no command specified: image {image!r} has no default command; "
                             f"set the container's command (and args)")
+        return self._programs(entry, argv)
+
+    @staticmethod
+    def _programs(entry: ImageEntry | None, argv: list[str]) -> list[str]:
+        if entry is not None and argv and argv[0] in entry.programs:
+            return [entry.programs[argv[0]], *argv[1:]]
         return argv

@@ -66,23 +66,24 @@ class ApiError(Exception):
         return self._reason if self._reason is not None else self.reason
 
     def status(self) -> Status:
-        """The ``metav1.Status`` body."""
+        """The ``metav1.Status`` body, its keys in the order of the Go struct's fields (kind,
+        apiVersion, metadata, status, message, reason, details, code), as Kubernetes encodes
+        it: clients that compare error texts compare these bytes."""
         body: Status = {
             "kind": "Status",
             "apiVersion": "v1",
             "metadata": {},
             "status": "Failure",
             "message": self.message,
-            "reason": self.status_reason,
-            "code": self.status_code,
         }
+        if self.status_reason:
+            body["reason"] = self.status_reason
         details = dict(self.details)
         if self.retry_after is not None:
             details.setdefault("retryAfterSeconds", self.retry_after)
         if details:
             body["details"] = details
-        if not self.status_reason:
-            del body["reason"]
+        body["code"] = self.status_code
         return body
 
     def __repr__(self) -> str:

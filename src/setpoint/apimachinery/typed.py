@@ -114,6 +114,41 @@ def object_type(fields: dict[str, TypeSpec] | None = None,
                    **(fields or {})}, element)
 
 
+def with_list_keys(spec: TypeSpec, merge_keys: Mapping[str, str]) -> TypeSpec:
+    """``spec`` with the lists of ``merge_keys`` (dotted paths without list indices, as
+    :data:`setpoint.apimachinery.patch.DEFAULT_MERGE_KEYS`) associative: a merge key makes a
+    list a map keyed by it, ``""`` a set. The built-in kinds' lists that merge under a strategic
+    merge patch (``patchMergeKey``) are the ones their schemas make associative for apply, so
+    one table serves both. ``metadata`` keeps :data:`OBJECT_META`."""
+    tree: dict[str | None, Any] = {}
+    for dotted, key in merge_keys.items():
+        parts = dotted.split(".")
+        if parts[0] == "metadata":
+            continue
+        node = tree
+        for part in parts:
+            node = node.setdefault(part, {})
+        node[None] = key
+    return _keyed(spec, tree)
+
+
+def _keyed(spec: TypeSpec, tree: Mapping[Any, Any]) -> TypeSpec:
+    children = {name: sub for name, sub in tree.items() if name is not None}
+    if None in tree:
+        key = tree[None]
+        if key == "":
+            return set_list(SCALAR)
+        item = spec.element if spec.kind == "list" and spec.element is not None else DEDUCED
+        return map_list(_keyed(item, children), (key,))
+    if not children:
+        return spec
+    fields = dict(spec.fields) if spec.kind == "map" else {}
+    element: TypeSpec | None = spec.element if spec.kind == "map" else DEDUCED
+    for name, sub in children.items():
+        fields[name] = _keyed(fields.get(name, DEDUCED), sub)
+    return TypeSpec("map", fields=fields, element=element, atomic=spec.atomic)
+
+
 def from_openapi(schema: Mapping[str, Any] | None, *,
                  preserve_unknown_fields: bool = False) -> TypeSpec:
     """The spec of a custom resource whose version has ``schema`` (``openAPIV3Schema``)."""

@@ -21,6 +21,7 @@ from setpoint.apimachinery import gotypes
 from setpoint.apimachinery.fields import FieldError
 from setpoint.apimachinery.gotypes import BYTES, INT32, INT64, STRING, MapOf, SliceOf, Struct
 from setpoint.registry import builtintypes, table
+from setpoint.registry.podtemplates import drop_nulls
 from setpoint.registry.resources import ResourceInfo, VersionInfo
 from setpoint.registry.strategy import Strategy
 
@@ -217,6 +218,9 @@ class WebhookConfigurationStrategy(Strategy):
         return webhook_configuration_type(self._mutating)
 
     def default(self, obj: Obj, version: VersionInfo) -> None:
+        # every webhook is a Go struct: a null member (``objectSelector: null``, as kopf
+        # writes a webhook without label filters) decodes to its zero value and is defaulted
+        drop_nulls(obj.get("webhooks"))
         webhookconfig.default_configuration(obj, mutating=self._mutating)
 
     def validate(self, obj: Obj, version: VersionInfo) -> list[FieldError]:

@@ -130,9 +130,11 @@ class Strategy:
 
     def field_type(self, version: VersionInfo) -> typed.TypeSpec:
         """How objects merge under server-side apply and field ownership: ObjectMeta, the
-        known top-level fields, and below them no schema (objects granular, lists atomic)."""
+        known top-level fields, and below them no schema (objects granular, lists atomic)
+        except the lists of :attr:`merge_keys`, associative as in Kubernetes' schemas (so that
+        an apply of the containers a create set conflicts with nothing)."""
         declared = {name: typed.DEDUCED for name in self.known_fields or ()}
-        return typed.object_type(declared)
+        return typed.with_list_keys(typed.object_type(declared), self.merge_keys)
 
     def prepare_for_create(self, obj: Obj, version: VersionInfo) -> None:
         if self.has_status(version):

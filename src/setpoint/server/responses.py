@@ -113,8 +113,9 @@ def error_response(error: errors.ApiError) -> web.Response:
         retry = int(detail) if isinstance(detail, int) else None
     if retry is not None:
         headers["Retry-After"] = str(retry)
-    return web.Response(body=orjson.dumps(error.status()), status=error.status_code,
-                        headers=headers)
+    # encoding/json's Encoder, which kube-apiserver writes with, ends the body with a newline
+    return web.Response(body=orjson.dumps(error.status(), option=orjson.OPT_APPEND_NEWLINE),
+                        status=error.status_code, headers=headers)
 
 
 def parse_bool(query: Mapping[str, str], name: str, default: bool = False) -> bool:

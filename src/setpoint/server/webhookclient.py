@@ -29,6 +29,8 @@ import aiohttp
 from setpoint.registry.webhooks import CallFailed, Target
 
 _JSON: Final = "application/json"
+#: what Kubernetes' API server calls webhooks as (some webhooks tell its calls by it)
+USER_AGENT: Final = "kube-apiserver-admission"
 _SHUTDOWN_GRACE: Final = 0.25
 
 
@@ -89,7 +91,7 @@ class WebhookClient:
                 async with session.post(
                         url, data=body, server_hostname=target.server_name,
                         headers={"Content-Type": _JSON, "Accept": _JSON,
-                                 "Host": target.server_name}) as resp:
+                                 "Host": target.server_name, "User-Agent": USER_AGENT}) as resp:
                     data = await self._read(resp, target)
                     if resp.status < 200 or resp.status >= 300:
                         raise CallFailed(

@@ -74,6 +74,50 @@ async def test_a_configuration_is_defaulted(
     assert "reinvocationPolicy" not in body["webhooks"][0]
 
 
+async def test_null_members_of_a_webhook_are_defaulted_as_if_absent(
+        webhook: WebhookServer, http: aiohttp.ClientSession) -> None:
+    # Go decodes ``null`` to a zero value: kopf writes ``objectSelector: null`` for a
+    # handler without label filters, with a POST and again with a merge patch
+    body = await install(http, configuration("nulls", hook(
+        "a.example.com", url_client(webhook, "/allow"), objectSelector=None,
+        namespaceSelector=None, matchPolicy=None, timeoutSeconds=None)))
+    got = body["webhooks"][0]
+    assert (got["objectSelector"], got["namespaceSelector"]) == ({}, {})
+    assert (got["matchPolicy"], got["timeoutSeconds"]) == ("Equivalent", 10)
+    status, body, _ = await request(
+        http, "PATCH", f"{VALIDATING}/nulls",
+        {"webhooks": [hook("b.example.com", url_client(webhook, "/allow"),
+                           objectSelector=None, failurePolicy=None)]},
+        content_type="application/merge-patch+json")
+    assert status == 200, body
+    got = body["webhooks"][0]
+    assert (got["name"], got["objectSelector"], got["failurePolicy"]) == (
+        "b.example.com", {}, "Fail")
+
+
+async def test_a_review_leaves_out_empty_members_as_kubernetes_does(
+        webhook: WebhookServer, http: aiohttp.ClientSession) -> None:
+    await install_widgets(http)
+    await install(http, configuration("all", hook(
+        "all.example.com", url_client(webhook, "/allow"), resources=("widgets", "widgets/status"),
+        group="example.com")))
+    status, body, _ = await request(http, "POST", WIDGETS, widget("w"))
+    assert status == 201, body
+    status, body, _ = await request(http, "PATCH", f"{WIDGETS}/w/status",
+                                    {"status": {"phase": "Up"}},
+                                    content_type="application/merge-patch+json")
+    assert status == 200, body
+    create, status_update = (r["request"] for r in webhook.received)
+    # ``subResource`` is ``json:",omitempty"``: a write to the object itself has none
+    assert "subResource" not in create
+    assert "requestSubResource" not in create
+    assert (create["operation"], create["name"], create["namespace"]) == (
+        "CREATE", "w", "default")
+    assert (status_update["subResource"], status_update["requestSubResource"]) == (
+        "status", "status")
+    assert webhook.user_agents == ["kube-apiserver-admission"] * 2
+
+
 async def test_an_invalid_configuration_is_refused_with_kubernetes_messages(
         http: aiohttp.ClientSession) -> None:
     bad = configuration("bad", {

@@ -21,6 +21,7 @@ from tests.integration.agent.conftest import (
     make_config,
     pod,
     running,
+    running_ready,
     sh,
     start,
     wait_for,
@@ -212,6 +213,18 @@ async def test_a_missing_program_is_a_start_error(tmp_path: Path) -> None:
         assert last["exitCode"] == 128
         assert last["reason"] == "StartError"
         assert 'exec: "no-such-program": executable file not found in $PATH' in last["message"]
+
+
+async def test_the_pause_image_runs_until_its_pod_is_removed(tmp_path: Path) -> None:
+    # the infrastructure image the clients' e2e tests run as "a pod that stays Ready"
+    async with running(make_config(tmp_path / "a", "none")) as rt:
+        uid = await start(rt, pod({"name": "c", "image": "gcr.io/google_containers/pause"}))
+        status = await wait_for(rt, uid, running_ready)
+        assert container(status)["restartCount"] == 0
+        assert "running" in container(status)["state"]
+        assert procs.marked(rt.marker(uid))
+        await rt.remove_pod(uid)
+        assert not procs.marked(rt.marker(uid))
 
 
 async def test_restarts_and_crash_loop_back_off(tmp_path: Path) -> None:

@@ -47,3 +47,18 @@ async def test_not_found(http: aiohttp.ClientSession, path: str, message: str,
     assert (body["kind"], body["reason"], body["code"]) == ("Status", "NotFound", 404)
     assert body["message"] == message
     assert body.get("details") == details
+
+
+async def test_status_bytes_are_kube_apiservers(http: aiohttp.ClientSession) -> None:
+    # The kubernetes client's create_from_yaml reports "Error from server (Conflict): <body>"
+    # and its own tests compare that text: the keys come in the Go struct's order (details
+    # before code) and the body ends with the newline of Go's json.Encoder.
+    configmap = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "dup"}}
+    async with http.post("/api/v1/namespaces/default/configmaps", json=configmap) as first:
+        assert first.status == 201
+    async with http.post("/api/v1/namespaces/default/configmaps", json=configmap) as second:
+        assert second.status == 409
+        raw = await second.read()
+    assert raw == (b'{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",'
+                   b'"message":"configmaps \\"dup\\" already exists","reason":"AlreadyExists",'
+                   b'"details":{"name":"dup","kind":"configmaps"},"code":409}\n')

@@ -250,3 +250,42 @@ async def test_unknown_fields_cannot_be_applied(http: aiohttp.ClientSession) -> 
     assert status == 400
     assert out["message"] == ("failed to create typed patch object (default/bad; /v1, "
                               "Kind=ConfigMap): .data_error: field not declared in schema")
+
+
+DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
+
+
+def deployment(image: str) -> dict[str, Any]:
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+                     "template": {"metadata": {"labels": {"app": "web"}},
+                                  "spec": {"containers": [{
+                                      "name": "web", "image": image,
+                                      "ports": [{"containerPort": 80}]}]}}}}
+
+
+async def test_built_in_lists_with_merge_keys_are_associative(
+        http: aiohttp.ClientSession) -> None:
+    # Kubernetes' clients create and then apply the same manifest (the kubernetes client's
+    # create_from_yaml(apply=True)): the containers a create set, defaulted, are a list keyed
+    # by name, so applying the same values co-owns them instead of conflicting on the list.
+    status, created, _ = await request(http, "POST", DEPLOYMENTS + "?fieldManager=creator",
+                                       deployment("nginx:1.15.4"))
+    assert status == 201, created
+    created_containers = entries(created)[0][2]["f:spec"]["f:template"]["f:spec"][
+        "f:containers"]
+    assert 'k:{"name":"web"}' in created_containers
+    assert "f:terminationMessagePath" in created_containers['k:{"name":"web"}']
+    status, applied = await apply(http, DEPLOYMENTS + "/web", deployment("nginx:1.15.4"),
+                                  manager="applier")
+    assert status == 200, applied
+    mine = next(e for e in entries(applied) if e[0] == "applier")[2]
+    assert mine["f:spec"]["f:template"]["f:spec"]["f:containers"] == {
+        'k:{"name":"web"}': {".": {}, "f:image": {}, "f:name": {}, "f:ports": {
+            'k:{"containerPort":80}': {".": {}, "f:containerPort": {}}}}}
+    # a different value is a conflict on that container's field, not on the list
+    status, conflict = await apply(http, DEPLOYMENTS + "/web", deployment("nginx:1.16"),
+                                   manager="third")
+    assert status == 409, conflict
+    fields = {c["field"] for c in conflict["details"]["causes"]}
+    assert fields == {'.spec.template.spec.containers[name="web"].image'}

@@ -91,6 +91,10 @@ class PtyWriter:
         return None
 
 
+#: a port whose connection opens and then fails on its first read (the remote agent's way)
+LATE_REFUSAL = 13
+
+
 @dataclass
 class ProcessSession:
     process: asyncio.subprocess.Process
@@ -193,6 +197,12 @@ class ProcessTarget:
         return session
 
     async def port_forward(self, port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        if port == LATE_REFUSAL:
+            # as a node's agent refuses: the connection to it opens, then its reader fails
+            _reader, writer = await asyncio.open_connection("127.0.0.1", self.ports[7])
+            late = asyncio.StreamReader()
+            late.set_exception(ConnectionResetError(f"nothing listens on port {port}"))
+            return late, writer
         if port not in self.ports:
             raise ConnectionRefusedError(f"nothing listens on port {port}")
         return await asyncio.open_connection("127.0.0.1", self.ports[port])

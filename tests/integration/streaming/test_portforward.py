@@ -156,6 +156,21 @@ async def test_websocket_channels(app: harness.App) -> None:
         assert await ws.receive_bytes() == b"\x00echo me"
 
 
+async def test_websocket_channels_report_a_pod_end_that_fails_later(app: harness.App) -> None:
+    # The node agent's port-forward opens, then says it could not connect: that port's error
+    # channel carries it (the kubernetes client closes that port's socket when it does) while
+    # the other ports go on.
+    async with aiohttp.ClientSession() as session, session.ws_connect(
+            app.url + PORTFORWARD + f"?ports=7,{harness.LATE_REFUSAL}",
+            protocols=("v4.channel.k8s.io",)) as ws:
+        opening = [await ws.receive_bytes() for _ in range(4)]
+        assert opening == [b"\x00\x07\x00", b"\x01\x07\x00", b"\x02\x0d\x00", b"\x03\x0d\x00"]
+        assert await ws.receive_bytes() == (
+            b"\x03error forwarding port 13 to pod: nothing listens on port 13")
+        await ws.send_bytes(b"\x00still here")
+        assert await ws.receive_bytes() == b"\x00still here"
+
+
 async def test_websocket_channels_close_once_every_port_is_done(app: harness.App) -> None:
     async with aiohttp.ClientSession() as session, session.ws_connect(
             app.url + PORTFORWARD + "?ports=8080", protocols=("v4.base64.channel.k8s.io",)) as ws:

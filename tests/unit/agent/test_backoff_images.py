@@ -81,6 +81,13 @@ TABLE = images.ImageTable()
     ({"image": "python:3.12", "args": ["python3", "-c", "print(1)"]},
      ["python3", "-c", "print(1)"]),
     ({"image": "python:3.12"}, ["python3"]),
+    # the infrastructure image the clients' own e2e tests run (kr8s: a pod that stays Ready)
+    ({"image": "registry.k8s.io/pause:3.10"}, ["sleep", "infinity"]),
+    ({"image": "gcr.io/google_containers/pause"}, ["sleep", "infinity"]),
+    # the python image's `python` is python3, which every machine has (`python` not always)
+    ({"image": "python", "command": ["python", "-u", "/opt/s.py"]}, ["python3", "-u", "/opt/s.py"]),
+    ({"image": "python:3.12", "args": ["python", "-c", "1"]}, ["python3", "-c", "1"]),
+    ({"image": "busybox", "command": ["python", "-c", "1"]}, ["python", "-c", "1"]),
 ])
 def test_argv(container: dict[str, object], argv: list[str]) -> None:
     assert TABLE.argv(container) == argv

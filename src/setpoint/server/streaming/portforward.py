@@ -262,7 +262,7 @@ async def _forward_channel(sock: websocket.ChannelSocket, channel: int, port: in
     try:
         async with asyncio.TaskGroup() as tg:
             up = tg.create_task(_channel_to_pod(sock, channel, writer, config))
-            down = tg.create_task(_pod_to_channel(reader, sock, channel, config))
+            down = tg.create_task(_pod_to_channel(reader, sock, channel, port, config))
             await down
             up.cancel()
     finally:
@@ -282,11 +282,15 @@ async def _channel_to_pod(sock: websocket.ChannelSocket, channel: int, writer: B
 
 
 async def _pod_to_channel(reader: ByteReader, sock: websocket.ChannelSocket, channel: int,
-                          config: StreamingConfig) -> None:
+                          port: int, config: StreamingConfig) -> None:
     while True:
         try:
             chunk = await reader.read(config.read_chunk_bytes)
-        except Exception:
+        except Exception as e:
+            # the pod's end failed (a node's agent reports a port it could not connect to
+            # this way): the port's error channel says so, as the kubelet's does, and the
+            # client closes that port's connection (its other ports go on)
+            await sock.send(channel + 1, _failure(port, e))
             return
         if not chunk or not await sock.send(channel, chunk):
             return
