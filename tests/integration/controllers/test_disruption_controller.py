@@ -123,15 +123,13 @@ async def test_percentages_follow_the_deployments_scale(client: Client) -> None:
     # 34% of 3 is 1.02, rounded up to 2 unavailable: 1 healthy wanted
     await pdb_where(client, "api", status_is(expectedPods=3, desiredHealthy=1,
                                              currentHealthy=3, disruptionsAllowed=2))
-    live = await client.get(DEPLOY, "api", namespace=NS)
-    live["spec"]["replicas"] = 5
-    await client.update(live)
+    # a patch: the Deployment controller writes the object's status meanwhile
+    await client.patch(DEPLOY, "api", {"spec": {"replicas": 5}}, namespace=NS)
     # 34% of 5 is 1.7, rounded up to 2: 3 healthy wanted
     await pdb_where(client, "api", status_is(expectedPods=5, desiredHealthy=3,
                                              currentHealthy=5, disruptionsAllowed=2))
-    live = await client.get(PDB, "api", namespace=NS)
-    live["spec"] = {"selector": live["spec"]["selector"], "minAvailable": "100%"}
-    await client.update(live)
+    await client.patch(PDB, "api", {"spec": {"maxUnavailable": None, "minAvailable": "100%"}},
+                       namespace=NS)
     pdb = await pdb_where(client, "api", status_is(expectedPods=5, desiredHealthy=5,
                                                    disruptionsAllowed=0))
     assert pdb["metadata"]["generation"] == 2

@@ -11,6 +11,7 @@ from typing import Any
 from setpoint.storage import Backend, Event, StorageConfig, create_backend
 from setpoint.storage.encryption import EncryptingBackend
 from setpoint.storage.encryption.config import parse_config
+from setpoint.storage.interface import Unavailable
 
 #: every value encrypted, so the contract suite proves the wrapper changes nothing else
 ENCRYPT_EVERYTHING = parse_config({
@@ -49,12 +50,23 @@ class Opener:
         return StorageConfig(kind=self.kind, path=path, **options)  # type: ignore[arg-type]
 
     async def __call__(self, **options: Any) -> Backend:
-        backend = create_backend(self.config(**options))
-        if self.kind == "encrypted-sqlite":
-            backend = EncryptingBackend(backend, ENCRYPT_EVERYTHING)
-        await backend.start()
-        self._opened.append(backend)
-        return backend
+        # an etcd process on a loaded machine may not answer the first connection in time
+        # (gRPC's "timed out before receiving SETTINGS frame"): a fresh backend tries again
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 60
+        while True:
+            backend = create_backend(self.config(**options))
+            if self.kind == "encrypted-sqlite":
+                backend = EncryptingBackend(backend, ENCRYPT_EVERYTHING)
+            try:
+                await backend.start()
+            except Unavailable:
+                if self.kind not in ("etcd", "etcd-tls") or loop.time() > deadline:
+                    raise
+                await asyncio.sleep(0.5)
+                continue
+            self._opened.append(backend)
+            return backend
 
     async def close_all(self) -> None:
         for backend in reversed(self._opened):
