@@ -49,6 +49,7 @@ from setpoint.agent import PodEvent, PodRuntime, references, resolve_inputs
 from setpoint.agent.status import KUBELET_CONDITIONS
 from setpoint.apimachinery import errors, timeutil
 from setpoint.apimachinery.clock import Clock, SystemClock
+from setpoint.node.tokens import TokenCache, TokenKey
 from setpoint.runtime import clock as rtclock
 
 log = logging.getLogger(__name__)
@@ -133,6 +134,8 @@ class PodLoop:
         self.informer: runtime.Informer | None = None
         #: uid -> key of every pod handed to the runtime (adopted ones once synced)
         self.uids: dict[str, str] = {}
+        #: projected tokens, asked for again only at 80 % of their validity
+        self.tokens = TokenCache(self.clock.monotonic)
         self._terminating: dict[str, asyncio.Task[None]] = {}
         self._events: collections.deque[PodEvent] = collections.deque(
             maxlen=config.events_queue)
@@ -202,6 +205,7 @@ class PodLoop:
         except Exception:
             log.exception("removing pod %s failed", uid)
         self.uids.pop(uid, None)
+        self.tokens.forget(uid)
 
     async def _worker(self) -> None:
         while True:
@@ -266,20 +270,27 @@ class PodLoop:
         tokens: dict[tuple[str, str], str] = {}
         account = str((pod.get("spec") or {}).get("serviceAccountName") or "default")
         for volume, path, audience, seconds in refs.tokens:
-            spec: Obj = {"expirationSeconds": seconds or self.config.token_seconds,
+            validity = int(seconds or self.config.token_seconds)
+            spec: Obj = {"expirationSeconds": validity,
                          "boundObjectRef": {"apiVersion": "v1", "kind": "Pod",
                                             "name": meta.get("name"), "uid": meta.get("uid")}}
             if audience:
                 spec["audiences"] = [audience]
-            try:
-                answer = await self.client.request(
-                    "POST", f"/api/v1/namespaces/{ns}/serviceaccounts/{account}/token",
-                    body={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
-                          "spec": spec})
-            except errors.NotFound:
-                continue
-            token = (answer.get("status") or {}).get("token")
-            if isinstance(token, str):
+
+            async def fetch(spec: Obj = spec) -> str | None:
+                try:
+                    answer = await self.client.request(
+                        "POST", f"/api/v1/namespaces/{ns}/serviceaccounts/{account}/token",
+                        body={"apiVersion": "authentication.k8s.io/v1",
+                              "kind": "TokenRequest", "spec": spec})
+                except errors.NotFound:
+                    return None
+                token = (answer.get("status") or {}).get("token")
+                return token if isinstance(token, str) else None
+
+            token = await self.tokens.get(TokenKey(ns, account, str(audience or ""), validity,
+                                                   str(meta.get("uid") or "")), fetch)
+            if token is not None:
                 tokens[(volume, path)] = token
         service_env: Mapping[str, str] = {}
         if self.service_env is not None:
