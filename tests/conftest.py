@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import itertools
+import json
 import os
 import shutil
 import socket
@@ -117,13 +118,29 @@ class ServeProcess:
         return self.process.returncode
 
     def stop_pods(self) -> None:
-        """``setpoint agent --stop-pods`` on the agent's directory, if it left pods."""
+        """``setpoint agent --stop-pods`` on the agent's directory, if it left pods, or
+        network namespaces of pods it had not recorded yet when it stopped (the runtime
+        that starts for ``--stop-pods`` removes those of its agent that no pod owns)."""
         agent = self.data_dir / "agent"
         pods = agent / "pods" / "pods"
-        if pods.is_dir() and any(pods.iterdir()):
+        if (pods.is_dir() and any(pods.iterdir())) or left_namespaces(agent / "pods"):
             subprocess.run([sys.executable, "-m", "setpoint", "agent", "--stop-pods",
                             "--root-dir", str(agent)], capture_output=True, timeout=120,
                            check=True)
+
+
+def left_namespaces(root: Path) -> list[str]:
+    """The network namespaces (``/run/netns/setpoint-<agent id>-<pod uid>``) of the process
+    runtime on ``root`` that still exist."""
+    try:
+        agent_id = str(json.loads((root / "agent.json").read_text())["id"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+    try:
+        names = os.listdir("/run/netns")
+    except OSError:
+        return []
+    return [n for n in names if n.startswith(f"setpoint-{agent_id}-")]
 
 
 def kubeconfig_ssl_context(path: Path) -> ssl.SSLContext | None:
