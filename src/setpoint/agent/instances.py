@@ -14,7 +14,9 @@ process.
 Output: stdout and stderr are FIFOs in the instance's directory, opened read-write by both
 the container and the agent, so the container never gets SIGPIPE or EOF when the agent is
 away: its writes wait in the pipe (1 MiB where the system allows) until an agent reads them
-again. The agent copies them to the :class:`~setpoint.agent.logs.LogWriter`.
+again. The agent copies them to the :class:`~setpoint.agent.logs.LogWriter`, one read
+(:data:`_READ` bytes at most) at a time: an agent killed with -9 between a read and its write
+loses that read, nothing else.
 
 How it ended: the exit status the agent reaped (it is the parent), else the status the
 supervisor wrote (the agent was restarted meanwhile), else unknown

@@ -12,6 +12,7 @@ import pytest
 
 from setpoint.agent import procs
 from setpoint.agent.process import ProcessRuntime
+from setpoint.testing.waiting import eventually
 from tests.integration.agent.conftest import (
     condition,
     container,
@@ -228,16 +229,22 @@ async def test_cgroup_limits(runtime: ProcessRuntime) -> None:
 
 
 async def test_adopting_after_the_agent_is_killed(tmp_path: Path, isolation: str) -> None:
-    """A real agent process, killed with -9: its pods keep running; the next agent adopts
-    them without starting anything twice, notices the one that died meanwhile, and cleans
-    up what it did not know about."""
+    """A real agent process, killed with -9: its pods keep running, and what they write
+    meanwhile waits in their pipes; the next agent adopts them without starting anything
+    twice, logs what they wrote while no agent was there, notices the one that died
+    meanwhile, and cleans up what it did not know about."""
     import json
 
     from tests.integration.agent.conftest import make_config, running
 
     config = make_config(tmp_path / "agent", isolation)
-    keep = pod(sh("c", "echo up; exec sleep 1000"), name="keep")
+    go, written = tmp_path / "go", tmp_path / "written"
+    os.mkfifo(go, 0o600)
+    # Shell built-ins only after the start, so the container's processes stay the same.
+    keep = pod(sh("c", f"echo up; read x < {go}; echo while-away; : > {written}; "
+                       "exec sleep 1000"), name="keep")
     dies = pod(sh("c", "echo up; exec sleep 1000"), name="dies", policy="Always")
+    keep_uid, dies_uid = keep["metadata"]["uid"], dies["metadata"]["uid"]
     spec = {"root": str(config.root_dir), "isolation": isolation, "bridge": config.bridge,
             "cidr": config.pod_cidr, "cgroups": config.cgroups, "pods": [keep, dies]}
     script = Path(__file__).with_name("agent_main.py")
@@ -249,15 +256,20 @@ async def test_adopting_after_the_agent_is_killed(tmp_path: Path, isolation: str
         line = await asyncio.wait_for(agent.stdout.readline(), 60)
         assert line.strip() == b"running", line
         agent_id = json.loads((config.root_dir / "agent.json").read_text())["id"]
-        before = {uid: procs.marked(f"{agent_id}/{uid}/") for uid in (keep["metadata"]["uid"],
-                                                                       dies["metadata"]["uid"])}
+        # The first agent has logged "up": a line read from the pipe but not yet written
+        # when the agent is killed would be lost with it.
+        log = config.root_dir / "pods" / keep_uid / "logs" / "c" / "0.log"
+        await eventually(lambda: log.exists() and b" up\n" in log.read_bytes(), timeout=60)
+        before = {uid: procs.marked(f"{agent_id}/{uid}/") for uid in (keep_uid, dies_uid)}
         assert all(before.values())
     finally:
         agent.send_signal(signal.SIGKILL)
         await agent.communicate()
-    # The pods outlived their agent; one of them dies while no agent watches.
-    keep_uid, dies_uid = keep["metadata"]["uid"], dies["metadata"]["uid"]
+    # The pods outlived their agent; one writes a line while no agent reads its pipe ...
     assert set(procs.marked(f"{agent_id}/{keep_uid}/")) == set(before[keep_uid])
+    await eventually(lambda: _write_fifo(go, b"go\n"), timeout=30)
+    await eventually(written.exists, timeout=30)
+    # ... another dies while no agent watches ...
     for pid in before[dies_uid]:
         os.kill(pid, signal.SIGKILL)
     # ... and a process this agent never recorded carries its marker.
@@ -271,7 +283,7 @@ async def test_adopting_after_the_agent_is_killed(tmp_path: Path, isolation: str
             # adopted, not started again: the same processes, and only them
             assert set(procs.marked(rt.marker(keep_uid))) == set(before[keep_uid])
             assert container(status)["restartCount"] == 0
-            assert await wait_logs(rt, keep_uid, "up") == "up\n"
+            assert await wait_logs(rt, keep_uid, "while-away") == "up\nwhile-away\n"
             # the one that died is restarted, and says how it ended
             status = await wait_for(rt, dies_uid, lambda s: container(s)["restartCount"] == 1
                                     and "running" in container(s)["state"])
@@ -287,6 +299,19 @@ async def test_adopting_after_the_agent_is_killed(tmp_path: Path, isolation: str
         if stray.returncode is None:
             stray.kill()
             await stray.wait()
+
+
+def _write_fifo(path: Path, data: bytes) -> bool:
+    """Write ``data`` to the FIFO at ``path`` if a reader has it open (False if none yet)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:  # ENXIO: nobody reads it yet
+        return False
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+    return True
 
 
 async def test_removing_pods_as_they_finish(runtime: ProcessRuntime) -> None:
