@@ -474,11 +474,6 @@ class Store:
 
     # --- admission -----------------------------------------------------------------------
 
-    def _convert(self, obj: Obj, version: str) -> Obj:
-        """``obj`` (in the version its apiVersion names) in ``version``."""
-        stored = self.strategy.to_storage(deep_copy(obj), _version_of(obj.get("apiVersion")))
-        return self.strategy.from_storage(stored, version)
-
     async def _admit(self, operation: str, new: Obj | None, old: Obj | None,
                      version: VersionInfo, opts: WriteOptions | DeleteOptions,
                      subresource: str = "") -> None:
@@ -505,7 +500,7 @@ class Store:
             name=str(meta.get("name") or ""), namespaced=self.info.namespaced,
             user=opts.user, dry_run=opts.dry_run, options=options, sink=opts.sink,
             versions=tuple(v.name for v in self.info.served_versions),
-            convert=self._convert if self.conversion.immediate else None)
+            convert=self.conversion.convert_owned)
         if new is not None:
             def revalidate(obj: Obj) -> None:
                 # what a mutating hook changed is pruned, defaulted and validated again
