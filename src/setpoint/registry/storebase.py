@@ -41,7 +41,6 @@ from setpoint.apimachinery import (
     timeutil,
 )
 from setpoint.apimachinery.clock import Clock
-from setpoint.apimachinery.jsoncopy import deep_copy
 from setpoint.registry import cache as wc
 from setpoint.registry import conversion, fieldmanager, keylocks, storageerrors
 from setpoint.registry.options import (
@@ -307,11 +306,6 @@ class StoreBase:
 
     # --- admission -----------------------------------------------------------------------
 
-    def _convert(self, obj: Obj, version: str) -> Obj:
-        """``obj`` (in the version its apiVersion names) in ``version``."""
-        stored = self.strategy.to_storage(deep_copy(obj), _version_of(obj.get("apiVersion")))
-        return self.strategy.from_storage(stored, version)
-
     async def _admit(self, operation: str, new: Obj | None, old: Obj | None,
                      version: VersionInfo, opts: WriteOptions | DeleteOptions,
                      subresource: str = "") -> None:
@@ -338,7 +332,7 @@ class StoreBase:
             name=str(meta.get("name") or ""), namespaced=self.info.namespaced,
             user=opts.user, dry_run=opts.dry_run, options=options, sink=opts.sink,
             versions=tuple(v.name for v in self.info.served_versions),
-            convert=self._convert if self.conversion.immediate else None)
+            convert=self.conversion.convert_owned)
         if new is not None:
             def revalidate(obj: Obj) -> None:
                 # what a mutating hook changed is pruned, defaulted and validated again
