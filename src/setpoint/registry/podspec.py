@@ -30,7 +30,7 @@ from typing import Any
 from setpoint.apimachinery import fields, regexp, validation
 from setpoint.apimachinery.fields import ErrorType, FieldError, FieldPath
 from setpoint.apimachinery.jsonshape import as_dict, as_list
-from setpoint.schema.cel.library import quantity
+from setpoint.cel.library import quantity
 
 Obj = dict[str, Any]
 
