@@ -1,8 +1,10 @@
 """PATCH: which patch types a resource takes, applying a patch, and server-side apply.
 
-* :func:`check_patch_type` is the one choice of patch types: JSON patch and merge patch for
-  every resource, strategic merge patch for the kinds that have merge keys (built-in kinds,
-  not custom resources), apply (YAML or CBOR) only with a ``fieldManager``.
+* :func:`check_patch_type` is the one choice of patch types, for objects and their ``/scale``
+  alike: JSON patch, merge patch and apply (YAML, only with a ``fieldManager``) for every
+  resource, strategic merge patch for the built-in kinds (``Strategy.strategic_merge``);
+  anything else (apply in CBOR included: setpoint does not decode CBOR) is a 415 listing
+  what the resource takes, as kube-apiserver lists it.
 * :func:`apply_patch` computes the patched object from a base (pure: the base is the caller's
   copy, the body is not changed). A malformed JSON patch is 422 on ``patch``; any other
   malformed patch 400; a result that is not an object 400.
@@ -33,16 +35,19 @@ PATCH_STRATEGIC: Final = "application/strategic-merge-patch+json"
 PATCH_APPLY: Final = "application/apply-patch+yaml"
 PATCH_APPLY_CBOR: Final = "application/apply-patch+cbor"
 
-#: what a 415 lists as the patch types every resource takes
+#: the patch types every resource takes, in the order a 415 lists them
 _SUPPORTED: Final = (PATCH_JSON, PATCH_MERGE, PATCH_APPLY)
+#: ... and those of a resource that takes strategic merge patches
+_SUPPORTED_STRATEGIC: Final = (PATCH_JSON, PATCH_MERGE, PATCH_STRATEGIC, PATCH_APPLY)
 
 
 def check_patch_type(patch_type: str, *, strategic: bool, field_manager: str) -> None:
-    """Refuse a patch type the resource does not take: strategic merge patch where it has no
-    merge keys (415), apply without a ``fieldManager`` (400)."""
-    if patch_type == PATCH_STRATEGIC and not strategic:
-        raise errors.unsupported_patch_type(_SUPPORTED)
-    if patch_type in (PATCH_APPLY, PATCH_APPLY_CBOR) and not field_manager:
+    """Refuse a patch type the resource does not take (415, listing those it takes) and
+    apply without a ``fieldManager`` (400)."""
+    supported = _SUPPORTED_STRATEGIC if strategic else _SUPPORTED
+    if patch_type not in supported:
+        raise errors.unsupported_patch_type(supported)
+    if patch_type == PATCH_APPLY and not field_manager:
         raise errors.BadRequest("fieldManager is required for apply requests")
 
 
@@ -99,11 +104,16 @@ def json_type(value: Any) -> str:
 class Patching(Writes):
     """PATCH and server-side apply of one resource's objects."""
 
+    def check_patch_type(self, patch_type: str, opts: WriteOptions) -> None:
+        """:func:`check_patch_type` for this resource: what a PATCH checks before its body
+        is read."""
+        check_patch_type(patch_type, strategic=self.strategy.strategic_merge,
+                         field_manager=opts.field_manager)
+
     async def patch(self, namespace: str | None, name: str, patch_type: str, body: Any,
-                    version_name: str, opts: WriteOptions, subresource: str = "",
-                    *, strategic: bool = False) -> WriteResult:
+                    version_name: str, opts: WriteOptions, subresource: str = "") -> WriteResult:
         version = self._version(version_name)
-        check_patch_type(patch_type, strategic=strategic, field_manager=opts.field_manager)
+        self.check_patch_type(patch_type, opts)
         async with self._writes.hold(self.info.key(namespace, name)):
             async for _ in self._attempts():
                 try:

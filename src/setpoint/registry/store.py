@@ -53,6 +53,7 @@ from setpoint.registry.patching import (
     PATCH_MERGE,
     PATCH_STRATEGIC,
     Patching,
+    apply_patch,
 )
 from setpoint.registry.reads import ListPage, Reads
 from setpoint.registry.resources import ScaleSpec, VersionInfo
@@ -101,6 +102,18 @@ class Store(Patching, Deleting, Reads):
         spec = self._scale_spec(version)
         obj = await self.get(namespace, name, version.name, resource_version=resource_version)
         return self._scale_of(obj, spec)
+
+    async def patch_scale(self, namespace: str | None, name: str, patch_type: str, body: Any,
+                          version_name: str, opts: WriteOptions) -> Obj:
+        """PATCH of ``/scale``: the same patch types and errors as a patch of the object
+        (:func:`~setpoint.registry.patching.apply_patch`), applied to the current Scale;
+        apply is taken as a merge patch (a Scale's fields are not managed)."""
+        self.check_patch_type(patch_type, opts)
+
+        def change(current: Obj) -> Obj:
+            return apply_patch(current, patch_type, body, name=name, group="autoscaling",
+                               resource="scales", merge_keys={})
+        return await self.update_scale(namespace, name, version_name, opts, change)
 
     async def update_scale(self, namespace: str | None, name: str, version_name: str,
                            opts: WriteOptions, change: Callable[[Obj], Any]) -> Obj:
