@@ -70,7 +70,7 @@ async def create_until_known(http: aiohttp.ClientSession, name: str) -> int | No
 
 async def test_a_watch_cut_by_leader_loss_resumes_exactly(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.WARNING, logger="setpoint.registry.cache")
+    caplog.set_level(logging.WARNING, logger="setpoint.registry.watchcache")
     with etcd_server.cluster(tmp_path / "etcd", 3) as etcd:
         config = ServerConfig(port=0, storage=StorageConfig(
             kind="etcd", endpoints=tuple(etcd.endpoints)))

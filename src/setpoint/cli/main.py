@@ -41,8 +41,8 @@ from setpoint.controllers.nodelifecycle import DEFAULT_GRACE_PERIOD
 from setpoint.node import default_node_name
 from setpoint.pki import files
 from setpoint.pki.authority import Authority
-from setpoint.registry import cache as watch_cache
 from setpoint.registry import listbudget
+from setpoint.registry import watchcache as watch_cache
 from setpoint.registry.serviceips import (
     DEFAULT_CLUSTER_IP_RANGE,
     ServiceNetworkConfig,

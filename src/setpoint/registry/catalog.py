@@ -45,7 +45,7 @@ from setpoint.registry import (
     statefulsets,
     webhooks,
 )
-from setpoint.registry import cache as wc
+from setpoint.registry import watchcache as wc
 from setpoint.registry.customresource import CustomResourceStrategy
 from setpoint.registry.options import DeleteOptions
 from setpoint.registry.resources import ResourceInfo

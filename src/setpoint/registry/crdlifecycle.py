@@ -30,8 +30,8 @@ from typing import Any
 
 from setpoint.apimachinery import errors, timeutil
 from setpoint.apimachinery.clock import Clock
-from setpoint.registry import cache as wc
 from setpoint.registry import crd
+from setpoint.registry import watchcache as wc
 from setpoint.registry.catalog import CRD_PREFIX, Catalog
 from setpoint.registry.options import WriteOptions
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from setpoint.registry import cache as wc
+from setpoint.registry import watchcache as wc
 
 __all__ = ["CacheNodeGraph", "references"]
 

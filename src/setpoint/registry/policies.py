@@ -43,7 +43,7 @@ from setpoint.admission import policy as pol
 from setpoint.admission.authz import Authorize, Authorizer
 from setpoint.apimachinery import errors
 from setpoint.auth.user import UserInfo
-from setpoint.registry import cache as wc
+from setpoint.registry import watchcache as wc
 from setpoint.registry.admissionregistration import BINDINGS, GROUP, POLICIES
 from setpoint.registry.options import AdmissionAttributes
 from setpoint.registry.resources import ResourceInfo

@@ -2,7 +2,7 @@
 
 :class:`CacheSource` implements :class:`~setpoint.auth.rbac.authorizer.RBACSource` and the
 ServiceAccount token checks' :class:`~setpoint.auth.serviceaccounts.ObjectLookup` over the
-:class:`~setpoint.registry.cache.WatchCache`, so a decision costs no storage read.
+:class:`~setpoint.registry.watchcache.WatchCache`, so a decision costs no storage read.
 
 Non-guarantee: like Kubernetes' RBAC authorizer (informer-fed), decisions see a binding once
 the cache has applied it, a moment after the write that created it was acknowledged.
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from setpoint.registry import cache as wc
+from setpoint.registry import watchcache as wc
 
 Obj = Mapping[str, Any]
 

@@ -2,7 +2,7 @@
 
 Invariants:
 
-* Reads are served from the :class:`~setpoint.registry.cache.WatchCache` after waiting until
+* Reads are served from the :class:`~setpoint.registry.watchcache.WatchCache` after waiting until
   it holds every write acknowledged before the read (no resourceVersion), or the revision the
   client asked for (``resourceVersion``), or as it is (``resourceVersion=0``).
 * A LIST answers one snapshot: every object at the list's revision. Its first page comes from
@@ -26,8 +26,8 @@ from typing import TypeVar
 import orjson
 
 from setpoint.apimachinery import errors, fields, resourceversion
-from setpoint.registry import cache as wc
 from setpoint.registry import continuetokens, listbudget, storageerrors
+from setpoint.registry import watchcache as wc
 from setpoint.registry.options import ListOptions, WatchOptions
 from setpoint.registry.resources import VersionInfo
 from setpoint.registry.storebase import Obj, StoreBase

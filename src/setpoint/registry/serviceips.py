@@ -39,8 +39,8 @@ import orjson
 
 from setpoint.apimachinery import errors, fields, timeutil
 from setpoint.apimachinery.clock import Clock
-from setpoint.registry import cache as wc
 from setpoint.registry import storageerrors
+from setpoint.registry import watchcache as wc
 from setpoint.storage import interface as st
 
 log = logging.getLogger(__name__)

@@ -32,7 +32,7 @@ The registry is the one place where storage errors become API errors. Invariants
   garbage collector's ``orphan`` and ``foregroundDeletion``, from the DeleteOptions); a
   strategy's ``blocks_deletion`` keeps a marked object without finalizers (a Namespace with
   ``spec.finalizers``) until it returns False.
-* Reads are served from the :class:`~setpoint.registry.cache.WatchCache` after waiting until it
+* Reads are served from the :class:`~setpoint.registry.watchcache.WatchCache` after waiting until it
   holds every write acknowledged before the read (or the revision the client asked for).
 """
 

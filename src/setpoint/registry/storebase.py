@@ -41,8 +41,8 @@ from setpoint.apimachinery import (
     timeutil,
 )
 from setpoint.apimachinery.clock import Clock
-from setpoint.registry import cache as wc
 from setpoint.registry import conversion, fieldmanager, keylocks, storageerrors
+from setpoint.registry import watchcache as wc
 from setpoint.registry.options import (
     AdmissionAttributes,
     DeleteOptions,

@@ -22,8 +22,8 @@ from collections.abc import Callable, Hashable
 from typing import Any, Protocol
 
 from setpoint.apimachinery import selectors
-from setpoint.registry import cache as wc
 from setpoint.registry import conversion
+from setpoint.registry import watchcache as wc
 from setpoint.registry.options import ListOptions, WatchOptions
 from setpoint.registry.strategy import Strategy
 

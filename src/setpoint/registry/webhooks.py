@@ -63,7 +63,7 @@ from setpoint.admission.authz import Authorize, Authorizer
 from setpoint.apimachinery import errors, patch
 from setpoint.auth.user import UserInfo
 from setpoint.cel.errors import EvalError
-from setpoint.registry import cache as wc
+from setpoint.registry import watchcache as wc
 from setpoint.registry.admissionregistration import GROUP, MUTATING_WEBHOOKS, VALIDATING_WEBHOOKS
 from setpoint.registry.options import AdmissionAttributes
 from setpoint.registry.policies import namespace_object, request_object

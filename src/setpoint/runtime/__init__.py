@@ -18,7 +18,7 @@ metrics. Example::
         await Manager(client, registry, health_port=8081, metrics_port=8080).run()
 
 The layers, each usable alone: :mod:`~setpoint.runtime.watcher` (list-then-watch state
-machine), :mod:`~setpoint.runtime.listwatch` (its driver), :mod:`~setpoint.runtime.cache`
+machine), :mod:`~setpoint.runtime.listwatch` (its driver), :mod:`~setpoint.runtime.informercache`
 (indexed store), :mod:`~setpoint.runtime.informer`, :mod:`~setpoint.runtime.queue` (work
 queue), :mod:`~setpoint.runtime.engine` (workers), :mod:`~setpoint.runtime.builder`,
 :mod:`~setpoint.runtime.manager`; helpers in :mod:`~setpoint.runtime.finalizers`,
@@ -45,7 +45,6 @@ from setpoint.runtime.budgets import (
     UpstreamError,
 )
 from setpoint.runtime.builder import Controller, ControllerOptions
-from setpoint.runtime.cache import Cache, Handlers
 from setpoint.runtime.clock import AsyncClock, FakeAsyncClock, SystemAsyncClock
 from setpoint.runtime.conditions import (
     Condition,
@@ -77,6 +76,7 @@ from setpoint.runtime.hooks import (
     hooks_in,
 )
 from setpoint.runtime.informer import ClientListWatcher, Informer, SharedInformers
+from setpoint.runtime.informercache import Cache, Handlers
 from setpoint.runtime.leaderelection import LeaderElectionConfig, LeaderElector
 from setpoint.runtime.listwatch import BackoffConfig, WatcherConfig, run_watcher
 from setpoint.runtime.manager import CacheSyncTimeoutError, Manager

@@ -35,9 +35,9 @@ from typing import Any, Protocol, TypeVar
 
 from setpoint import client as sp_client
 from setpoint.runtime import budgets as rtbudgets
-from setpoint.runtime import cache as rtcache
 from setpoint.runtime import clock as rtclock
 from setpoint.runtime import deadlines, events, reconcile
+from setpoint.runtime import informercache as rtcache
 from setpoint.runtime import triggers as rttriggers
 
 T = TypeVar("T")

@@ -11,7 +11,7 @@ concerns. Three come ready (controller-runtime's):
   ``spec.configMapName`` is this ConfigMap, found through a cache index).
 
 :class:`QueueingHandler` plugs a handler and a predicate into a
-:class:`~setpoint.runtime.cache.Cache` (it is a cache ``EventHandler``) and adds the
+:class:`~setpoint.runtime.informercache.Cache` (it is a cache ``EventHandler``) and adds the
 requests to a queue. For an update, both the old and the new object are mapped (an owner
 reference or a mapped field may have changed, and both sides must hear of it).
 

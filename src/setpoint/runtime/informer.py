@@ -2,8 +2,9 @@
 
 :class:`ClientListWatcher` adapts :class:`setpoint.client.Client` to the two calls the watcher
 makes (a list page, a watch stream of ``{"type", "object"}`` dicts). An :class:`Informer` runs
-:func:`~setpoint.runtime.listwatch.run_watcher` into a :class:`~setpoint.runtime.cache.Cache`
-(list, watch, relist on 410, reconnect with backoff) for one resource in one namespace (or all).
+:func:`~setpoint.runtime.listwatch.run_watcher` into a
+:class:`~setpoint.runtime.informercache.Cache` (list, watch, relist on 410, reconnect with
+backoff) for one resource in one namespace (or all).
 :class:`SharedInformers` keeps **one informer per (resource, namespace, metadata-only)**, so
 controllers watching the same kind share one cache and one watch, and starts them in a task
 group its owner provides.
@@ -44,9 +45,9 @@ from typing import Any, Final
 
 from setpoint import client as sp_client
 from setpoint.client import api as client_api
-from setpoint.runtime import cache as rtcache
 from setpoint.runtime import clock as rtclock
 from setpoint.runtime import deadlines, listwatch
+from setpoint.runtime import informercache as rtcache
 
 logger = logging.getLogger(__name__)
 

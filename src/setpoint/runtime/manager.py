@@ -61,10 +61,10 @@ from setpoint.runtime import (
     leaderelection,
     listwatch,
 )
-from setpoint.runtime import cache as rtcache
 from setpoint.runtime import clock as rtclock
 from setpoint.runtime import context as rtcontext
 from setpoint.runtime import history as rthistory
+from setpoint.runtime import informercache as rtcache
 from setpoint.runtime import metrics as rtmetrics
 from setpoint.runtime import reconcile as rtreconcile
 from setpoint.runtime import reconcile_events as rtpublish

@@ -24,7 +24,7 @@ import builtins
 from collections.abc import Mapping, MutableMapping
 from typing import Any
 
-from setpoint.runtime import cache as rtcache
+from setpoint.runtime import informercache as rtcache
 
 Obj = Mapping[str, Any]
 

@@ -72,9 +72,9 @@ from typing import Any, Final
 
 from setpoint import client as sp_client
 from setpoint.apimachinery import errors, timeutil
-from setpoint.runtime import cache as rtcache
 from setpoint.runtime import clock as rtclock
 from setpoint.runtime import informer as rtinformer
+from setpoint.runtime import informercache as rtcache
 from setpoint.runtime import leaderelection
 
 logger = logging.getLogger(__name__)

@@ -26,8 +26,8 @@ from aiohttp import web
 
 from setpoint.apimachinery import errors, prometheus
 from setpoint.apimachinery.clock import Clock
-from setpoint.registry import cache as wc
 from setpoint.registry import listbudget, storageerrors
+from setpoint.registry import watchcache as wc
 from setpoint.registry.catalog import Catalog
 from setpoint.server import (
     connections,

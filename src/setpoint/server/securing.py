@@ -51,8 +51,8 @@ from setpoint.auth.user import UserInfo
 from setpoint.pki import certs
 from setpoint.pki.authority import Authority
 from setpoint.registry import actions, escalation, noderestriction, reviews
-from setpoint.registry import cache as wc
 from setpoint.registry import serviceaccounts as sa_registry
+from setpoint.registry import watchcache as wc
 from setpoint.registry.catalog import Catalog
 from setpoint.registry.nodegraph import PODS, CacheNodeGraph
 from setpoint.registry.options import AdmissionAttributes

@@ -23,7 +23,7 @@ from aiohttp import web
 from setpoint.apimachinery import errors
 from setpoint.apimachinery.clock import Clock, SystemClock
 from setpoint.registry import bootstrap, compactor, core, listbudget, services
-from setpoint.registry import cache as wc
+from setpoint.registry import watchcache as wc
 from setpoint.registry.catalog import Catalog
 from setpoint.registry.crdlifecycle import CRDLifecycle
 from setpoint.registry.options import WriteOptions

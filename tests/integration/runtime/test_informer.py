@@ -6,7 +6,7 @@ import asyncio
 
 from setpoint.client import Client
 from setpoint.runtime import SharedInformers
-from setpoint.runtime import cache as rtcache
+from setpoint.runtime import informercache as rtcache
 
 from .conftest import eventually
 

@@ -11,8 +11,8 @@ from typing import Any
 
 from setpoint.apimachinery.clock import FakeClock
 from setpoint.registry import core, deletion
-from setpoint.registry.cache import WatchCache
 from setpoint.registry.store import Store
+from setpoint.registry.watchcache import WatchCache
 from setpoint.storage import MemoryBackend
 
 

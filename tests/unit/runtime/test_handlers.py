@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from setpoint.runtime import cache as rtcache
 from setpoint.runtime import handlers as h
+from setpoint.runtime import informercache as rtcache
 from setpoint.runtime import predicates as p
 from setpoint.runtime import watcher as w
 from setpoint.runtime.reconcile import Request

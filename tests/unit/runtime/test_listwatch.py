@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from setpoint.apimachinery import errors
-from setpoint.runtime import cache as c
 from setpoint.runtime import clock as rtclock
+from setpoint.runtime import informercache as c
 from setpoint.runtime import listwatch as lw
 from setpoint.runtime import watcher as w
 from setpoint.runtime.clock import FakeAsyncClock

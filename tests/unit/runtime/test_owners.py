@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from setpoint.runtime import cache as rtcache
+from setpoint.runtime import informercache as rtcache
 from setpoint.runtime import owners
 from setpoint.runtime import watcher as w
 

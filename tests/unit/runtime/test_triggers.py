@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from setpoint.runtime import cache as rtcache
 from setpoint.runtime import engine, ratelimit
 from setpoint.runtime import handlers as h
 from setpoint.runtime import history as rthistory
+from setpoint.runtime import informercache as rtcache
 from setpoint.runtime import metrics as rtmetrics
 from setpoint.runtime import triggers as t
 from setpoint.runtime import watcher as w

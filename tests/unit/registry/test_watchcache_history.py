@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from setpoint.apimachinery import errors
-from setpoint.registry.cache import WatchCache
+from setpoint.registry.watchcache import WatchCache
 from setpoint.storage import MemoryBackend
 
 PREFIX = "/registry/core/configmaps/"

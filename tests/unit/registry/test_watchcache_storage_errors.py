@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from setpoint.apimachinery import errors
-from setpoint.registry.cache import WatchCache
+from setpoint.registry.watchcache import WatchCache
 from setpoint.storage import StorageError, Unavailable
 from tests.flaky_backend import FlakyBackend
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from setpoint.runtime import cache as c
+from setpoint.runtime import informercache as c
 from setpoint.runtime import watcher as w
 
 
@@ -271,7 +271,7 @@ def test_a_failing_handler_does_not_stop_the_others(caplog: pytest.LogCaptureFix
     cache.subscribe(c.Handlers(add=boom))
     recorder = Recorder()
     cache.subscribe(recorder)
-    with caplog.at_level(logging.ERROR, logger="setpoint.runtime.cache"):
+    with caplog.at_level(logging.ERROR, logger="setpoint.runtime.informercache"):
         cache.apply(w.Apply(obj("a")))
     assert recorder.log == [("add", "a", "1")]
     assert "handler failed" in caplog.text
