@@ -1,6 +1,6 @@
 """The aiohttp application: one catch-all route that dispatches by path.
 
-Resource paths go to :class:`~setpoint.server.handlers.ResourceHandler`; everything else is
+Resource paths go to :class:`~setpoint.server.verbs.ResourceHandler`; everything else is
 discovery, OpenAPI, health (:mod:`setpoint.server.health`) or ``/metrics``
 (:mod:`setpoint.server.metrics`). Every failure leaves as a ``metav1.Status`` (the middleware is
 the single mapping point); storage that cannot be reached is a 503 with ``Retry-After`` (the
@@ -42,11 +42,11 @@ from setpoint.server import (
     security,
     ui,
 )
-from setpoint.server.handlers import ResourceHandler, subresources
 from setpoint.server.openapi import builtins as openapi_data
 from setpoint.server.openapi import documents as openapi_documents
 from setpoint.server.openapi.handler import OpenAPIHandler
-from setpoint.server.watch import WatchConfig
+from setpoint.server.verbs import ResourceHandler, subresources
+from setpoint.server.watchresponse import WatchConfig
 from setpoint.storage import interface as st
 
 log = logging.getLogger(__name__)

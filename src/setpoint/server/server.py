@@ -39,7 +39,7 @@ from setpoint.server import (
 from setpoint.server.app import AppState, build_app
 from setpoint.server.limits import Limits
 from setpoint.server.securing import Secured, SecurityConfig
-from setpoint.server.watch import WatchConfig
+from setpoint.server.watchresponse import WatchConfig
 from setpoint.storage import StorageConfig, create_backend
 from setpoint.storage import interface as st
 from setpoint.storage.encryption import EncryptingBackend

@@ -34,7 +34,7 @@ from setpoint.registry.store import (
 )
 from setpoint.server import limits, negotiation, nodeproxy, responses, security, streaming
 from setpoint.server.request_info import RequestInfo
-from setpoint.server.watch import WatchConfig, serve_watch
+from setpoint.server.watchresponse import WatchConfig, serve_watch
 
 Obj = dict[str, Any]
 
