@@ -121,7 +121,8 @@ class DeploymentReconciler:
         selector = rsc.selector_of(deployment)
         if selector is None or _meta(deployment).get("deletionTimestamp"):
             return runtime.Result.done()
-        candidates = ctx.cache_for(REPLICA_SET).by_index("namespace", request.namespace)
+        candidates = rsc.claim_candidates(ctx.cache_for(REPLICA_SET), request.namespace,
+                                          str(_meta(deployment).get("uid") or ""))
         try:
             owned = await rsc.claim(ctx.client, deployment, candidates, selector, REPLICA_SET,
                                     DEPLOYMENT)
