@@ -134,6 +134,8 @@ class PodLoop:
         self.informer: runtime.Informer | None = None
         #: uid -> key of every pod handed to the runtime (adopted ones once synced)
         self.uids: dict[str, str] = {}
+        #: the same, key -> uids (a pod being stopped and its successor of the same name)
+        self._uids_of: dict[str, set[str]] = {}
         #: projected tokens, asked for again only at 80 % of their validity
         self.tokens = TokenCache(self.clock.monotonic)
         self._terminating: dict[str, asyncio.Task[None]] = {}
@@ -189,11 +191,30 @@ class PodLoop:
         for uid in self.runtime.pods():
             found = cache.by_index("uid", uid)
             if found:
-                self.uids[uid] = pod_key(found[0])
+                self._track(uid, pod_key(found[0]))
                 self.status_queue.add(uid)
             else:
                 log.info("removing pod %s: the API no longer has it", uid)
                 self._spawn(self._remove(uid), f"remove {uid}")
+
+    def _track(self, uid: str, key: str) -> None:
+        old = self.uids.get(uid)
+        if old == key:
+            return
+        if old is not None:
+            self._untrack(uid)
+        self.uids[uid] = key
+        self._uids_of.setdefault(key, set()).add(uid)
+
+    def _untrack(self, uid: str) -> None:
+        key = self.uids.pop(uid, None)
+        if key is None:
+            return
+        uids = self._uids_of.get(key)
+        if uids is not None:
+            uids.discard(uid)
+            if not uids:
+                del self._uids_of[key]
 
     def _spawn(self, coro: Any, name: str) -> asyncio.Task[Any]:
         assert self._group is not None
@@ -204,7 +225,7 @@ class PodLoop:
             await self.runtime.remove_pod(uid)
         except Exception:
             log.exception("removing pod %s failed", uid)
-        self.uids.pop(uid, None)
+        self._untrack(uid)
         self.tokens.forget(uid)
 
     async def _worker(self) -> None:
@@ -232,10 +253,10 @@ class PodLoop:
         assert self.informer is not None
         pod = self.informer.cache.get(key)
         uid = _uid(pod)
-        for old_uid, old_key in list(self.uids.items()):
-            if old_key == key and old_uid != uid and old_uid not in self._terminating:
+        for old_uid in list(self._uids_of.get(key, ())):
+            if old_uid != uid and old_uid not in self._terminating:
                 # deleted without a graceful deletion (or replaced by a new pod of this name)
-                self.uids.pop(old_uid, None)
+                self._untrack(old_uid)
                 self._spawn(self._remove(old_uid), f"remove {old_uid}")
         if pod is None or not uid:
             return
@@ -251,7 +272,7 @@ class PodLoop:
         refs = references(pod)
         inputs = await self._inputs(pod, refs)
         await self.runtime.sync_pod(pod, inputs)
-        self.uids[uid] = key
+        self._track(uid, key)
         if refs.config_maps or refs.secrets or refs.tokens:
             self.queue.add_after(key, self.config.resync)
 
@@ -322,7 +343,7 @@ class PodLoop:
                     log.info("deleting pod %s failed (will retry): %s", key, e)
                     await rtclock.sleep(self.clock, 1.0)
             await self.runtime.remove_pod(uid)
-            self.uids.pop(uid, None)
+            self._untrack(uid)
         finally:
             self._terminating.pop(uid, None)
 
