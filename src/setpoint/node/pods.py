@@ -3,12 +3,13 @@
 It watches the pods whose ``spec.nodeName`` is this node (an informer with that field
 selector, as the kubelet does), and for each:
 
-* **runs it**: fetches what it refers to (ConfigMaps, Secrets, ServiceAccount tokens through
+* **runs it**: fetches what it refers to (ConfigMaps and Secrets from a watch of each one,
+  :mod:`setpoint.node.objects`; ServiceAccount tokens through
   ``serviceaccounts/<name>/token`` bound to the pod), adds the service environment variables
   (``service_env(namespace, enableServiceLinks)``, from the Services known at that moment) and
-  calls the runtime's ``sync_pod``;
-  pods that refer to other objects are synced again every ``resync`` seconds, so updated
-  ConfigMaps and Secrets reach their volumes and tokens are renewed;
+  calls the runtime's ``sync_pod``; a pod is synced again as soon as a ConfigMap or Secret
+  it uses changes, and pods that refer to other objects every ``resync`` seconds too, so
+  updated ConfigMaps and Secrets reach their volumes and tokens are renewed;
 * **reports it**: every status change the runtime signals is written to ``pods/<name>/status``
   (PUT with the resourceVersion read; on a conflict the pod is read again and the write
   retried), keeping the conditions and fields the agent does not own (a scheduler's
@@ -37,9 +38,8 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import contextlib
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -49,6 +49,7 @@ from setpoint.agent import PodEvent, PodRuntime, references, resolve_inputs
 from setpoint.agent.status import KUBELET_CONDITIONS
 from setpoint.apimachinery import errors, timeutil
 from setpoint.apimachinery.clock import Clock, SystemClock
+from setpoint.node.objects import ObjectRef, WatchedObjects, WatchedObjectsConfig
 from setpoint.node.tokens import TokenCache, TokenKey
 from setpoint.runtime import clock as rtclock
 
@@ -75,6 +76,8 @@ class PodLoopConfig:
     max_series: int = 4096
     #: seconds of token validity asked for projected ServiceAccount tokens without one
     token_seconds: int = 3600
+    #: ConfigMaps and Secrets followed by a watch each (beyond: read with a GET per sync)
+    watched_objects: int = 4096
 
     def __post_init__(self) -> None:
         if not self.node_name:
@@ -83,6 +86,8 @@ class PodLoopConfig:
             raise ValueError("workers, status_workers, events_queue, max_series must be >= 1")
         if self.resync <= 0:
             raise ValueError("resync must be positive")
+        if self.watched_objects < 0:
+            raise ValueError("watched_objects must be >= 0")
 
 
 def pod_key(pod: Mapping[str, Any]) -> str:
@@ -138,6 +143,10 @@ class PodLoop:
         self._uids_of: dict[str, set[str]] = {}
         #: projected tokens, asked for again only at 80 % of their validity
         self.tokens = TokenCache(self.clock.monotonic)
+        #: the ConfigMaps and Secrets the pods use, each followed by a watch
+        self.objects = WatchedObjects(
+            client, clock=self.clock, on_change=self._objects_changed,
+            config=WatchedObjectsConfig(max_objects=config.watched_objects))
         self._terminating: dict[str, asyncio.Task[None]] = {}
         self._events: collections.deque[PodEvent] = collections.deque(
             maxlen=config.events_queue)
@@ -166,6 +175,7 @@ class PodLoop:
             async with asyncio.TaskGroup() as group:
                 self._group = group
                 group.create_task(informer.run(), name="pod informer")
+                group.create_task(self.objects.run(), name="configmaps and secrets")
                 await informer.wait_synced()
                 self._adopt()
                 self.synced.set()
@@ -216,6 +226,12 @@ class PodLoop:
             if not uids:
                 del self._uids_of[key]
 
+    def _objects_changed(self, uids: Iterable[str]) -> None:
+        for uid in uids:
+            key = self.uids.get(uid)
+            if key is not None:
+                self.queue.add(key)
+
     def _spawn(self, coro: Any, name: str) -> asyncio.Task[Any]:
         assert self._group is not None
         return self._group.create_task(coro, name=name)
@@ -227,6 +243,7 @@ class PodLoop:
             log.exception("removing pod %s failed", uid)
         self._untrack(uid)
         self.tokens.forget(uid)
+        self.objects.release(uid)
 
     async def _worker(self) -> None:
         while True:
@@ -270,6 +287,9 @@ class PodLoop:
         if not known and phase in TERMINAL:
             return  # finished before this agent knew it: nothing to run again
         refs = references(pod)
+        ns = str(meta.get("namespace") or "default")
+        self.objects.use(uid, [*(ObjectRef("ConfigMap", ns, n) for n in refs.config_maps),
+                               *(ObjectRef("Secret", ns, n) for n in refs.secrets)])
         inputs = await self._inputs(pod, refs)
         await self.runtime.sync_pod(pod, inputs)
         self._track(uid, key)
@@ -282,12 +302,11 @@ class PodLoop:
         config_maps: dict[str, Any] = {}
         secrets: dict[str, Any] = {}
         for name in sorted(refs.config_maps):
-            with contextlib.suppress(errors.NotFound):
-                config_maps[name] = await self.client.get(("v1", "ConfigMap"), name,
-                                                          namespace=ns)
+            if (found := await self.objects.get(ObjectRef("ConfigMap", ns, name))) is not None:
+                config_maps[name] = found
         for name in sorted(refs.secrets):
-            with contextlib.suppress(errors.NotFound):
-                secrets[name] = await self.client.get(("v1", "Secret"), name, namespace=ns)
+            if (found := await self.objects.get(ObjectRef("Secret", ns, name))) is not None:
+                secrets[name] = found
         tokens: dict[tuple[str, str], str] = {}
         account = str((pod.get("spec") or {}).get("serviceAccountName") or "default")
         for volume, path, audience, seconds in refs.tokens:
@@ -344,6 +363,7 @@ class PodLoop:
                     await rtclock.sleep(self.clock, 1.0)
             await self.runtime.remove_pod(uid)
             self._untrack(uid)
+            self.objects.release(uid)
         finally:
             self._terminating.pop(uid, None)
 

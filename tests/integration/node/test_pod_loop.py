@@ -1,6 +1,7 @@
 """The agent's pod loop against a real server, on the simulated runtime: a pod deleted without
 a graceful deletion is taken out of the runtime, and a new pod of the same name replaces it
-there (the loop's uid bookkeeping, by key and by uid)."""
+there (the loop's uid bookkeeping, by key and by uid); the ConfigMaps and Secrets pods use
+are followed by a watch each, and a change reaches the pods' volumes at once."""
 
 from __future__ import annotations
 
@@ -11,10 +12,12 @@ from typing import Any
 
 import pytest
 
+from setpoint.agent.inputs import ResolvedInputs
 from setpoint.agent.simulated import SimulatedRuntime
 from setpoint.apimachinery import errors
 from setpoint.client import Client, load_kubeconfig
 from setpoint.controlplane import ControlPlane, ControlPlaneConfig
+from setpoint.node.objects import ObjectRef
 from setpoint.node.pods import PodLoop, PodLoopConfig
 from setpoint.server.securing import SecurityConfig
 from setpoint.server.server import ServerConfig
@@ -89,3 +92,73 @@ async def _created_running(client: Client, sim: SimulatedRuntime, name: str) -> 
         got = await client.create(pod(name))
     uid = str(got["metadata"]["uid"])
     return uid if uid in sim.pods() and got.get("status", {}).get("phase") == "Running" else ""
+
+
+class Recording(SimulatedRuntime):
+    """The simulated runtime, keeping the inputs of each pod's last sync."""
+
+    def __init__(self) -> None:
+        super().__init__(node_name="node-a")
+        self.inputs: dict[str, ResolvedInputs] = {}
+
+    async def sync_pod(self, pod: Any, inputs: ResolvedInputs) -> None:
+        self.inputs[str(pod["metadata"]["uid"])] = inputs
+        await super().sync_pod(pod, inputs)
+
+    def volume(self, uid: str, volume: str) -> dict[str, bytes]:
+        found = self.inputs.get(uid)
+        return {} if found is None else {f.path: f.data for f in found.volumes.get(volume, ())}
+
+
+def mounting(name: str, configmap: str, secret: str) -> Obj:
+    body = pod(name)
+    body["spec"]["volumes"] = [
+        {"name": "settings", "configMap": {"name": configmap, "optional": True}},
+        {"name": "password", "secret": {"secretName": secret, "optional": True}}]
+    return body
+
+
+@pytest.mark.parametrize("watched", [4096, 0], ids=["watched", "read-each-sync"])
+async def test_changed_configmaps_and_secrets_reach_the_volumes(client: Client, watched: int
+                                                               ) -> None:
+    cm, secret = ("v1", "ConfigMap"), ("v1", "Secret")
+    await client.create({"apiVersion": "v1", "kind": "ConfigMap",
+                         "metadata": {"name": "settings", "namespace": NS},
+                         "data": {"level": "1"}})
+    # resync far away: only the watch can bring a change in time
+    config = PodLoopConfig(node_name="node-a", resync=3600, watched_objects=watched)
+    async with Recording() as sim, asyncio.TaskGroup() as group:
+        loop = PodLoop(client, sim, config)
+        task = group.create_task(loop.run())
+        a = (await client.create(mounting("a", "settings", "password")))["metadata"]["uid"]
+        b = (await client.create(mounting("b", "settings", "other")))["metadata"]["uid"]
+        for uid in (a, b):
+            await waiting.eventually(lambda uid=uid: sim.volume(uid, "settings") == {
+                "level": b"1"}, timeout=30)
+        refs = {ObjectRef("ConfigMap", NS, "settings"), ObjectRef("Secret", NS, "password"),
+                ObjectRef("Secret", NS, "other")}
+        assert loop.objects.watched == (refs if watched else frozenset())
+        assert sim.volume(a, "password") == {}  # optional, and not there yet
+
+        if not watched:
+            task.cancel()
+            return  # without watches, a change waits for the resync: nothing more to see
+        await client.patch(cm, "settings", {"data": {"level": "2"}}, namespace=NS)
+        await client.create({"apiVersion": "v1", "kind": "Secret",
+                             "metadata": {"name": "password", "namespace": NS},
+                             "stringData": {"p": "s3cret"}})
+        for uid in (a, b):
+            await waiting.eventually(lambda uid=uid: sim.volume(uid, "settings") == {
+                "level": b"2"}, timeout=30)
+        await waiting.eventually(lambda: sim.volume(a, "password") == {"p": b"s3cret"},
+                                 timeout=30)
+        await client.delete(secret, "password", namespace=NS)
+        await waiting.eventually(lambda: sim.volume(a, "password") == {}, timeout=30)
+
+        # the watch of an object ends with the last pod using it
+        await client.delete(POD, "b", namespace=NS, grace_period_seconds=0)
+        await waiting.eventually(lambda: loop.objects.watched == refs - {
+            ObjectRef("Secret", NS, "other")}, timeout=30)
+        await client.delete(POD, "a", namespace=NS, grace_period_seconds=0)
+        await waiting.eventually(lambda: loop.objects.watched == frozenset(), timeout=30)
+        task.cancel()
