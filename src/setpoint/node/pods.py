@@ -106,6 +106,11 @@ def _sync_relevant(pod: Mapping[str, Any]) -> tuple[Any, ...]:
             meta.get("annotations"), pod.get("spec"))
 
 
+def _version(pod: Mapping[str, Any]) -> int:
+    rv = str((pod.get("metadata") or {}).get("resourceVersion") or "")
+    return int(rv) if rv.isdigit() and len(rv) <= 20 else -1
+
+
 def merge_status(current: Mapping[str, Any] | None, reported: Mapping[str, Any]) -> Obj:
     """The status to write: the runtime's, with what others own kept from ``current``."""
     current = current or {}
@@ -141,6 +146,8 @@ class PodLoop:
         self.uids: dict[str, str] = {}
         #: the same, key -> uids (a pod being stopped and its successor of the same name)
         self._uids_of: dict[str, set[str]] = {}
+        #: uid -> the server's answer to our last status write, until the cache shows it
+        self._answered: dict[str, Mapping[str, Any]] = {}
         #: projected tokens, asked for again only at 80 % of their validity
         self.tokens = TokenCache(self.clock.monotonic)
         #: the ConfigMaps and Secrets the pods use, each followed by a watch
@@ -217,6 +224,7 @@ class PodLoop:
         self._uids_of.setdefault(key, set()).add(uid)
 
     def _untrack(self, uid: str) -> None:
+        self._answered.pop(uid, None)
         key = self.uids.pop(uid, None)
         if key is None:
             return
@@ -393,6 +401,23 @@ class PodLoop:
             finally:
                 self.status_queue.done(uid)
 
+    def _freshest(self, uid: str, cached: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+        """The newer of the cached pod and the server's answer to our last status write.
+
+        The watch shows our own write a moment after the server answered it; a second
+        write based on the cache in that moment (Running, then Ready) would be refused as
+        a conflict, and read again. The answer is the pod as the server then had it, so it
+        is the better base until the cache shows that resourceVersion or a later one.
+        """
+        answered = self._answered.get(uid)
+        if answered is None:
+            return cached
+        if cached is not None and _uid(cached) == uid and \
+                _version(cached) >= _version(answered):
+            del self._answered[uid]  # the cache caught up
+            return cached
+        return answered
+
     async def _write_status(self, uid: str) -> None:
         assert self.informer is not None
         assert self._pods_ref is not None
@@ -400,7 +425,7 @@ class PodLoop:
         reported = self.runtime.pod_status(uid)
         if key is None or reported is None:
             return
-        pod = self.informer.cache.get(key)
+        pod = self._freshest(uid, self.informer.cache.get(key))
         for _ in range(MAX_CONFLICT_RETRIES):
             if pod is None or _uid(pod) != uid:
                 return
@@ -409,7 +434,8 @@ class PodLoop:
                 return
             body = {**pod, "status": status}
             try:
-                await self.client.update_status(body, resource=self._pods_ref)
+                self._answered[uid] = await self.client.update_status(
+                    body, resource=self._pods_ref)
                 return
             except errors.NotFound:
                 return

@@ -162,3 +162,49 @@ async def test_changed_configmaps_and_secrets_reach_the_volumes(client: Client, 
         await client.delete(POD, "a", namespace=NS, grace_period_seconds=0)
         await waiting.eventually(lambda: loop.objects.watched == frozenset(), timeout=30)
         task.cancel()
+
+
+class CountingConflicts:
+    """The client, counting the status writes the server refused as conflicts."""
+
+    def __init__(self, client: Client) -> None:
+        self._client = client
+        self.writes = 0
+        self.conflicts = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    async def update_status(self, obj: Any, **kwargs: Any) -> Any:
+        self.writes += 1
+        try:
+            return await self._client.update_status(obj, **kwargs)
+        except errors.Conflict:
+            self.conflicts += 1
+            raise
+
+
+async def test_status_writes_in_quick_succession_do_not_conflict(client: Client) -> None:
+    """Running then Ready a moment later: the second write starts from the server's answer
+    to the first, not from a cache that has not shown it yet (which the server refuses)."""
+    counting = CountingConflicts(client)
+    async with SimulatedRuntime(node_name="node-a") as sim, asyncio.TaskGroup() as group:
+        loop = PodLoop(counting, sim, PodLoopConfig(node_name="node-a"))  # type: ignore[arg-type]
+        task = group.create_task(loop.run())
+        for i in range(20):
+            body = pod(f"quick-{i}")
+            body["metadata"]["annotations"].update({
+                "simulate.setpoint.dev/start-after": "0.01",
+                "simulate.setpoint.dev/ready-after": "0.02"})
+            await client.create(body)
+
+        async def all_ready() -> bool:
+            items = (await client.list(POD, namespace=NS))["items"]
+            return len(items) == 20 and all(
+                any(c["type"] == "Ready" and c["status"] == "True"
+                    for c in p.get("status", {}).get("conditions", [])) for p in items)
+
+        await waiting.eventually(all_ready, timeout=30)
+        assert counting.writes >= 20
+        assert counting.conflicts == 0
+        task.cancel()
