@@ -11,9 +11,11 @@ selector, as the kubelet does), and for each:
   it uses changes, and pods that refer to other objects every ``resync`` seconds too, so
   updated ConfigMaps and Secrets reach their volumes and tokens are renewed;
 * **reports it**: every status change the runtime signals is written to ``pods/<name>/status``
-  (PUT with the resourceVersion read; on a conflict the pod is read again and the write
-  retried), keeping the conditions and fields the agent does not own (a scheduler's
-  ``PodScheduled``, readiness gates' conditions, ``nominatedNodeName``);
+  (PUT with the resourceVersion of the newer of the watched pod and the server's answer to
+  the previous write, so that two writes in a row do not conflict with each other; on a
+  conflict the pod is read again and the write retried), keeping the conditions and fields
+  the agent does not own (a scheduler's ``PodScheduled``, readiness gates' conditions,
+  ``nominatedNodeName``);
 * **records Events** the runtime reports (``Started``, ``Killing``, ``BackOff``, ``Failed``,
   ...), with the container's ``fieldPath`` and ``source.host``; repeats of one Event within
   10 minutes bump its ``count``;
@@ -177,7 +179,7 @@ class PodLoop:
         informer.cache.subscribe(runtime.Handlers(
             add=lambda obj: self.queue.add(pod_key(obj)),
             update=self._on_update,
-            delete=lambda obj: self.queue.add(pod_key(obj))))
+            delete=self._on_delete))
         try:
             async with asyncio.TaskGroup() as group:
                 self._group = group
@@ -196,6 +198,10 @@ class PodLoop:
         finally:
             self.queue.shut_down()
             self.status_queue.shut_down()
+
+    def _on_delete(self, obj: Mapping[str, Any]) -> None:
+        self.objects.release(_uid(obj))  # gone from the API: its volumes need no updates
+        self.queue.add(pod_key(obj))
 
     def _on_update(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
         if _sync_relevant(old) != _sync_relevant(new):
