@@ -150,6 +150,7 @@ class PodLoop:
         self._uids_of: dict[str, set[str]] = {}
         #: uid -> the server's answer to our last status write, until the cache shows it
         self._answered: dict[str, Mapping[str, Any]] = {}
+        self._status_locks: dict[str, asyncio.Lock] = {}
         #: projected tokens, asked for again only at 80 % of their validity
         self.tokens = TokenCache(self.clock.monotonic)
         #: the ConfigMaps and Secrets the pods use, each followed by a watch
@@ -231,6 +232,7 @@ class PodLoop:
 
     def _untrack(self, uid: str) -> None:
         self._answered.pop(uid, None)
+        self._status_locks.pop(uid, None)
         key = self.uids.pop(uid, None)
         if key is None:
             return
@@ -425,6 +427,18 @@ class PodLoop:
         return answered
 
     async def _write_status(self, uid: str) -> None:
+        """Write the runtime's status of ``uid``; one write at a time per pod (a status
+        writer and the pod's termination may both want to), so that the second starts from
+        the first's answer instead of conflicting with it."""
+        if uid not in self.uids:
+            return  # not (or no longer) ours to report
+        lock = self._status_locks.get(uid)
+        if lock is None:
+            lock = self._status_locks[uid] = asyncio.Lock()
+        async with lock:
+            await self._write_status_now(uid)
+
+    async def _write_status_now(self, uid: str) -> None:
         assert self.informer is not None
         assert self._pods_ref is not None
         key = self.uids.get(uid)

@@ -198,13 +198,35 @@ async def test_status_writes_in_quick_succession_do_not_conflict(client: Client)
                 "simulate.setpoint.dev/ready-after": "0.02"})
             await client.create(body)
 
-        async def all_ready() -> bool:
-            items = (await client.list(POD, namespace=NS))["items"]
-            return len(items) == 20 and all(
-                any(c["type"] == "Ready" and c["status"] == "True"
-                    for c in p.get("status", {}).get("conditions", [])) for p in items)
-
-        await waiting.eventually(all_ready, timeout=30)
+        await waiting.eventually(lambda: _all_ready(client, 20), timeout=30)
         assert counting.writes >= 20
         assert counting.conflicts == 0
         task.cancel()
+
+
+async def test_terminations_do_not_conflict_with_status_writes(client: Client) -> None:
+    """A graceful deletion writes the final status while the status writer may be writing
+    the same pod: one write at a time per pod, each from the previous one's answer."""
+    counting = CountingConflicts(client)
+    async with SimulatedRuntime(node_name="node-a") as sim, asyncio.TaskGroup() as group:
+        loop = PodLoop(counting, sim, PodLoopConfig(node_name="node-a"))  # type: ignore[arg-type]
+        task = group.create_task(loop.run())
+        for i in range(20):
+            await client.create(pod(f"going-{i}"))
+        await waiting.eventually(lambda: _all_ready(client, 20), timeout=30)
+        await client.delete_collection(POD, namespace=NS, grace_period_seconds=1)
+
+        async def gone() -> bool:
+            return not (await client.list(POD, namespace=NS))["items"]
+
+        await waiting.eventually(gone, timeout=60)
+        assert counting.writes >= 20
+        assert counting.conflicts == 0
+        task.cancel()
+
+
+async def _all_ready(client: Client, count: int) -> bool:
+    items = (await client.list(POD, namespace=NS))["items"]
+    return len(items) == count and all(
+        any(c["type"] == "Ready" and c["status"] == "True"
+            for c in p.get("status", {}).get("conditions", [])) for p in items)
