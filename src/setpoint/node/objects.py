@@ -100,6 +100,11 @@ class WatchedObjects:
             self._watches.clear()
 
     @property
+    def running(self) -> bool:
+        """Whether watches can be started (:meth:`run` is running)."""
+        return self._group is not None
+
+    @property
     def watched(self) -> frozenset[ObjectRef]:
         """The objects followed now (a test can read it)."""
         return frozenset(self._watches)
@@ -116,7 +121,7 @@ class WatchedObjects:
             self._used.pop(user, None)
         for ref in before - wanted:
             self._let_go(user, ref)
-        for ref in sorted(wanted - before):
+        for ref in sorted(wanted):  # all of them: a watch not started before may start now
             watch = self._watches.get(ref) or self._start(ref)
             if watch is not None:
                 watch.users.add(user)

@@ -17,7 +17,7 @@ from setpoint.agent.simulated import SimulatedRuntime
 from setpoint.apimachinery import errors
 from setpoint.client import Client, load_kubeconfig
 from setpoint.controlplane import ControlPlane, ControlPlaneConfig
-from setpoint.node.objects import ObjectRef
+from setpoint.node.objects import ObjectRef, WatchedObjects, WatchedObjectsConfig
 from setpoint.node.pods import PodLoop, PodLoopConfig
 from setpoint.server.securing import SecurityConfig
 from setpoint.server.server import ServerConfig
@@ -230,3 +230,30 @@ async def _all_ready(client: Client, count: int) -> bool:
     return len(items) == count and all(
         any(c["type"] == "Ready" and c["status"] == "True"
             for c in p.get("status", {}).get("conditions", [])) for p in items)
+
+
+async def test_a_watch_refused_once_starts_at_a_later_use(client: Client) -> None:
+    """Objects asked for before the watches run, or beyond ``max_objects``, are read with a
+    GET; a later sync of the same pod starts their watch once it can."""
+    for name in ("one", "two"):
+        await client.create({"apiVersion": "v1", "kind": "ConfigMap",
+                             "metadata": {"name": name, "namespace": NS}, "data": {"k": name}})
+    one, two = ObjectRef("ConfigMap", NS, "one"), ObjectRef("ConfigMap", NS, "two")
+    objects = WatchedObjects(client, config=WatchedObjectsConfig(max_objects=1))
+    objects.use("pod-a", [one])  # not running yet
+    assert objects.watched == frozenset()
+    assert (await objects.get(one) or {}).get("data") == {"k": "one"}  # by GET
+    async with asyncio.TaskGroup() as group:
+        task = group.create_task(objects.run())
+        await waiting.eventually(lambda: objects.running, timeout=10)
+        objects.use("pod-a", [one])
+        objects.use("pod-b", [two])  # beyond the bound
+        assert objects.watched == {one}
+        assert (await objects.get(two) or {}).get("data") == {"k": "two"}  # by GET
+        objects.release("pod-a")
+        assert objects.watched == frozenset()
+        objects.use("pod-b", [two])
+        assert objects.watched == {two}
+        assert (await objects.get(two) or {}).get("data") == {"k": "two"}
+        assert await objects.get(ObjectRef("ConfigMap", NS, "missing")) is None
+        task.cancel()
