@@ -24,10 +24,10 @@ from typing import Any, ClassVar, Final
 
 from setpoint.auth.attributes import Attributes
 from setpoint.auth.user import UserInfo
-from setpoint.schema.cel import types as t
-from setpoint.schema.cel.errors import NoSuchOverload
-from setpoint.schema.cel.functions import Function, Library, library, member
-from setpoint.schema.cel.objects import Opaque
+from setpoint.cel import types as t
+from setpoint.cel.errors import NoSuchOverload
+from setpoint.cel.functions import Function, Library, library, member
+from setpoint.cel.objects import Opaque
 
 #: Kubernetes' cost of one authorization check
 CHECK_COST: Final = 350_000

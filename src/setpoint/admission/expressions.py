@@ -29,12 +29,12 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from setpoint.admission.authz import AUTHORIZER, AUTHZ_LIBRARY
-from setpoint.schema.cel import checker, interpreter, parser
-from setpoint.schema.cel import types as t
-from setpoint.schema.cel.errors import CELCompileError, CostLimitExceeded, EvalError
-from setpoint.schema.cel.functions import Library
-from setpoint.schema.cel.library import KUBERNETES
-from setpoint.schema.cel.objects import CelMap
+from setpoint.cel import checker, interpreter, parser
+from setpoint.cel import types as t
+from setpoint.cel.errors import CELCompileError, CostLimitExceeded, EvalError
+from setpoint.cel.functions import Library
+from setpoint.cel.library import KUBERNETES
+from setpoint.cel.objects import CelMap
 
 #: the environment of admission expressions: Kubernetes' libraries and the authorizer's
 ADMISSION_LIBRARY: Final[Library] = KUBERNETES | AUTHZ_LIBRARY

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from setpoint.admission import expressions as ex
-from setpoint.schema.cel import types as t
-from setpoint.schema.cel.errors import EvalError
+from setpoint.cel import types as t
+from setpoint.cel.errors import EvalError
 
 #: the longest message a messageExpression may give (Kubernetes'
 #: ``MaxEvaluatedMessageExpressionSizeBytes``)

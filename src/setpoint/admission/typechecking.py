@@ -20,8 +20,8 @@ from typing import Any, Final
 
 from setpoint.admission import expressions as ex
 from setpoint.admission.policy import declarations
-from setpoint.schema.cel import types as t
-from setpoint.schema.cel.values import decl_type
+from setpoint.cel import types as t
+from setpoint.cel.values import decl_type
 from setpoint.schema.structural import Node
 
 #: the most kinds one policy is checked against (Kubernetes' ``maxTypesToCheck``)

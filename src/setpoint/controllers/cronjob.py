@@ -36,6 +36,7 @@ from typing import Any, Final
 from setpoint import runtime
 from setpoint.apimachinery import clock as base_clock
 from setpoint.apimachinery import cron, errors, timeutil
+from setpoint.apimachinery.jsonshape import as_dict, as_list
 from setpoint.controllers import job as jobs
 
 Obj = Mapping[str, Any]
@@ -64,16 +65,10 @@ class CronJobConfig:
             raise ValueError("max_wait must be positive")
 
 
-def _dict(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
 
 
 def _meta(obj: Obj) -> Mapping[str, Any]:
-    return _dict(obj.get("metadata"))
+    return as_dict(obj.get("metadata"))
 
 
 def _time(value: Any) -> datetime | None:
@@ -84,7 +79,7 @@ def _time(value: Any) -> datetime | None:
 
 
 def zone_of(cronjob: Obj) -> tzinfo | None:
-    name = _dict(cronjob.get("spec")).get("timeZone")
+    name = as_dict(cronjob.get("spec")).get("timeZone")
     if name is None:
         return UTC
     try:
@@ -132,18 +127,18 @@ def job_name(cronjob: Obj, scheduled: datetime) -> str:
 
 def job_for(cronjob: Obj, scheduled: datetime, zone: tzinfo) -> dict[str, Any]:
     meta = _meta(cronjob)
-    template = _dict(_dict(cronjob.get("spec")).get("jobTemplate"))
-    tmeta = _dict(template.get("metadata"))
-    annotations = dict(_dict(tmeta.get("annotations")))
+    template = as_dict(as_dict(cronjob.get("spec")).get("jobTemplate"))
+    tmeta = as_dict(template.get("metadata"))
+    annotations = dict(as_dict(tmeta.get("annotations")))
     annotations[SCHEDULED_ANNOTATION] = scheduled.astimezone(zone).isoformat()
     job_meta: dict[str, Any] = {
         "name": job_name(cronjob, scheduled), "namespace": meta.get("namespace"),
-        "labels": dict(_dict(tmeta.get("labels"))), "annotations": annotations,
+        "labels": dict(as_dict(tmeta.get("labels"))), "annotations": annotations,
         "ownerReferences": [{"apiVersion": "batch/v1", "kind": "CronJob",
                              "name": meta.get("name"), "uid": meta.get("uid"),
                              "controller": True, "blockOwnerDeletion": True}]}
     return {"apiVersion": "batch/v1", "kind": "Job", "metadata": job_meta,
-            "spec": dict(_dict(template.get("spec")))}
+            "spec": dict(as_dict(template.get("spec")))}
 
 
 def _reference(job: Obj) -> dict[str, Any]:
@@ -154,8 +149,8 @@ def _reference(job: Obj) -> dict[str, Any]:
 
 
 def _owned_by(job: Obj, uid: str) -> bool:
-    return any(_dict(r).get("uid") == uid and _dict(r).get("controller") is True
-               for r in _list(_meta(job).get("ownerReferences")))
+    return any(as_dict(r).get("uid") == uid and as_dict(r).get("controller") is True
+               for r in as_list(_meta(job).get("ownerReferences")))
 
 
 class CronJobReconciler:
@@ -174,7 +169,7 @@ class CronJobReconciler:
 
     async def _sync(self, request: runtime.Request, ctx: runtime.Context,
                     cronjob: Obj) -> runtime.Result:
-        spec, old_status = _dict(cronjob.get("spec")), _dict(cronjob.get("status"))
+        spec, old_status = as_dict(cronjob.get("spec")), as_dict(cronjob.get("status"))
         uid = str(_meta(cronjob).get("uid") or "")
         owned = [j for j in ctx.cache_for(JOB).by_index("namespace", request.namespace)
                  if _owned_by(j, uid)]
@@ -183,18 +178,18 @@ class CronJobReconciler:
         active: list[dict[str, Any]] = []
         last_success = _time(old_status.get("lastSuccessfulTime"))
         events: list[tuple[str, str, str]] = []
-        listed = {str(_dict(r).get("uid")) for r in _list(old_status.get("active"))}
-        for ref in _list(old_status.get("active")):
-            found = by_uid.get(str(_dict(ref).get("uid")))
+        listed = {str(as_dict(r).get("uid")) for r in as_list(old_status.get("active"))}
+        for ref in as_list(old_status.get("active")):
+            found = by_uid.get(str(as_dict(ref).get("uid")))
             if found is None:
                 continue  # deleted by someone: no longer active
             if jobs.finished(found):
-                state = "Complete" if jobs.is_true(_dict(found.get("status")), "Complete") \
+                state = "Complete" if jobs.is_true(as_dict(found.get("status")), "Complete") \
                     else "Failed"
                 events.append(("Normal", "SawCompletedJob",
                                f"Saw completed job: {_meta(found).get('name')}, "
                                f"status: {state}"))
-                done_at = _time(_dict(found.get("status")).get("completionTime"))
+                done_at = _time(as_dict(found.get("status")).get("completionTime"))
                 if state == "Complete" and done_at and (last_success is None
                                                         or done_at > last_success):
                     last_success = done_at
@@ -292,9 +287,9 @@ class CronJobReconciler:
             limit = spec.get(name)
             if not isinstance(limit, int):
                 continue
-            done = [j for j in owned if jobs.is_true(_dict(j.get("status")), kind)
+            done = [j for j in owned if jobs.is_true(as_dict(j.get("status")), kind)
                     and not _meta(j).get("deletionTimestamp")]
-            done.sort(key=lambda j: (str(_dict(j.get("status")).get("startTime") or ""),
+            done.sort(key=lambda j: (str(as_dict(j.get("status")).get("startTime") or ""),
                                      str(_meta(j).get("creationTimestamp") or "")))
             for job in done[:max(0, len(done) - limit)]:
                 name = str(_meta(job).get("name"))
@@ -309,8 +304,8 @@ class CronJobReconciler:
 
 def _cronjob_of_job(job: Obj) -> Iterable[runtime.Request]:
     namespace = str(_meta(job).get("namespace") or "")
-    for ref in _list(_meta(job).get("ownerReferences")):
-        ref = _dict(ref)
+    for ref in as_list(_meta(job).get("ownerReferences")):
+        ref = as_dict(ref)
         if ref.get("kind") == "CronJob" and ref.get("controller") is True and ref.get("name"):
             yield runtime.Request(namespace, str(ref["name"]))
 

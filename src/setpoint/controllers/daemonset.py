@@ -44,6 +44,7 @@ from typing import Any, Final
 from setpoint import runtime
 from setpoint.apimachinery import clock as base_clock
 from setpoint.apimachinery import errors, timeutil
+from setpoint.apimachinery.jsonshape import as_dict, as_list
 from setpoint.controllers import history, nodeaffinity, taints
 from setpoint.controllers.job import CATCH_UP_DELAY, Expectations
 
@@ -75,16 +76,10 @@ class DaemonSetConfig:
     workers: int = 2
 
 
-def _dict(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
 
 
 def _meta(obj: Obj) -> Mapping[str, Any]:
-    return _dict(obj.get("metadata"))
+    return as_dict(obj.get("metadata"))
 
 
 def _name(obj: Obj) -> str:
@@ -92,14 +87,14 @@ def _name(obj: Obj) -> str:
 
 
 def template_hash(daemonset: Obj) -> str:
-    template = _dict(_dict(daemonset.get("spec")).get("template"))
+    template = as_dict(as_dict(daemonset.get("spec")).get("template"))
     text = json.dumps(template, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:10]
 
 
 def daemon_tolerations(spec: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The template's tolerations plus the daemon ones it lacks."""
-    own = [dict(_dict(t)) for t in _list(spec.get("tolerations"))]
+    own = [dict(as_dict(t)) for t in as_list(spec.get("tolerations"))]
     extra = list(DAEMON_TOLERATIONS)
     if spec.get("hostNetwork") is True:
         extra.append(NETWORK_TOLERATION)
@@ -112,7 +107,7 @@ def daemon_tolerations(spec: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def eligible(daemonset: Obj, node: Obj) -> bool:
     """Whether the DaemonSet's pod should run on ``node`` (see the module docstring)."""
-    spec = _dict(_dict(_dict(daemonset.get("spec")).get("template")).get("spec"))
+    spec = as_dict(as_dict(as_dict(daemonset.get("spec")).get("template")).get("spec"))
     pinned = spec.get("nodeName")
     if pinned and pinned != _name(node):
         return False
@@ -125,15 +120,15 @@ def eligible(daemonset: Obj, node: Obj) -> bool:
 
 def pod_for(daemonset: Obj, node_name: str, revision: str) -> dict[str, Any]:
     meta = _meta(daemonset)
-    template = copy.deepcopy(dict(_dict(_dict(daemonset.get("spec")).get("template"))))
-    pod_meta = dict(_dict(template.get("metadata")))
-    labels = dict(_dict(pod_meta.get("labels")))
+    template = copy.deepcopy(dict(as_dict(as_dict(daemonset.get("spec")).get("template"))))
+    pod_meta = dict(as_dict(template.get("metadata")))
+    labels = dict(as_dict(pod_meta.get("labels")))
     labels[HASH_LABEL] = revision
     labels[GENERATION_LABEL] = str(meta.get("generation") or 1)
-    spec = dict(_dict(template.get("spec")))
+    spec = dict(as_dict(template.get("spec")))
     spec["tolerations"] = daemon_tolerations(spec)
-    affinity = dict(_dict(spec.get("affinity")))
-    node_affinity = dict(_dict(affinity.get("nodeAffinity")))
+    affinity = dict(as_dict(spec.get("affinity")))
+    node_affinity = dict(as_dict(affinity.get("nodeAffinity")))
     node_affinity["requiredDuringSchedulingIgnoredDuringExecution"] = {"nodeSelectorTerms": [
         {"matchFields": [{"key": NAME_FIELD, "operator": "In", "values": [node_name]}]}]}
     affinity["nodeAffinity"] = node_affinity
@@ -149,15 +144,15 @@ def pod_for(daemonset: Obj, node_name: str, revision: str) -> dict[str, Any]:
 
 def target_node(pod: Obj) -> str:
     """The node a daemon pod is for: where it is bound, else where its affinity pins it."""
-    bound = _dict(pod.get("spec")).get("nodeName")
+    bound = as_dict(pod.get("spec")).get("nodeName")
     if bound:
         return str(bound)
-    required = _dict(_dict(_dict(_dict(pod.get("spec")).get("affinity")).get(
+    required = as_dict(as_dict(as_dict(as_dict(pod.get("spec")).get("affinity")).get(
         "nodeAffinity")).get("requiredDuringSchedulingIgnoredDuringExecution"))
-    for term in _list(required.get("nodeSelectorTerms")):
-        for field in _list(_dict(term).get("matchFields")):
-            field = _dict(field)
-            values = _list(field.get("values"))
+    for term in as_list(required.get("nodeSelectorTerms")):
+        for field in as_list(as_dict(term).get("matchFields")):
+            field = as_dict(field)
+            values = as_list(field.get("values"))
             if field.get("key") == NAME_FIELD and field.get("operator") == "In" and \
                     len(values) == 1:
                 return str(values[0])
@@ -165,8 +160,8 @@ def target_node(pod: Obj) -> str:
 
 
 def _ready_since(pod: Obj) -> datetime | None:
-    for c in _list(_dict(pod.get("status")).get("conditions")):
-        c = _dict(c)
+    for c in as_list(as_dict(pod.get("status")).get("conditions")):
+        c = as_dict(c)
         if c.get("type") == "Ready" and c.get("status") == "True":
             try:
                 return timeutil.parse_time(str(c.get("lastTransitionTime")))
@@ -176,7 +171,7 @@ def _ready_since(pod: Obj) -> datetime | None:
 
 
 def max_unavailable(spec: Mapping[str, Any], desired: int) -> int:
-    rolling = _dict(_dict(spec.get("updateStrategy")).get("rollingUpdate"))
+    rolling = as_dict(as_dict(spec.get("updateStrategy")).get("rollingUpdate"))
     value = rolling.get("maxUnavailable", 1)
     if isinstance(value, str) and value.endswith("%") and value[:-1].isdigit():
         count = math.ceil(int(value[:-1]) * desired / 100)
@@ -188,8 +183,8 @@ def max_unavailable(spec: Mapping[str, Any], desired: int) -> int:
 
 
 def _owned_by(pod: Obj, uid: str) -> bool:
-    return any(_dict(r).get("uid") == uid and _dict(r).get("controller") is True
-               for r in _list(_meta(pod).get("ownerReferences")))
+    return any(as_dict(r).get("uid") == uid and as_dict(r).get("controller") is True
+               for r in as_list(_meta(pod).get("ownerReferences")))
 
 
 class DaemonSetReconciler:
@@ -216,18 +211,18 @@ class DaemonSetReconciler:
 
     async def _sync(self, request: runtime.Request, ctx: runtime.Context, daemonset: Obj,
                     pods: list[Obj]) -> runtime.Result:
-        spec = _dict(daemonset.get("spec"))
+        spec = as_dict(daemonset.get("spec"))
         nodes = {_name(n): n for n in ctx.cache_for(NODE).list()}
         wanted = {name for name, node in nodes.items() if eligible(daemonset, node)}
         revision = template_hash(daemonset)
         deleting = bool(_meta(daemonset).get("deletionTimestamp"))
         if not deleting:
-            live = {_dict(_meta(p).get("labels")).get(HASH_LABEL) for p in pods}
+            live = {as_dict(_meta(p).get("labels")).get(HASH_LABEL) for p in pods}
             try:
                 await history.sync(
                     ctx, daemonset, DAEMONSET, name=f"{_name(daemonset)}-{revision}",
                     hash_label=HASH_LABEL, hash_value=revision,
-                    in_use=lambda r: _dict(_meta(r).get("labels")).get(HASH_LABEL) in live,
+                    in_use=lambda r: as_dict(_meta(r).get("labels")).get(HASH_LABEL) in live,
                     written=self.written, key=request.key)
             except history.Collision:
                 return runtime.Result.after(CATCH_UP_DELAY)
@@ -241,7 +236,7 @@ class DaemonSetReconciler:
             node = target_node(pod)
             if node not in nodes:
                 to_delete.append((pod, True))
-            elif node not in wanted or _dict(pod.get("status")).get("phase") == "Failed":
+            elif node not in wanted or as_dict(pod.get("status")).get("phase") == "Failed":
                 to_delete.append((pod, False))
             else:
                 by_node.setdefault(node, []).append(pod)
@@ -270,13 +265,13 @@ class DaemonSetReconciler:
         current = {n: ps[0] for n, ps in by_node.items() if ps}
         to_create = sorted(n for n in wanted if n not in current) if not deleting else []
         # rolling update: old pods go, at most maxUnavailable unavailable at once
-        strategy = _dict(spec.get("updateStrategy")).get("type") or "RollingUpdate"
+        strategy = as_dict(spec.get("updateStrategy")).get("type") or "RollingUpdate"
         if strategy == "RollingUpdate" and not deleting:
             budget = max_unavailable(spec, len(wanted))
             unavailable = len(to_create) + sum(1 for p in current.values()
                                                if not available(p))
             old = [(n, p) for n, p in sorted(current.items())
-                   if _dict(_meta(p).get("labels")).get(HASH_LABEL) != revision]
+                   if as_dict(_meta(p).get("labels")).get(HASH_LABEL) != revision]
             for _node, pod in sorted(old, key=lambda np: available(np[1])):
                 if not available(pod):
                     to_delete.append((pod, False))  # unavailable anyway: replace it now
@@ -289,13 +284,13 @@ class DaemonSetReconciler:
             "numberMisscheduled": sum(1 for p in pods if not _meta(p).get(
                 "deletionTimestamp") and target_node(p) not in wanted),
             "numberReady": sum(1 for p in current.values() if _ready_since(p) is not None),
-            "updatedNumberScheduled": sum(1 for p in current.values() if _dict(
+            "updatedNumberScheduled": sum(1 for p in current.values() if as_dict(
                 _meta(p).get("labels")).get(HASH_LABEL) == revision),
             "numberAvailable": sum(1 for p in current.values() if available(p)),
             "observedGeneration": _meta(daemonset).get("generation") or 1,
         }
         status["numberUnavailable"] = max(0, len(wanted) - status["numberAvailable"])
-        old_status = dict(_dict(daemonset.get("status")))
+        old_status = dict(as_dict(daemonset.get("status")))
         merged = {**{k: v for k, v in old_status.items() if k not in status}, **status}
         merged = {k: v for k, v in merged.items() if v != 0 or k in old_status}
         if merged != old_status:
@@ -339,8 +334,8 @@ class DaemonSetsOfNode:
 
 def _daemonset_of_pod(pod: Obj) -> Iterable[runtime.Request]:
     namespace = str(_meta(pod).get("namespace") or "")
-    for ref in _list(_meta(pod).get("ownerReferences")):
-        ref = _dict(ref)
+    for ref in as_list(_meta(pod).get("ownerReferences")):
+        ref = as_dict(ref)
         if ref.get("kind") == "DaemonSet" and ref.get("controller") is True and \
                 str(ref.get("apiVersion", "")).startswith("apps/") and ref.get("name"):
             yield runtime.Request(namespace, str(ref["name"]))

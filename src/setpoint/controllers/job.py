@@ -49,6 +49,7 @@ from typing import Any, Final
 from setpoint import runtime
 from setpoint.apimachinery import clock as base_clock
 from setpoint.apimachinery import errors, timeutil
+from setpoint.apimachinery.jsonshape import as_dict, as_list
 from setpoint.client import PatchType
 from setpoint.controllers import jobpods
 
@@ -77,12 +78,6 @@ class JobConfig:
             raise ValueError("backoff must be non-negative and at most max_backoff")
 
 
-def _dict(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
 
 
 def _now(clock: base_clock.Clock) -> str:
@@ -90,9 +85,9 @@ def _now(clock: base_clock.Clock) -> str:
 
 
 def condition(status: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
-    for c in _list(status.get("conditions")):
-        if _dict(c).get("type") == kind:
-            return _dict(c)
+    for c in as_list(status.get("conditions")):
+        if as_dict(c).get("type") == kind:
+            return as_dict(c)
     return None
 
 
@@ -102,13 +97,13 @@ def is_true(status: Mapping[str, Any], kind: str) -> bool:
 
 
 def finished(job: Obj) -> bool:
-    status = _dict(job.get("status"))
+    status = as_dict(job.get("status"))
     return is_true(status, "Complete") or is_true(status, "Failed")
 
 
 def _set_condition(status: dict[str, Any], kind: str, value: str, reason: str, message: str,
                    now: str) -> None:
-    conditions = [dict(c) for c in _list(status.get("conditions")) if isinstance(c, Mapping)]
+    conditions = [dict(c) for c in as_list(status.get("conditions")) if isinstance(c, Mapping)]
     for c in conditions:
         if c.get("type") == kind:
             if c.get("status") != value:
@@ -175,11 +170,11 @@ def pod_for(job: Obj, index: int | None) -> dict[str, Any]:
     """A new pod of ``job`` (for ``index`` in Indexed mode)."""
     meta = jobpods.meta(job)
     name = str(meta.get("name"))
-    template = copy.deepcopy(dict(_dict(_dict(job.get("spec")).get("template"))))
-    pod_meta = dict(_dict(template.get("metadata")))
-    labels = dict(_dict(pod_meta.get("labels")))
-    annotations = dict(_dict(pod_meta.get("annotations")))
-    spec = dict(_dict(template.get("spec")))
+    template = copy.deepcopy(dict(as_dict(as_dict(job.get("spec")).get("template"))))
+    pod_meta = dict(as_dict(template.get("metadata")))
+    labels = dict(as_dict(pod_meta.get("labels")))
+    annotations = dict(as_dict(pod_meta.get("annotations")))
+    spec = dict(as_dict(template.get("spec")))
     generate = f"{name}-"
     if index is not None:
         annotations[jobpods.INDEX_ANNOTATION] = str(index)
@@ -187,9 +182,9 @@ def pod_for(job: Obj, index: int | None) -> dict[str, Any]:
         generate = f"{name}-{index}-"
         spec.setdefault("hostname", f"{name}-{index}"[:63].rstrip("-"))
         containers = []
-        for c in _list(spec.get("containers")):
-            c = dict(_dict(c))
-            env = [e for e in _list(c.get("env")) if _dict(e).get("name") != jobpods.INDEX_ENV]
+        for c in as_list(spec.get("containers")):
+            c = dict(as_dict(c))
+            env = [e for e in as_list(c.get("env")) if as_dict(e).get("name") != jobpods.INDEX_ENV]
             env.append({"name": jobpods.INDEX_ENV, "valueFrom": {"fieldRef": {
                 "apiVersion": "v1",
                 "fieldPath": f"metadata.annotations['{jobpods.INDEX_ANNOTATION}']"}}})
@@ -263,7 +258,7 @@ class JobReconciler:
     async def _release(ctx: runtime.Context, namespace: str, pods: Iterable[Obj]) -> None:
         """Remove the tracking finalizer from ``pods`` (conditional on what was read)."""
         for pod in pods:
-            finalizers = [f for f in _list(jobpods.meta(pod).get("finalizers"))
+            finalizers = [f for f in as_list(jobpods.meta(pod).get("finalizers"))
                           if f != jobpods.TRACKING_FINALIZER]
             try:
                 await ctx.client.patch(POD, str(jobpods.meta(pod).get("name")), {
@@ -275,7 +270,7 @@ class JobReconciler:
 
     async def _sync(self, request: runtime.Request, ctx: runtime.Context, job: Obj,
                     pods: list[Obj]) -> runtime.Result:
-        spec, old_status = _dict(job.get("spec")), _dict(job.get("status"))
+        spec, old_status = as_dict(job.get("spec")), as_dict(job.get("status"))
         status: dict[str, Any] = copy.deepcopy(dict(old_status))
         now = _now(self.clock)
         counted = jobpods.tally(old_status, pods)
@@ -405,7 +400,7 @@ class JobReconciler:
         limit = spec.get("backoffLimit")
         limit = limit if isinstance(limit, int) else 6
         failures = failed
-        restart = _dict(_dict(spec.get("template")).get("spec")).get("restartPolicy")
+        restart = as_dict(as_dict(spec.get("template")).get("spec")).get("restartPolicy")
         if restart == "OnFailure":
             failures += counted.restarts
         if failures > limit:
@@ -463,8 +458,8 @@ class JobReconciler:
 
 def _job_of_pod(pod: Obj) -> Iterable[runtime.Request]:
     namespace = str(jobpods.meta(pod).get("namespace") or "")
-    for ref in _list(jobpods.meta(pod).get("ownerReferences")):
-        ref = _dict(ref)
+    for ref in as_list(jobpods.meta(pod).get("ownerReferences")):
+        ref = as_dict(ref)
         if ref.get("kind") == "Job" and ref.get("controller") is True and \
                 str(ref.get("apiVersion", "")).startswith("batch/") and ref.get("name"):
             yield runtime.Request(namespace, str(ref["name"]))
@@ -483,12 +478,12 @@ def job_controller(config: JobConfig | None = None, *,
 
 
 def finish_time(job: Obj) -> datetime | None:
-    status = _dict(job.get("status"))
+    status = as_dict(job.get("status"))
     if is_true(status, "Complete"):
         return _parse(status.get("completionTime")) or _parse(
-            _dict(condition(status, "Complete")).get("lastTransitionTime"))
+            as_dict(condition(status, "Complete")).get("lastTransitionTime"))
     if is_true(status, "Failed"):
-        return _parse(_dict(condition(status, "Failed")).get("lastTransitionTime"))
+        return _parse(as_dict(condition(status, "Failed")).get("lastTransitionTime"))
     return None
 
 
@@ -500,7 +495,7 @@ class TTLReconciler:
         job = ctx.get(request)
         if job is None or jobpods.meta(job).get("deletionTimestamp"):
             return runtime.Result.done()
-        ttl = _dict(job.get("spec")).get("ttlSecondsAfterFinished")
+        ttl = as_dict(job.get("spec")).get("ttlSecondsAfterFinished")
         when = finish_time(job)
         if not isinstance(ttl, int) or when is None:
             return runtime.Result.done()

@@ -29,6 +29,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from setpoint.apimachinery.jsonshape import as_dict, as_list
+
 Obj = Mapping[str, Any]
 
 TRACKING_FINALIZER: Final = "batch.kubernetes.io/job-tracking"
@@ -39,16 +41,10 @@ DEFAULT_BACKOFF: Final = 10.0
 MAX_BACKOFF: Final = 360.0
 
 
-def _dict(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
 
 
 def meta(obj: Obj) -> Mapping[str, Any]:
-    return _dict(obj.get("metadata"))
+    return as_dict(obj.get("metadata"))
 
 
 def uid_of(obj: Obj) -> str:
@@ -56,11 +52,11 @@ def uid_of(obj: Obj) -> str:
 
 
 def has_finalizer(pod: Obj) -> bool:
-    return TRACKING_FINALIZER in _list(meta(pod).get("finalizers"))
+    return TRACKING_FINALIZER in as_list(meta(pod).get("finalizers"))
 
 
 def phase(pod: Obj) -> str:
-    return str(_dict(pod.get("status")).get("phase") or "")
+    return str(as_dict(pod.get("status")).get("phase") or "")
 
 
 def is_succeeded(pod: Obj) -> bool:
@@ -78,29 +74,29 @@ def is_active(pod: Obj) -> bool:
 
 
 def is_ready(pod: Obj) -> bool:
-    return any(_dict(c).get("type") == "Ready" and _dict(c).get("status") == "True"
-               for c in _list(_dict(pod.get("status")).get("conditions")))
+    return any(as_dict(c).get("type") == "Ready" and as_dict(c).get("status") == "True"
+               for c in as_list(as_dict(pod.get("status")).get("conditions")))
 
 
 def restarts(pod: Obj) -> int:
     total = 0
-    for status in _list(_dict(pod.get("status")).get("containerStatuses")):
-        count = _dict(status).get("restartCount")
+    for status in as_list(as_dict(pod.get("status")).get("containerStatuses")):
+        count = as_dict(status).get("restartCount")
         if isinstance(count, int) and count > 0:
             total += count
     return total
 
 
 def index_of(pod: Obj) -> int | None:
-    text = _dict(meta(pod).get("annotations")).get(INDEX_ANNOTATION)
+    text = as_dict(meta(pod).get("annotations")).get(INDEX_ANNOTATION)
     if isinstance(text, str) and text.isdigit() and len(text) < 10:
         return int(text)
     return None
 
 
 def owned_by(pod: Obj, uid: str) -> bool:
-    return any(_dict(ref).get("uid") == uid and _dict(ref).get("controller") is True
-               for ref in _list(meta(pod).get("ownerReferences")))
+    return any(as_dict(ref).get("uid") == uid and as_dict(ref).get("controller") is True
+               for ref in as_list(meta(pod).get("ownerReferences")))
 
 
 # --- completed indexes -------------------------------------------------------------------
@@ -158,9 +154,9 @@ class Tally:
 
 def tally(status: Mapping[str, Any], pods: Sequence[Obj]) -> Tally:
     out = Tally()
-    uncounted = _dict(status.get("uncountedTerminatedPods"))
-    listed_ok = [str(u) for u in _list(uncounted.get("succeeded"))]
-    listed_failed = [str(u) for u in _list(uncounted.get("failed"))]
+    uncounted = as_dict(status.get("uncountedTerminatedPods"))
+    listed_ok = [str(u) for u in as_list(uncounted.get("succeeded"))]
+    listed_failed = [str(u) for u in as_list(uncounted.get("failed"))]
     by_uid = {uid_of(p): p for p in pods}
     index_of_uid: dict[str, int | None] = {uid_of(p): index_of(p) for p in pods}
     # listed uids whose pod is gone or released are counted now

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import random
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -148,16 +148,17 @@ class Catalog:
         return None
 
     def _param_source(self, api_version: str, kind: str) -> tuple[
-            ResourceInfo, Callable[[Obj], Obj]] | None:
-        """The resource a policy's ``paramKind`` names, and how to read its objects."""
+            ResourceInfo, Callable[[Obj], Awaitable[Obj]]] | None:
+        """The resource a policy's ``paramKind`` names, and how to read its objects (in the
+        version it names, through the CRD's conversion webhook where it has one)."""
         found = self._served_kind(api_version, kind)
         if found is None:
             return None
         served, version = found
-        strategy = served.store.strategy
+        conversion = served.store.conversion
 
-        def convert(obj: Obj) -> Obj:
-            out = dict(strategy.from_storage(obj, version))
+        async def convert(obj: Obj) -> Obj:
+            out = dict(await conversion.output(obj, version))
             out.setdefault("kind", kind)
             out["apiVersion"] = api_version
             return out

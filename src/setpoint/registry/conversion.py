@@ -25,10 +25,13 @@ Bounds: a review takes at most :attr:`ConversionConfig.timeout` seconds, includi
 for one of the :attr:`ConversionConfig.max_concurrent_reviews` slots of its CRD; a failing or
 slow webhook fails the requests that need it and no other.
 
-Non-guarantees: the objects admission policies and admission webhooks see in another version
-of a webhook-converted kind are converted as ``None`` would (only their apiVersion changes);
-a conversion webhook is trusted to be deterministic (a shared result is reused while the
-object's resourceVersion is the same).
+The objects admission policies and admission webhooks see in another version than the
+request's (``matchPolicy: Equivalent``), a mutating webhook's patch of such an object, and a
+policy's params of a webhook-converted kind all go through the webhook too
+(:meth:`Conversion.convert_owned`, :meth:`Conversion.output`).
+
+Non-guarantees: a conversion webhook is trusted to be deterministic (a shared result is
+reused while the object's resourceVersion is the same).
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ import orjson
 
 from setpoint.admission import conversionreview as cr
 from setpoint.apimachinery import errors
+from setpoint.apimachinery.jsoncopy import deep_copy
 from setpoint.registry import webhooks
 from setpoint.registry.strategy import Strategy
 
@@ -226,6 +230,22 @@ class Conversion:
         if self.webhook is not None and obj.get("apiVersion") != self.info.api_version(version):
             obj = (await self.webhook.convert([obj], self.info.api_version(version)))[0]
         return self.strategy.from_storage_owned(obj, version)
+
+    async def convert_owned(self, obj: Obj, version: str) -> Obj:
+        """An object of this resource in any of its versions (its ``apiVersion`` says
+        which), in ``version``, defaulted, as a new object the caller owns (``obj`` is not
+        changed): what admission hooks matching another version than the request's see
+        (``matchPolicy: Equivalent``), and their patches converted back. With a webhook it is
+        one review, straight from the object's version to ``version``."""
+        if self.webhook is None:
+            api_version = obj.get("apiVersion")
+            source = api_version.rsplit("/", 1)[-1] if isinstance(api_version, str) else ""
+            stored = self.strategy.to_storage(deep_copy(obj), source)
+            return self.strategy.from_storage_owned(stored, version)
+        converted = (await self.webhook.convert([obj], self.info.api_version(version)))[0]
+        if converted is obj:
+            converted = deep_copy(obj)
+        return self.strategy.from_storage_owned(converted, version)
 
     async def to_storage(self, obj: Obj, version: str) -> Obj:
         """An object of ``version`` the caller owns, in the storage version."""

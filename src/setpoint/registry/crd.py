@@ -289,6 +289,7 @@ def shadows_builtin(crd: Obj) -> bool:
 
 class CRDStrategy(Strategy):
     known_fields = frozenset({"spec", "status"})
+    strategic_merge = False
     uses_generation = True
     allow_unconditional_update = False
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from setpoint.apimachinery import cron, fields, regexp, timeutil, validation
 from setpoint.apimachinery.fields import FieldError, FieldPath
+from setpoint.apimachinery.jsonshape import as_dict
 from setpoint.registry import jobs, pods, podtemplates, table
 from setpoint.registry.resources import ResourceInfo, VersionInfo
 from setpoint.registry.typedstrategy import TypedStrategy
@@ -36,9 +37,6 @@ DEFAULT_SUCCESSFUL_HISTORY = 3
 DEFAULT_FAILED_HISTORY = 1
 _ZONE_PART = regexp.Regexp(r"^[A-Za-z\.\-_0-9+]{1,14}$")
 
-
-def _dict(value: Any) -> Obj:
-    return value if isinstance(value, dict) else {}
 
 
 def load_zone(name: str) -> zoneinfo.ZoneInfo | None:
@@ -102,7 +100,7 @@ class CronJobStrategy(TypedStrategy):
             spec["successfulJobsHistoryLimit"] = DEFAULT_SUCCESSFUL_HISTORY
         if spec.get("failedJobsHistoryLimit") is None:
             spec["failedJobsHistoryLimit"] = DEFAULT_FAILED_HISTORY
-        job_spec = _dict(_dict(spec.get("jobTemplate")).get("spec"))
+        job_spec = as_dict(as_dict(spec.get("jobTemplate")).get("spec"))
         podtemplates.default_template(job_spec.get("template"))
 
     def check_name(self, name: str) -> list[str]:
@@ -112,7 +110,7 @@ class CronJobStrategy(TypedStrategy):
         return problems
 
     def _validate(self, obj: Obj, *, allow_tz: bool) -> list[FieldError]:
-        spec, path = _dict(obj.get("spec")), FieldPath.root("spec")
+        spec, path = as_dict(obj.get("spec")), FieldPath.root("spec")
         errs = validate_schedule(spec.get("schedule"), path.child("schedule"),
                                  allow_tz=allow_tz)
         errs += validate_time_zone(spec.get("timeZone"), path.child("timeZone"))
@@ -132,7 +130,7 @@ class CronJobStrategy(TypedStrategy):
                 errs.append(fields.invalid(path.child(name), value,
                                            "must be greater than or equal to 0"))
         template_path = path.child("jobTemplate").child("spec")
-        job_spec = _dict(_dict(spec.get("jobTemplate")).get("spec"))
+        job_spec = as_dict(as_dict(spec.get("jobTemplate")).get("spec"))
         errs += jobs.validate_job_spec(job_spec, template_path, check_selector=False)
         if job_spec.get("selector") is not None:
             errs.append(fields.invalid(template_path.child("selector"),
@@ -147,7 +145,7 @@ class CronJobStrategy(TypedStrategy):
         errs = TypedStrategy.validate(self, new, version)
         errs += validation.validate_object_meta_update(new.get("metadata") or {},
                                                        old.get("metadata") or {})
-        allow_tz = "TZ" in str(_dict(old.get("spec")).get("schedule") or "")
+        allow_tz = "TZ" in str(as_dict(old.get("spec")).get("schedule") or "")
         return errs + self._validate(new, allow_tz=allow_tz)
 
     def validate_status_update(self, new: Obj, old: Obj,
@@ -160,7 +158,7 @@ class CronJobStrategy(TypedStrategy):
 
 
 def _last_schedule(obj: Obj, now: datetime) -> str:
-    value = _dict(obj.get("status")).get("lastScheduleTime")
+    value = as_dict(obj.get("status")).get("lastScheduleTime")
     if not isinstance(value, str):
         return "<none>"
     try:
@@ -172,13 +170,13 @@ def _last_schedule(obj: Obj, now: datetime) -> str:
 
 def cronjob_columns() -> list[table.Column]:
     def spec(o: Obj) -> Obj:
-        return _dict(o.get("spec"))
+        return as_dict(o.get("spec"))
 
     def template(o: Obj) -> Any:
-        return _dict(_dict(spec(o).get("jobTemplate")).get("spec")).get("template")
+        return as_dict(as_dict(spec(o).get("jobTemplate")).get("spec")).get("template")
 
     def selector(o: Obj) -> Any:
-        return _dict(_dict(spec(o).get("jobTemplate")).get("spec")).get("selector")
+        return as_dict(as_dict(spec(o).get("jobTemplate")).get("spec")).get("selector")
 
     return [
         table.name_column(),
@@ -192,7 +190,7 @@ def cronjob_columns() -> list[table.Column]:
                      description="This flag tells the controller to suspend subsequent "
                                  "executions."),
         table.Column("Active", "integer", lambda o, now: len(
-            _dict(o.get("status")).get("active") or []),
+            as_dict(o.get("status")).get("active") or []),
                      description="A list of pointers to currently running jobs."),
         table.Column("Last Schedule", "string", _last_schedule,
                      description="Information when was the last time the job was "

@@ -37,6 +37,7 @@ def _has_defaults(schema: Any) -> bool:
 
 class CustomResourceStrategy(Strategy):
     uses_generation = True
+    strategic_merge = False
     allow_unconditional_update = False
     requires_type_meta = True
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from setpoint.apimachinery import fields
 from setpoint.apimachinery.fields import FieldError, FieldPath
+from setpoint.apimachinery.jsonshape import as_dict
 from setpoint.registry import pods, podtemplates, table
 from setpoint.registry.resources import ResourceInfo, VersionInfo
 from setpoint.registry.typedstrategy import TypedStrategy
@@ -27,9 +28,6 @@ Obj = dict[str, Any]
 
 UPDATE_STRATEGIES = ("RollingUpdate", "OnDelete")
 
-
-def _dict(value: Any) -> Obj:
-    return value if isinstance(value, dict) else {}
 
 
 class DaemonSetStrategy(TypedStrategy):
@@ -61,9 +59,9 @@ class DaemonSetStrategy(TypedStrategy):
 
     def validate(self, obj: Obj, version: VersionInfo) -> list[FieldError]:
         errs = super().validate(obj, version)
-        spec, path = _dict(obj.get("spec")), FieldPath.root("spec")
+        spec, path = as_dict(obj.get("spec")), FieldPath.root("spec")
         errs += podtemplates.validate_controller(spec, path, "DaemonSet")
-        kind = _dict(spec.get("updateStrategy")).get("type")
+        kind = as_dict(spec.get("updateStrategy")).get("type")
         if kind not in UPDATE_STRATEGIES:
             errs.append(fields.not_supported(path.child("updateStrategy").child("type"), kind,
                                              UPDATE_STRATEGIES))
@@ -76,8 +74,8 @@ class DaemonSetStrategy(TypedStrategy):
 
     def validate_update(self, new: Obj, old: Obj, version: VersionInfo) -> list[FieldError]:
         errs = super().validate_update(new, old, version)
-        new_sel = _dict(new.get("spec")).get("selector")
-        if new_sel != _dict(old.get("spec")).get("selector"):
+        new_sel = as_dict(new.get("spec")).get("selector")
+        if new_sel != as_dict(old.get("spec")).get("selector"):
             errs.append(fields.invalid(FieldPath.root("spec").child("selector"), new_sel,
                                        "field is immutable"))
         return errs
@@ -85,7 +83,7 @@ class DaemonSetStrategy(TypedStrategy):
     def validate_status_update(self, new: Obj, old: Obj,
                                version: VersionInfo) -> list[FieldError]:
         errs = super().validate_update(new, old, version)
-        status, path = _dict(new.get("status")), FieldPath.root("status")
+        status, path = as_dict(new.get("status")), FieldPath.root("status")
         for name in ("currentNumberScheduled", "numberMisscheduled", "desiredNumberScheduled",
                      "numberReady", "updatedNumberScheduled", "numberAvailable",
                      "numberUnavailable"):
@@ -100,14 +98,14 @@ class DaemonSetStrategy(TypedStrategy):
 
 
 def node_selector_text(obj: Obj) -> str:
-    chosen = _dict(_dict(_dict(_dict(obj.get("spec")).get("template")).get("spec")).get(
+    chosen = as_dict(as_dict(as_dict(as_dict(obj.get("spec")).get("template")).get("spec")).get(
         "nodeSelector"))
     return ",".join(f"{k}={chosen[k]}" for k in sorted(chosen)) or "<none>"
 
 
 def daemonset_columns() -> list[table.Column]:
     def count(name: str) -> Any:
-        return lambda o, now: int(_dict(o.get("status")).get(name) or 0)
+        return lambda o, now: int(as_dict(o.get("status")).get(name) or 0)
 
     return [
         table.name_column(),

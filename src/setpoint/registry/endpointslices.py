@@ -16,6 +16,7 @@ from typing import Any
 
 from setpoint.apimachinery import fields, validation
 from setpoint.apimachinery.fields import FieldError, FieldPath
+from setpoint.apimachinery.jsonshape import as_dict, as_list
 from setpoint.registry import podspec, services, table
 from setpoint.registry.resources import ResourceInfo, VersionInfo
 from setpoint.registry.strategy import meta_of
@@ -31,12 +32,6 @@ SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 MANAGED_BY_LABEL = "endpointslice.kubernetes.io/managed-by"
 
 
-def _dict(value: Any) -> Obj:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
 
 
 def _address_errors(kind: str, address: Any, path: FieldPath) -> list[FieldError]:
@@ -57,12 +52,12 @@ def validate_slice(obj: Obj) -> list[FieldError]:
         errs.append(fields.required("addressType", ""))
     elif kind not in ADDRESS_TYPES:
         errs.append(fields.not_supported("addressType", kind, ADDRESS_TYPES))
-    endpoints = _list(obj.get("endpoints"))
+    endpoints = as_list(obj.get("endpoints"))
     if len(endpoints) > MAX_ENDPOINTS:
         errs.append(fields.too_many("endpoints", len(endpoints), MAX_ENDPOINTS))
     for i, endpoint in enumerate(endpoints[:MAX_ENDPOINTS]):
         where = FieldPath.root("endpoints").index(i)
-        addresses = _list(_dict(endpoint).get("addresses"))
+        addresses = as_list(as_dict(endpoint).get("addresses"))
         if not addresses:
             errs.append(fields.required(where.child("addresses"), "must contain at least 1 "
                                         "address"))
@@ -72,16 +67,16 @@ def validate_slice(obj: Obj) -> list[FieldError]:
         elif kind in ADDRESS_TYPES:
             for j, address in enumerate(addresses):
                 errs += _address_errors(str(kind), address, where.child("addresses").index(j))
-        hostname = _dict(endpoint).get("hostname")
+        hostname = as_dict(endpoint).get("hostname")
         if hostname:
             errs.extend(fields.invalid(where.child("hostname"), hostname, p)
                         for p in validation.is_dns1123_label(hostname))
-    ports = _list(obj.get("ports"))
+    ports = as_list(obj.get("ports"))
     if len(ports) > MAX_PORTS:
         errs.append(fields.too_many("ports", len(ports), MAX_PORTS))
     names: set[str] = set()
     for i, port in enumerate(ports[:MAX_PORTS]):
-        port = _dict(port)
+        port = as_dict(port)
         where = FieldPath.root("ports").index(i)
         name = port.get("name") or ""
         if name:
@@ -110,15 +105,15 @@ def _with_more(shown: list[str], count: int, most: int = 3) -> str:
 
 def format_ports(ports: Any) -> str:
     shown = []
-    for port in _list(ports):
-        port = _dict(port)
+    for port in as_list(ports):
+        port = as_dict(port)
         number = port.get("port")
         shown.append(str(number) if number is not None else str(port.get("name") or "*"))
     return _with_more(shown[:3], len(shown))
 
 
 def format_endpoints(endpoints: Any) -> str:
-    shown = [str(a) for e in _list(endpoints) for a in _list(_dict(e).get("addresses"))]
+    shown = [str(a) for e in as_list(endpoints) for a in as_list(as_dict(e).get("addresses"))]
     return _with_more(shown[:3], len(shown))
 
 
@@ -144,7 +139,7 @@ class EndpointSliceStrategy(TypedStrategy):
     known_fields = frozenset({"addressType", "endpoints", "ports"})
 
     def default(self, obj: Obj, version: VersionInfo) -> None:
-        for port in _list(obj.get("ports")):
+        for port in as_list(obj.get("ports")):
             if isinstance(port, dict) and not port.get("protocol"):
                 port["protocol"] = "TCP"
 

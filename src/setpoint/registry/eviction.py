@@ -43,6 +43,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from setpoint.apimachinery import errors, selectors
+from setpoint.apimachinery.jsonshape import as_dict
 from setpoint.registry import actions, podactions
 from setpoint.registry.disruptionbudgets import ALWAYS_ALLOW
 from setpoint.registry.options import DeleteOptions, ListOptions, WriteOptions
@@ -67,35 +68,32 @@ class EvictionConfig:
     attempts: int = 20
 
 
-def _dict(value: Any) -> Obj:
-    return value if isinstance(value, dict) else {}
-
 
 def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def pod_ready(pod: Obj) -> bool:
-    return any(_dict(c).get("type") == "Ready" and _dict(c).get("status") == "True"
-               for c in _dict(pod.get("status")).get("conditions") or ())
+    return any(as_dict(c).get("type") == "Ready" and as_dict(c).get("status") == "True"
+               for c in as_dict(pod.get("status")).get("conditions") or ())
 
 
 def can_ignore_budget(pod: Obj) -> bool:
     """Pods whose eviction needs no budget: not started, finished, or already going."""
-    return _dict(pod.get("status")).get("phase") in ("Pending", "Succeeded", "Failed") or \
-        bool(_dict(pod.get("metadata")).get("deletionTimestamp"))
+    return as_dict(pod.get("status")).get("phase") in ("Pending", "Succeeded", "Failed") or \
+        bool(as_dict(pod.get("metadata")).get("deletionTimestamp"))
 
 
 def must_hold_version(pod: Obj) -> bool:
     """Whether the deletion must hold the pod's resourceVersion (it could become ready)."""
-    return _dict(pod.get("status")).get("phase") not in ("Succeeded", "Failed") and \
-        not _dict(pod.get("metadata")).get("deletionTimestamp")
+    return as_dict(pod.get("status")).get("phase") not in ("Succeeded", "Failed") and \
+        not as_dict(pod.get("metadata")).get("deletionTimestamp")
 
 
 def budget_selects(budget: Obj, labels: dict[str, str]) -> bool:
     """A budget's selector matches ``labels``; a missing, empty or malformed one never does
     (for eviction: the disruption controller reads an empty one as "every pod")."""
-    raw = _dict(budget.get("spec")).get("selector")
+    raw = as_dict(budget.get("spec")).get("selector")
     if not isinstance(raw, dict):
         return False
     try:
@@ -123,14 +121,14 @@ def _forbidden(name: str, why: str) -> errors.Forbidden:
 
 def check_budget(budget: Obj) -> None:
     """Raise what Kubernetes answers when ``budget`` allows no eviction now."""
-    meta, status = _dict(budget.get("metadata")), _dict(budget.get("status"))
+    meta, status = as_dict(budget.get("metadata")), as_dict(budget.get("status"))
     name = str(meta.get("name") or "")
     if _int(status.get("observedGeneration")) < _int(meta.get("generation")):
         raise still_processing(name)
     allowed = _int(status.get("disruptionsAllowed"))
     if allowed < 0:
         raise _forbidden(name, "pdb disruptions allowed is negative")
-    if len(_dict(status.get("disruptedPods"))) > MAX_DISRUPTED_PODS:
+    if len(as_dict(status.get("disruptedPods"))) > MAX_DISRUPTED_PODS:
         raise _forbidden(name, "DisruptedPods map too big - too many evictions not confirmed "
                                "by PDB controller")
     if allowed == 0:
@@ -196,7 +194,7 @@ class Evictor:
             pod = await self.pods.get(namespace, req.name, "v1")
             if not can_ignore_budget(pod):
                 break
-            if _dict(pod.get("metadata")).get("deletionTimestamp"):
+            if as_dict(pod.get("metadata")).get("deletionTimestamp"):
                 return dict(podactions.SUCCESS)
             held = opts
             if must_hold_version(pod) and opts.precondition_resource_version is None:
@@ -210,7 +208,7 @@ class Evictor:
                 continue
             return dict(podactions.SUCCESS)
         labels = {str(k): str(v) for k, v in
-                  _dict(_dict(pod.get("metadata")).get("labels")).items()}
+                  as_dict(as_dict(pod.get("metadata")).get("labels")).items()}
         page = await self.budgets.list(namespace, "v1", ListOptions())
         matching = [b for b in page.items if budget_selects(b, labels)]
         if len(matching) > 1:
@@ -218,10 +216,10 @@ class Evictor:
         hold_version = False
         if matching:
             budget = matching[0]
-            name = str(_dict(budget.get("metadata")).get("name"))
-            status = _dict(budget.get("status"))
+            name = str(as_dict(budget.get("metadata")).get("name"))
+            status = as_dict(budget.get("status"))
             if not pod_ready(pod) and (
-                    _dict(budget.get("spec")).get("unhealthyPodEvictionPolicy") == ALWAYS_ALLOW
+                    as_dict(budget.get("spec")).get("unhealthyPodEvictionPolicy") == ALWAYS_ALLOW
                     or _int(status.get("currentHealthy")) >= _int(status.get("desiredHealthy"))
                     > 0):
                 hold_version = True
@@ -236,7 +234,7 @@ class Evictor:
             await self._delete(namespace, req.name, delete)
         except errors.Conflict:
             if hold_version and opts.precondition_resource_version is None:
-                raise still_processing(str(_dict(matching[0].get("metadata")).get(
+                raise still_processing(str(as_dict(matching[0].get("metadata")).get(
                     "name"))) from None
             raise
         return dict(podactions.SUCCESS)
@@ -258,7 +256,7 @@ class Evictor:
             uid, version = opts.precondition_uid, opts.precondition_resource_version
 
             def mark(pod: Obj, now: str) -> None:
-                meta = _dict(pod.get("metadata"))
+                meta = as_dict(pod.get("metadata"))
                 if uid and uid != meta.get("uid"):
                     raise errors.conflict("pods", "", name, (
                         f"Precondition failed: UID in precondition: {uid}, UID in object "
@@ -289,13 +287,13 @@ class Evictor:
                                                         subresource="status",
                                                         opts=WriteOptions())
             if version is not None:
-                opts = _replace_version(opts, str(_dict(written.object.get("metadata"))
+                opts = _replace_version(opts, str(as_dict(written.object.get("metadata"))
                                                   .get("resourceVersion")))
         await self.pods.delete(namespace, name, "v1", opts)
 
 
 def _with_version(opts: DeleteOptions, pod: Obj) -> DeleteOptions:
-    return _replace_version(opts, str(_dict(pod.get("metadata")).get("resourceVersion")))
+    return _replace_version(opts, str(as_dict(pod.get("metadata")).get("resourceVersion")))
 
 
 def _replace_version(opts: DeleteOptions, version: str) -> DeleteOptions:

@@ -26,7 +26,7 @@ from typing import Any
 from setpoint.apimachinery import gotypes as go
 from setpoint.apimachinery import protobuf, prototables
 from setpoint.apimachinery.prototables import Message, Tables
-from setpoint.schema.cel.library import quantity
+from setpoint.cel.library import quantity
 
 _SCALARS: dict[int, go.GoType] = {
     prototables.STRING: go.STRING, prototables.BOOL: go.BOOL, prototables.INT32: go.INT32,

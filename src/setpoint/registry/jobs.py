@@ -28,6 +28,7 @@ from typing import Any
 
 from setpoint.apimachinery import fields, timeutil
 from setpoint.apimachinery.fields import FieldError, FieldPath
+from setpoint.apimachinery.jsonshape import as_dict, as_list
 from setpoint.registry import pods, podtemplates, table
 from setpoint.registry.resources import ResourceInfo, VersionInfo
 from setpoint.registry.strategy import meta_of
@@ -48,12 +49,6 @@ MAX_INDEXED = 100000
 _IMMUTABLE = ("template", "selector", "completionMode", "completions")
 
 
-def _dict(value: Any) -> Obj:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
 
 
 def default_job_spec(spec: Obj) -> None:
@@ -149,7 +144,7 @@ class JobStrategy(TypedStrategy):
             return
         default_job_spec(spec)
         meta = obj.get("metadata")
-        labels = _dict(_dict(_dict(spec.get("template")).get("metadata")).get("labels"))
+        labels = as_dict(as_dict(as_dict(spec.get("template")).get("metadata")).get("labels"))
         if isinstance(meta, dict) and not meta.get("labels") and labels:
             meta["labels"] = dict(labels)
 
@@ -160,12 +155,12 @@ class JobStrategy(TypedStrategy):
 
     def validate(self, obj: Obj, version: VersionInfo) -> list[FieldError]:
         errs = super().validate(obj, version)
-        spec = _dict(obj.get("spec"))
+        spec = as_dict(obj.get("spec"))
         path = FieldPath.root("spec")
         errs += validate_job_spec(spec, path)
         if spec.get("manualSelector") is not True and spec.get("selector") is not None:
             uid = str(meta_of(obj).get("uid") or "")
-            labels = _dict(_dict(spec.get("selector")).get("matchLabels"))
+            labels = as_dict(as_dict(spec.get("selector")).get("matchLabels"))
             if labels.get(CONTROLLER_UID_LABEL) != uid and \
                     labels.get(LEGACY_CONTROLLER_UID_LABEL) != uid:
                 errs.append(fields.invalid(path.child("selector"), spec.get("selector"),
@@ -174,7 +169,7 @@ class JobStrategy(TypedStrategy):
 
     def validate_update(self, new: Obj, old: Obj, version: VersionInfo) -> list[FieldError]:
         errs = super().validate_update(new, old, version)
-        new_spec, old_spec = _dict(new.get("spec")), _dict(old.get("spec"))
+        new_spec, old_spec = as_dict(new.get("spec")), as_dict(old.get("spec"))
         for name in _IMMUTABLE:
             if new_spec.get(name) != old_spec.get(name):
                 errs.append(fields.invalid(FieldPath.root("spec").child(name),
@@ -184,7 +179,7 @@ class JobStrategy(TypedStrategy):
     def validate_status_update(self, new: Obj, old: Obj,
                                version: VersionInfo) -> list[FieldError]:
         errs = super().validate_update(new, old, version)
-        status, path = _dict(new.get("status")), FieldPath.root("status")
+        status, path = as_dict(new.get("status")), FieldPath.root("status")
         for name in ("active", "succeeded", "failed", "ready", "terminating"):
             errs += _non_negative(status, name, path)
         return errs
@@ -194,12 +189,12 @@ class JobStrategy(TypedStrategy):
 
 
 def _has_condition(status: Obj, kind: str) -> bool:
-    return any(_dict(c).get("type") == kind and _dict(c).get("status") == "True"
-               for c in _list(status.get("conditions")))
+    return any(as_dict(c).get("type") == kind and as_dict(c).get("status") == "True"
+               for c in as_list(status.get("conditions")))
 
 
 def job_status(obj: Obj) -> str:
-    status = _dict(obj.get("status"))
+    status = as_dict(obj.get("status"))
     if _has_condition(status, "Complete"):
         return "Complete"
     if _has_condition(status, "Failed"):
@@ -214,7 +209,7 @@ def job_status(obj: Obj) -> str:
 
 
 def job_completions(obj: Obj) -> str:
-    spec, status = _dict(obj.get("spec")), _dict(obj.get("status"))
+    spec, status = as_dict(obj.get("spec")), as_dict(obj.get("status"))
     succeeded = status.get("succeeded") or 0
     completions = spec.get("completions")
     if isinstance(completions, int):
@@ -233,7 +228,7 @@ def _time(value: Any) -> datetime | None:
 
 
 def job_duration(obj: Obj, now: datetime) -> str:
-    status = _dict(obj.get("status"))
+    status = as_dict(obj.get("status"))
     start, end = _time(status.get("startTime")), _time(status.get("completionTime"))
     if start is None:
         return ""

@@ -22,6 +22,7 @@ from typing import Any
 
 from setpoint.apimachinery import fields, validation
 from setpoint.apimachinery.fields import ErrorType, FieldError, FieldPath
+from setpoint.apimachinery.jsonshape import as_dict, as_list
 from setpoint.registry import podspec, table
 from setpoint.registry.resources import ResourceInfo, VersionInfo
 from setpoint.registry.strategy import meta_of
@@ -34,19 +35,13 @@ ROLE_LABEL = "kubernetes.io/role"
 _CIDR_CHANGE = 'node updates may not change podCIDR except from "" to valid'
 
 
-def _dict(value: Any) -> Obj:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
 
 
 def validate_taints(taints: Any, path: FieldPath) -> list[FieldError]:
     errs: list[FieldError] = []
     seen: set[tuple[str, str]] = set()
-    for i, taint in enumerate(_list(taints)):
-        taint = _dict(taint)
+    for i, taint in enumerate(as_list(taints)):
+        taint = as_dict(taint)
         where = path.index(i)
         key = taint.get("key") or ""
         if not key:
@@ -73,7 +68,7 @@ def validate_taints(taints: Any, path: FieldPath) -> list[FieldError]:
 
 def _validate_cidrs(spec: Obj, path: FieldPath) -> list[FieldError]:
     errs: list[FieldError] = []
-    cidrs = _list(spec.get("podCIDRs"))
+    cidrs = as_list(spec.get("podCIDRs"))
     if len(cidrs) > 2:
         errs.append(fields.invalid(path.child("podCIDRs"), cidrs,
                                    "may specify no more than one CIDR for each IP family"))
@@ -128,11 +123,11 @@ class NodeStrategy(TypedStrategy):
 
     def validate(self, obj: Obj, version: VersionInfo) -> list[FieldError]:
         errs = super().validate(obj, version)
-        spec = _dict(obj.get("spec"))
+        spec = as_dict(obj.get("spec"))
         path = FieldPath.root("spec")
         errs += validate_taints(spec.get("taints"), path.child("taints"))
         errs += _validate_cidrs(spec, path)
-        cidrs = _list(spec.get("podCIDRs"))
+        cidrs = as_list(spec.get("podCIDRs"))
         if spec.get("podCIDR") and cidrs and cidrs[0] != spec["podCIDR"]:
             errs.append(fields.invalid(path.child("podCIDR"), spec["podCIDR"],
                                        "must match the first element of podCIDRs"))
@@ -140,9 +135,9 @@ class NodeStrategy(TypedStrategy):
 
     def validate_update(self, new: Obj, old: Obj, version: VersionInfo) -> list[FieldError]:
         errs = super().validate_update(new, old, version)
-        new_spec, old_spec = _dict(new.get("spec")), _dict(old.get("spec"))
-        old_cidrs = _list(old_spec.get("podCIDRs"))
-        if old_cidrs and _list(new_spec.get("podCIDRs")) != old_cidrs:
+        new_spec, old_spec = as_dict(new.get("spec")), as_dict(old.get("spec"))
+        old_cidrs = as_list(old_spec.get("podCIDRs"))
+        if old_cidrs and as_list(new_spec.get("podCIDRs")) != old_cidrs:
             errs.append(fields.forbidden("spec.podCIDRs", _CIDR_CHANGE))
         if old_spec.get("providerID") and old_spec.get("providerID") != new_spec.get(
                 "providerID"):
@@ -152,7 +147,7 @@ class NodeStrategy(TypedStrategy):
 
     def field_labels(self, obj: Obj) -> dict[str, str]:
         labels = super().field_labels(obj)
-        labels["spec.unschedulable"] = "true" if _dict(obj.get("spec")).get(
+        labels["spec.unschedulable"] = "true" if as_dict(obj.get("spec")).get(
             "unschedulable") is True else "false"
         return labels
 
@@ -162,7 +157,7 @@ class NodeStrategy(TypedStrategy):
 
 def node_roles(obj: Obj) -> list[str]:
     roles: set[str] = set()
-    for key, value in _dict(meta_of(obj).get("labels")).items():
+    for key, value in as_dict(meta_of(obj).get("labels")).items():
         if key.startswith(ROLE_PREFIX) and key[len(ROLE_PREFIX):]:
             roles.add(key[len(ROLE_PREFIX):])
         elif key == ROLE_LABEL and value:
@@ -172,27 +167,27 @@ def node_roles(obj: Obj) -> list[str]:
 
 def node_status(obj: Obj) -> str:
     states = []
-    for condition in _list(_dict(obj.get("status")).get("conditions")):
-        condition = _dict(condition)
+    for condition in as_list(as_dict(obj.get("status")).get("conditions")):
+        condition = as_dict(condition)
         if condition.get("type") == "Ready":
             states.append("Ready" if condition.get("status") == "True" else "NotReady")
             break
     if not states:
         states.append("Unknown")
-    if _dict(obj.get("spec")).get("unschedulable") is True:
+    if as_dict(obj.get("spec")).get("unschedulable") is True:
         states.append("SchedulingDisabled")
     return ",".join(states)
 
 
 def _address(obj: Obj, kind: str) -> str:
-    for address in _list(_dict(obj.get("status")).get("addresses")):
-        if _dict(address).get("type") == kind and _dict(address).get("address"):
+    for address in as_list(as_dict(obj.get("status")).get("addresses")):
+        if as_dict(address).get("type") == kind and as_dict(address).get("address"):
             return str(address["address"])
     return "<none>"
 
 
 def _info(obj: Obj, name: str) -> str:
-    return str(_dict(_dict(obj.get("status")).get("nodeInfo")).get(name) or "")
+    return str(as_dict(as_dict(obj.get("status")).get("nodeInfo")).get(name) or "")
 
 
 def node_row(obj: Obj, now: datetime) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,8 +73,9 @@ class AdmissionAttributes:
 
     ``operation`` is ``CREATE``, ``UPDATE`` or ``DELETE``; ``version`` is the version of the
     request (the objects admission gets are in it); ``options`` is the request's
-    ``CreateOptions``/``UpdateOptions``/``DeleteOptions`` object. ``convert(obj, version)``
-    gives an object of this resource in another of its versions.
+    ``CreateOptions``/``UpdateOptions``/``DeleteOptions`` object. ``await convert(obj,
+    version)`` gives an object of this resource in another of its versions (a new one, the
+    caller's; through the CRD's conversion webhook where it has one).
     """
 
     operation: str
@@ -92,7 +93,7 @@ class AdmissionAttributes:
     sink: AdmissionSink | None
     #: every version the resource is served in (matchPolicy Equivalent)
     versions: tuple[str, ...] = ()
-    convert: Callable[[dict[str, Any], str], dict[str, Any]] | None = None
+    convert: Callable[[dict[str, Any], str], Awaitable[dict[str, Any]]] | None = None
     #: prune, default and validate the new object again after a hook changed it in place
     #: (mutating admission); raises the store's 422
     revalidate: Callable[[dict[str, Any]], None] | None = None

@@ -17,17 +17,12 @@ from datetime import datetime
 from typing import Any
 
 from setpoint.apimachinery import timeutil
+from setpoint.apimachinery.jsonshape import as_dict, as_list
 from setpoint.registry import table
 
 Obj = dict[str, Any]
 
 
-def _dict(value: Any) -> Obj:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
 
 
 def _int(value: Any) -> int:
@@ -44,16 +39,16 @@ def _time(value: Any) -> datetime | None:
 
 
 def _restartable(container: Any) -> bool:
-    return _dict(container).get("restartPolicy") == "Always"
+    return as_dict(container).get("restartPolicy") == "Always"
 
 
 def _condition_true(status: Obj, kind: str) -> bool:
-    return any(_dict(c).get("type") == kind and _dict(c).get("status") == "True"
-               for c in _list(status.get("conditions")))
+    return any(as_dict(c).get("type") == kind and as_dict(c).get("status") == "True"
+               for c in as_list(status.get("conditions")))
 
 
 def _later(current: datetime | None, state: Obj) -> datetime | None:
-    terminated = _dict(_dict(state.get("lastState")).get("terminated"))
+    terminated = as_dict(as_dict(state.get("lastState")).get("terminated"))
     finished = _time(terminated.get("finishedAt"))
     if finished is not None and (current is None or finished > current):
         return finished
@@ -70,32 +65,32 @@ def _terminated_reason(terminated: Obj, prefix: str = "") -> str:
 
 def pod_row(pod: Obj, now: datetime) -> dict[str, Any]:
     """The cells of one pod's row, by column name."""
-    spec, status, meta = _dict(pod.get("spec")), _dict(pod.get("status")), _dict(
+    spec, status, meta = as_dict(pod.get("spec")), as_dict(pod.get("status")), as_dict(
         pod.get("metadata"))
-    containers, init_specs = _list(spec.get("containers")), _list(spec.get("initContainers"))
+    containers, init_specs = as_list(spec.get("containers")), as_list(spec.get("initContainers"))
     total = len(containers) + sum(1 for c in init_specs if _restartable(c))
     ready = restarts = sidecar_restarts = 0
     last_restart: datetime | None = None
     last_sidecar_restart: datetime | None = None
     phase = str(status.get("phase") or "")
     reason = str(status.get("reason") or phase)
-    for condition in _list(status.get("conditions")):
-        condition = _dict(condition)
+    for condition in as_list(status.get("conditions")):
+        condition = as_dict(condition)
         if condition.get("type") == "PodScheduled" and \
                 condition.get("reason") == "SchedulingGated":
             reason = "SchedulingGated"
-    init_by_name = {_dict(c).get("name"): c for c in init_specs}
+    init_by_name = {as_dict(c).get("name"): c for c in init_specs}
     initializing = False
-    for i, cs in enumerate(_list(status.get("initContainerStatuses"))):
-        cs = _dict(cs)
+    for i, cs in enumerate(as_list(status.get("initContainerStatuses"))):
+        cs = as_dict(cs)
         restarts += _int(cs.get("restartCount"))
         last_restart = _later(last_restart, cs)
         sidecar = _restartable(init_by_name.get(cs.get("name")))
         if sidecar:
             sidecar_restarts += _int(cs.get("restartCount"))
             last_sidecar_restart = _later(last_sidecar_restart, cs)
-        state = _dict(cs.get("state"))
-        terminated, waiting = _dict(state.get("terminated")), _dict(state.get("waiting"))
+        state = as_dict(cs.get("state"))
+        terminated, waiting = as_dict(state.get("terminated")), as_dict(state.get("waiting"))
         if state.get("terminated") is not None and _int(terminated.get("exitCode")) == 0:
             continue
         if sidecar and cs.get("started") is True:
@@ -113,12 +108,12 @@ def pod_row(pod: Obj, now: datetime) -> dict[str, Any]:
     if not initializing or _condition_true(status, "Initialized"):
         restarts, last_restart = sidecar_restarts, last_sidecar_restart
         running = False
-        for cs in reversed(_list(status.get("containerStatuses"))):
-            cs = _dict(cs)
+        for cs in reversed(as_list(status.get("containerStatuses"))):
+            cs = as_dict(cs)
             restarts += _int(cs.get("restartCount"))
             last_restart = _later(last_restart, cs)
-            state = _dict(cs.get("state"))
-            terminated, waiting = _dict(state.get("terminated")), _dict(state.get("waiting"))
+            state = as_dict(cs.get("state"))
+            terminated, waiting = as_dict(state.get("terminated")), as_dict(state.get("waiting"))
             if waiting.get("reason"):
                 reason = str(waiting["reason"])
             elif state.get("terminated") is not None:
@@ -136,17 +131,17 @@ def pod_row(pod: Obj, now: datetime) -> dict[str, Any]:
     if restarts and last_restart is not None:
         since = timeutil.human_duration((now - last_restart).total_seconds())
         shown_restarts = f"{restarts} ({since} ago)"
-    ips = _list(status.get("podIPs"))
-    ip = str(_dict(ips[0]).get("ip") or "") if ips else ""
-    gates = _list(spec.get("readinessGates"))
+    ips = as_list(status.get("podIPs"))
+    ip = str(as_dict(ips[0]).get("ip") or "") if ips else ""
+    gates = as_list(spec.get("readinessGates"))
     gates_cell = "<none>"
     if gates:
         true = 0
         for gate in gates:
-            wanted = _dict(gate).get("conditionType")
-            for condition in _list(status.get("conditions")):
-                if _dict(condition).get("type") == wanted:
-                    true += _dict(condition).get("status") == "True"
+            wanted = as_dict(gate).get("conditionType")
+            for condition in as_list(status.get("conditions")):
+                if as_dict(condition).get("type") == wanted:
+                    true += as_dict(condition).get("status") == "True"
                     break
         gates_cell = f"{true}/{len(gates)}"
     return {"Name": meta.get("name"), "Ready": f"{ready}/{total}", "Status": reason,

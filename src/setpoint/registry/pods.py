@@ -33,6 +33,7 @@ from typing import Any
 
 from setpoint.apimachinery import fields
 from setpoint.apimachinery.fields import FieldError, FieldPath
+from setpoint.apimachinery.jsonshape import as_dict, as_list
 from setpoint.registry import podprinting, podspec, table
 from setpoint.registry.options import DeleteOptions
 from setpoint.registry.resources import ResourceInfo, SubresourceInfo, VersionInfo
@@ -87,23 +88,17 @@ def pod_spec_merge_keys(prefix: str) -> dict[str, str]:
     return keys
 
 
-def _dict(value: Any) -> Obj:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
 
 
 def qos_class(spec: Obj) -> str:
     """Guaranteed, Burstable or BestEffort, from the containers' requests and limits."""
-    containers = [_dict(c) for c in [*_list(spec.get("initContainers")),
-                                     *_list(spec.get("containers"))]]
+    containers = [as_dict(c) for c in [*as_list(spec.get("initContainers")),
+                                     *as_list(spec.get("containers"))]]
     any_set = False
     guaranteed = True
     for container in containers:
-        resources = _dict(container.get("resources"))
-        requests, limits = _dict(resources.get("requests")), _dict(resources.get("limits"))
+        resources = as_dict(container.get("resources"))
+        requests, limits = as_dict(resources.get("requests")), as_dict(resources.get("limits"))
         for name in ("cpu", "memory"):
             if name in requests or name in limits:
                 any_set = True
@@ -124,10 +119,10 @@ def _admit_service_account(spec: Obj, uid: str) -> None:
         spec["serviceAccountName"] = spec["serviceAccount"] = "default"
     if spec.get("automountServiceAccountToken") is False:
         return
-    containers = [_dict(c) for c in [*_list(spec.get("initContainers")),
-                                     *_list(spec.get("containers"))]]
-    if any(_dict(m).get("mountPath") == SERVICE_ACCOUNT_MOUNT
-           for c in containers for m in _list(c.get("volumeMounts"))):
+    containers = [as_dict(c) for c in [*as_list(spec.get("initContainers")),
+                                     *as_list(spec.get("containers"))]]
+    if any(as_dict(m).get("mountPath") == SERVICE_ACCOUNT_MOUNT
+           for c in containers for m in as_list(c.get("volumeMounts"))):
         return  # the pod mounts something of its own there
     name = _access_volume_name(uid)
     volumes = spec.get("volumes")
@@ -151,9 +146,9 @@ def _admit_tolerations(spec: Obj) -> None:
     if not isinstance(tolerations, list):
         tolerations = []
     for key in (NOT_READY_TAINT, UNREACHABLE_TAINT):
-        if any(_dict(t).get("key") == key and _dict(t).get("effect") in ("NoExecute", None, "")
+        if any(as_dict(t).get("key") == key and as_dict(t).get("effect") in ("NoExecute", None, "")
                for t in tolerations) or any(
-                _dict(t).get("operator") == "Exists" and not _dict(t).get("key")
+                as_dict(t).get("operator") == "Exists" and not as_dict(t).get("key")
                 for t in tolerations):
             continue
         tolerations.append({"key": key, "operator": "Exists", "effect": "NoExecute",
@@ -169,7 +164,7 @@ _IMMUTABLE_MESSAGE = (
 
 
 def _without_seconds(toleration: Any) -> Obj:
-    return {k: v for k, v in _dict(toleration).items() if k != "tolerationSeconds"}
+    return {k: v for k, v in as_dict(toleration).items() if k != "tolerationSeconds"}
 
 
 def validate_spec_update(new: Obj, old: Obj, path: FieldPath) -> list[FieldError]:
@@ -177,7 +172,7 @@ def validate_spec_update(new: Obj, old: Obj, path: FieldPath) -> list[FieldError
     errs: list[FieldError] = []
     munged = copy.deepcopy(new)
     for group in ("containers", "initContainers"):
-        new_list, old_list = _list(munged.get(group)), _list(old.get(group))
+        new_list, old_list = as_list(munged.get(group)), as_list(old.get(group))
         if len(new_list) == len(old_list):
             for n, o in zip(new_list, old_list, strict=True):
                 if isinstance(n, dict) and isinstance(o, dict) and n.get("image"):
@@ -194,8 +189,8 @@ def validate_spec_update(new: Obj, old: Obj, path: FieldPath) -> list[FieldError
     munged["activeDeadlineSeconds"] = old_deadline
     if old_deadline is None:
         munged.pop("activeDeadlineSeconds", None)
-    new_tolerations = [_without_seconds(t) for t in _list(new.get("tolerations"))]
-    for i, toleration in enumerate(_list(old.get("tolerations"))):
+    new_tolerations = [_without_seconds(t) for t in as_list(new.get("tolerations"))]
+    for i, toleration in enumerate(as_list(old.get("tolerations"))):
         if _without_seconds(toleration) not in new_tolerations:
             errs.append(fields.forbidden(path.child("tolerations").index(i),
                                          "existing toleration can not be modified except its "
@@ -203,12 +198,12 @@ def validate_spec_update(new: Obj, old: Obj, path: FieldPath) -> list[FieldError
     munged["tolerations"] = old.get("tolerations")
     if "tolerations" not in old:
         munged.pop("tolerations", None)
-    old_gates = [_dict(g).get("name") for g in _list(old.get("schedulingGates"))]
-    for gate in _list(new.get("schedulingGates")):
-        if _dict(gate).get("name") not in old_gates:
+    old_gates = [as_dict(g).get("name") for g in as_list(old.get("schedulingGates"))]
+    for gate in as_list(new.get("schedulingGates")):
+        if as_dict(gate).get("name") not in old_gates:
             errs.append(fields.forbidden(path.child("schedulingGates"),
                                          "only deletion is allowed, but found new scheduling "
-                                         f"gate '{_dict(gate).get('name')}'"))
+                                         f"gate '{as_dict(gate).get('name')}'"))
     munged["schedulingGates"] = old.get("schedulingGates")
     if "schedulingGates" not in old:
         munged.pop("schedulingGates", None)
@@ -272,7 +267,7 @@ class PodStrategy(TypedStrategy):
 
     def validate_update(self, new: Obj, old: Obj, version: VersionInfo) -> list[FieldError]:
         errs = super().validate_update(new, old, version)
-        errs += validate_spec_update(_dict(new.get("spec")), _dict(old.get("spec")),
+        errs += validate_spec_update(as_dict(new.get("spec")), as_dict(old.get("spec")),
                                      FieldPath.root("spec"))
         return errs
 
@@ -282,12 +277,12 @@ class PodStrategy(TypedStrategy):
             return self.validate(new, version)
         if subresource == "status":
             errs = super().validate_update(new, old, version)
-            errs += _validate_status(_dict(new.get("status")), FieldPath.root("status"))
+            errs += _validate_status(as_dict(new.get("status")), FieldPath.root("status"))
             return errs
         return self.validate_update(new, old, version)
 
     def grace_period(self, obj: Obj, opts: DeleteOptions) -> int | None:
-        spec, status = _dict(obj.get("spec")), _dict(obj.get("status"))
+        spec, status = as_dict(obj.get("spec")), as_dict(obj.get("status"))
         grace = opts.grace_period_seconds
         if grace is None:
             given = spec.get("terminationGracePeriodSeconds")
@@ -304,7 +299,7 @@ class PodStrategy(TypedStrategy):
 
     def field_labels(self, obj: Obj) -> dict[str, str]:
         labels = super().field_labels(obj)
-        spec, status = _dict(obj.get("spec")), _dict(obj.get("status"))
+        spec, status = as_dict(obj.get("spec")), as_dict(obj.get("status"))
         labels["spec.nodeName"] = str(spec.get("nodeName") or "")
         labels["spec.restartPolicy"] = str(spec.get("restartPolicy") or "")
         labels["spec.schedulerName"] = str(spec.get("schedulerName") or "")
@@ -328,8 +323,8 @@ def _validate_status(status: Obj, path: FieldPath) -> list[FieldError]:
     if phase and phase not in PHASES:
         errs.append(fields.not_supported(path.child("phase"), phase, PHASES))
     for name in ("containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses"):
-        for i, cs in enumerate(_list(status.get(name))):
-            restarts = _dict(cs).get("restartCount")
+        for i, cs in enumerate(as_list(status.get(name))):
+            restarts = as_dict(cs).get("restartCount")
             if isinstance(restarts, int) and restarts < 0:
                 errs.append(fields.invalid(path.child(name).index(i).child("restartCount"),
                                            restarts, "must be greater than or equal to 0"))

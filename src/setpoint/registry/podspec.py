@@ -29,7 +29,8 @@ from typing import Any
 
 from setpoint.apimachinery import fields, regexp, validation
 from setpoint.apimachinery.fields import ErrorType, FieldError, FieldPath
-from setpoint.schema.cel.library import quantity
+from setpoint.apimachinery.jsonshape import as_dict, as_list
+from setpoint.cel.library import quantity
 
 Obj = dict[str, Any]
 
@@ -61,12 +62,6 @@ _PORT_NAME = regexp.Regexp(r"^[-a-z0-9]+$")
 _HAS_LETTER = regexp.Regexp(r"[a-z]")
 
 
-def _dict(value: Any) -> Obj:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
 
 
 def _not_found(path: FieldPath | str, value: Any) -> FieldError:
@@ -122,30 +117,30 @@ def _default_container(container: Any, host_network: bool) -> None:
         container["imagePullPolicy"] = pull_policy(image)
     if container.get("resources") is None:
         container["resources"] = {}
-    resources = _dict(container.get("resources"))
-    limits = _dict(resources.get("limits"))
+    resources = as_dict(container.get("resources"))
+    limits = as_dict(resources.get("limits"))
     if limits:
         requests = resources.get("requests")
         if not isinstance(requests, dict):
             requests = resources["requests"] = {}
         for name, value in limits.items():
             requests.setdefault(name, value)
-    for port in _list(container.get("ports")):
+    for port in as_list(container.get("ports")):
         if isinstance(port, dict):
             if not port.get("protocol"):
                 port["protocol"] = "TCP"
             if host_network and not port.get("hostPort") and port.get("containerPort"):
                 port["hostPort"] = port["containerPort"]
-    for env in _list(container.get("env")):
-        source = _dict(_dict(env).get("valueFrom"))
+    for env in as_list(container.get("env")):
+        source = as_dict(as_dict(env).get("valueFrom"))
         _default_field_ref(source.get("fieldRef"))
     for name in ("livenessProbe", "readinessProbe", "startupProbe"):
         _default_probe(container.get(name))
 
 
 def _default_items(items: Any) -> None:
-    for item in _list(items):
-        _default_field_ref(_dict(item).get("fieldRef"))
+    for item in as_list(items):
+        _default_field_ref(as_dict(item).get("fieldRef"))
 
 
 def _default_volume(volume: Any) -> None:
@@ -157,10 +152,10 @@ def _default_volume(volume: Any) -> None:
         spec = volume.get(source)
         if isinstance(spec, dict) and spec.get("defaultMode") is None:
             spec["defaultMode"] = DEFAULT_MODE
-    _default_items(_dict(volume.get("downwardAPI")).get("items"))
-    for projection in _list(_dict(volume.get("projected")).get("sources")):
-        projection = _dict(projection)
-        _default_items(_dict(projection.get("downwardAPI")).get("items"))
+    _default_items(as_dict(volume.get("downwardAPI")).get("items"))
+    for projection in as_list(as_dict(volume.get("projected")).get("sources")):
+        projection = as_dict(projection)
+        _default_items(as_dict(projection.get("downwardAPI")).get("items"))
         token = projection.get("serviceAccountToken")
         if isinstance(token, dict) and not token.get("expirationSeconds"):
             token["expirationSeconds"] = 3600
@@ -188,9 +183,9 @@ def default_pod_spec(spec: Obj) -> None:
         spec["serviceAccountName"] = spec["serviceAccount"] = account
     host_network = spec.get("hostNetwork") is True
     for name in ("initContainers", "containers"):
-        for container in _list(spec.get(name)):
+        for container in as_list(spec.get(name)):
             _default_container(container, host_network)
-    for volume in _list(spec.get("volumes")):
+    for volume in as_list(spec.get("volumes")):
         _default_volume(volume)
 
 
@@ -212,11 +207,11 @@ def _format(value: Fraction) -> str:
 
 def _validate_resources(resources: Any, path: FieldPath) -> list[FieldError]:
     errs: list[FieldError] = []
-    resources = _dict(resources)
+    resources = as_dict(resources)
     parsed: dict[str, dict[str, Fraction]] = {}
     for part in ("limits", "requests"):
         values = parsed[part] = {}
-        for name, raw in _dict(resources.get(part)).items():
+        for name, raw in as_dict(resources.get(part)).items():
             where = path.child(part).key(name)
             problems = validation.is_qualified_name(name)
             if problems:
@@ -231,11 +226,11 @@ def _validate_resources(resources: Any, path: FieldPath) -> list[FieldError]:
     for name, request in parsed["requests"].items():
         limit = parsed["limits"].get(name)
         if limit is not None and request > limit:
-            raw = _dict(resources.get("requests")).get(name)
+            raw = as_dict(resources.get("requests")).get(name)
             errs.append(fields.invalid(
                 path.child("requests").key(name), raw,
                 f"must be less than or equal to {name} limit of "
-                f"{_dict(resources.get('limits')).get(name)}"))
+                f"{as_dict(resources.get('limits')).get(name)}"))
     return errs
 
 
@@ -262,8 +257,8 @@ def valid_port(value: Any) -> bool:
 def _validate_ports(ports: Any, path: FieldPath) -> list[FieldError]:
     errs: list[FieldError] = []
     names: set[str] = set()
-    for i, port in enumerate(_list(ports)):
-        port = _dict(port)
+    for i, port in enumerate(as_list(ports)):
+        port = as_dict(port)
         where = path.index(i)
         name = port.get("name")
         if name:
@@ -291,8 +286,8 @@ def _validate_ports(ports: Any, path: FieldPath) -> list[FieldError]:
 
 def _validate_env(env: Any, path: FieldPath) -> list[FieldError]:
     errs: list[FieldError] = []
-    for i, var in enumerate(_list(env)):
-        var = _dict(var)
+    for i, var in enumerate(as_list(env)):
+        var = as_dict(var)
         where = path.index(i)
         name = var.get("name")
         if not name:
@@ -305,7 +300,7 @@ def _validate_env(env: Any, path: FieldPath) -> list[FieldError]:
                 errs.append(fields.invalid(where.child("valueFrom"), "",
                                            "may not be specified when `value` is not empty"))
             count = sum(1 for k in ("fieldRef", "resourceFieldRef", "configMapKeyRef",
-                                    "secretKeyRef") if _dict(source).get(k) is not None)
+                                    "secretKeyRef") if as_dict(source).get(k) is not None)
             if count == 0:
                 errs.append(fields.invalid(where.child("valueFrom"), "",
                                            "must specify one of: `fieldRef`, "
@@ -316,10 +311,10 @@ def _validate_env(env: Any, path: FieldPath) -> list[FieldError]:
                                            "may not have more than one field specified at a "
                                            "time"))
             for ref in ("configMapKeyRef", "secretKeyRef"):
-                key_ref = _dict(source).get(ref)
+                key_ref = as_dict(source).get(ref)
                 if isinstance(key_ref, dict) and not key_ref.get("key"):
                     errs.append(fields.required(where.child("valueFrom").child(ref).child("key")))
-            field_ref = _dict(source).get("fieldRef")
+            field_ref = as_dict(source).get("fieldRef")
             if isinstance(field_ref, dict) and not field_ref.get("fieldPath"):
                 errs.append(fields.required(where.child("valueFrom").child("fieldRef")
                                             .child("fieldPath")))
@@ -329,8 +324,8 @@ def _validate_env(env: Any, path: FieldPath) -> list[FieldError]:
 def _validate_mounts(mounts: Any, volumes: set[str], path: FieldPath) -> list[FieldError]:
     errs: list[FieldError] = []
     paths: set[str] = set()
-    for i, mount in enumerate(_list(mounts)):
-        mount = _dict(mount)
+    for i, mount in enumerate(as_list(mounts)):
+        mount = as_dict(mount)
         where = path.index(i)
         name = mount.get("name")
         if not name:
@@ -355,7 +350,7 @@ def _validate_mounts(mounts: Any, volumes: set[str], path: FieldPath) -> list[Fi
 def _validate_probe(probe: Any, path: FieldPath) -> list[FieldError]:
     if probe is None:
         return []
-    probe = _dict(probe)
+    probe = as_dict(probe)
     errs: list[FieldError] = []
     handlers = [k for k in ("exec", "httpGet", "tcpSocket", "grpc") if probe.get(k) is not None]
     if not handlers:
@@ -374,7 +369,7 @@ def _validate_probe(probe: Any, path: FieldPath) -> list[FieldError]:
 
 def _validate_container(container: Any, path: FieldPath, volumes: set[str], *,
                         init: bool) -> list[FieldError]:
-    container = _dict(container)
+    container = as_dict(container)
     errs: list[FieldError] = []
     image = container.get("image")
     if not image:
@@ -414,8 +409,8 @@ def _validate_container(container: Any, path: FieldPath, volumes: set[str], *,
 def _validate_volumes(volumes: Any, path: FieldPath) -> tuple[list[FieldError], set[str]]:
     errs: list[FieldError] = []
     names: set[str] = set()
-    for i, volume in enumerate(_list(volumes)):
-        volume = _dict(volume)
+    for i, volume in enumerate(as_list(volumes)):
+        volume = as_dict(volume)
         where = path.index(i)
         name = volume.get("name")
         if not name:
@@ -432,7 +427,7 @@ def _validate_volumes(volumes: Any, path: FieldPath) -> tuple[list[FieldError], 
         elif len(sources) > 1:
             errs.append(fields.forbidden(where.child(sources[1]),
                                          "may not specify more than 1 volume type"))
-        host_path = _dict(volume.get("hostPath"))
+        host_path = as_dict(volume.get("hostPath"))
         if "hostPath" in sources and not host_path.get("path"):
             errs.append(fields.required(where.child("hostPath").child("path")))
     return errs, names
@@ -440,8 +435,8 @@ def _validate_volumes(volumes: Any, path: FieldPath) -> tuple[list[FieldError], 
 
 def _validate_tolerations(tolerations: Any, path: FieldPath) -> list[FieldError]:
     errs: list[FieldError] = []
-    for i, toleration in enumerate(_list(tolerations)):
-        toleration = _dict(toleration)
+    for i, toleration in enumerate(as_list(tolerations)):
+        toleration = as_dict(toleration)
         where = path.index(i)
         key = toleration.get("key") or ""
         operator = toleration.get("operator") or "Equal"
@@ -474,7 +469,7 @@ def _names_unique(items: Iterable[Any], key: str, path: FieldPath,
     errs: list[FieldError] = []
     seen: set[str] = set()
     for i, item in enumerate(items):
-        value = _dict(item).get(key)
+        value = as_dict(item).get(key)
         where = path.index(i).child(key)
         if not value:
             errs.append(fields.required(where))
@@ -491,15 +486,15 @@ def validate_pod_spec(spec: Any, path: FieldPath) -> list[FieldError]:
     if not isinstance(spec, dict):
         return [fields.required(path)]
     errs, volumes = _validate_volumes(spec.get("volumes"), path.child("volumes"))
-    containers = _list(spec.get("containers"))
-    init_containers = _list(spec.get("initContainers"))
+    containers = as_list(spec.get("containers"))
+    init_containers = as_list(spec.get("initContainers"))
     if not containers:
         errs.append(fields.required(path.child("containers")))
     names: set[str] = set()
     for group, items in (("initContainers", init_containers), ("containers", containers)):
         for i, container in enumerate(items):
             where = path.child(group).index(i)
-            name = _dict(container).get("name")
+            name = as_dict(container).get("name")
             if not name:
                 errs.append(fields.required(where.child("name")))
             else:
@@ -539,11 +534,11 @@ def validate_pod_spec(spec: Any, path: FieldPath) -> list[FieldError]:
         errs.extend(fields.invalid(path.child("serviceAccountName"), account, p)
                     for p in validation.is_dns1123_subdomain(account))
     errs += _validate_tolerations(spec.get("tolerations"), path.child("tolerations"))
-    errs += _names_unique(_list(spec.get("readinessGates")), "conditionType",
+    errs += _names_unique(as_list(spec.get("readinessGates")), "conditionType",
                           path.child("readinessGates"))
-    errs += _names_unique(_list(spec.get("schedulingGates")), "name",
+    errs += _names_unique(as_list(spec.get("schedulingGates")), "name",
                           path.child("schedulingGates"))
-    for key, value in _dict(spec.get("nodeSelector")).items():
+    for key, value in as_dict(spec.get("nodeSelector")).items():
         where = path.child("nodeSelector")
         errs.extend(fields.invalid(where, key, p) for p in validation.is_qualified_name(key))
         if isinstance(value, str):

@@ -34,6 +34,7 @@ from typing import Any
 
 from setpoint.apimachinery import errors, fields, validation
 from setpoint.apimachinery.fields import FieldError, FieldPath
+from setpoint.apimachinery.jsonshape import as_dict, as_list
 from setpoint.apimachinery.selectors import LabelSelector
 from setpoint.registry import podspec, table
 
@@ -52,12 +53,6 @@ CONTROLLERS: dict[str, tuple[str, str]] = {
 }
 
 
-def _dict(value: Any) -> Obj:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
 
 
 def _labels(where: FieldPath, labels: Obj) -> list[FieldError]:
@@ -74,12 +69,12 @@ def _labels(where: FieldPath, labels: Obj) -> list[FieldError]:
 def validate_selector(selector: Any, path: FieldPath) -> list[FieldError]:
     """``ValidateLabelSelector``: matchLabels as labels, each expression's key, operator
     and values."""
-    selector = _dict(selector)
-    errs = _labels(path.child("matchLabels"), _dict(selector.get("matchLabels")))
-    for i, expr in enumerate(_list(selector.get("matchExpressions"))):
-        expr = _dict(expr)
+    selector = as_dict(selector)
+    errs = _labels(path.child("matchLabels"), as_dict(selector.get("matchLabels")))
+    for i, expr in enumerate(as_list(selector.get("matchExpressions"))):
+        expr = as_dict(expr)
         where = path.child("matchExpressions").index(i)
-        op, values = expr.get("operator"), _list(expr.get("values"))
+        op, values = expr.get("operator"), as_list(expr.get("values"))
         if op in ("In", "NotIn") and not values:
             errs.append(fields.required(where.child("values"),
                                         "must be specified when `operator` is 'In' or "
@@ -129,7 +124,7 @@ def validate_template(template: Any, selector: Any, path: FieldPath, *,
     of :data:`CONTROLLERS`) forbids ``activeDeadlineSeconds`` as that kind does."""
     if not isinstance(template, dict):
         return [fields.required(path, "")]
-    labels = _dict(_dict(template.get("metadata")).get("labels"))
+    labels = as_dict(as_dict(template.get("metadata")).get("labels"))
     errs: list[FieldError] = []
     matcher = selector_of(selector)
     if matcher is not None and not matcher.empty and not matcher.matches(
@@ -141,10 +136,10 @@ def validate_template(template: Any, selector: Any, path: FieldPath, *,
     spec = template.get("spec")
     errs += podspec.validate_pod_spec(spec, spec_path)
     allowed = tuple(restart_policies)
-    restart = _dict(spec).get("restartPolicy")
+    restart = as_dict(spec).get("restartPolicy")
     if restart in podspec.RESTART_POLICIES and restart not in allowed:
         errs.append(fields.not_supported(spec_path.child("restartPolicy"), restart, allowed))
-    if owner is not None and _dict(spec).get("activeDeadlineSeconds") is not None:
+    if owner is not None and as_dict(spec).get("activeDeadlineSeconds") is not None:
         errs.append(fields.forbidden(
             spec_path.child("activeDeadlineSeconds"),
             f"activeDeadlineSeconds in {CONTROLLERS[owner][1]} is not Supported"))
@@ -202,7 +197,7 @@ def format_selector(selector: Any) -> str:
 
 
 def containers_of(template: Any) -> list[Obj]:
-    return [_dict(c) for c in _list(_dict(_dict(template).get("spec")).get("containers"))]
+    return [as_dict(c) for c in as_list(as_dict(as_dict(template).get("spec")).get("containers"))]
 
 
 def containers_and_images(template: Any) -> tuple[str, str]:
@@ -213,11 +208,11 @@ def containers_and_images(template: Any) -> tuple[str, str]:
 
 
 def spec_template(obj: Obj) -> Any:
-    return _dict(obj.get("spec")).get("template")
+    return as_dict(obj.get("spec")).get("template")
 
 
 def spec_selector(obj: Obj) -> Any:
-    return _dict(obj.get("spec")).get("selector")
+    return as_dict(obj.get("spec")).get("selector")
 
 
 def wide_columns(template_of: Callable[[Obj], Any] = spec_template,

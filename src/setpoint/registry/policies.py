@@ -32,7 +32,7 @@ identity is the version); nothing here writes to storage.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -61,7 +61,7 @@ _CODES: Final = {"Forbidden": 403, "Unauthorized": 401, "RequestEntityTooLarge":
                  "Invalid": 422}
 
 #: the params of a kind: ``(api version, kind)`` -> (resource, convert to that version)
-ParamSource = Callable[[str, str], "tuple[ResourceInfo, Callable[[Obj], Obj]] | None"]
+ParamSource = Callable[[str, str], "tuple[ResourceInfo, Callable[[Obj], Awaitable[Obj]]] | None"]
 
 
 def _allow_all(attrs: Any) -> tuple[bool, str]:
@@ -136,10 +136,11 @@ class PolicyAdmission:
         bindings = self._bindings()
         if not bindings:
             return
-        self._dispatch(policies, bindings, new, old, attrs)
+        await self._dispatch(policies, bindings, new, old, attrs)
 
-    def _dispatch(self, policies: Iterable[pol.CompiledPolicy], bindings: dict[str, list[Obj]],
-                  new: Obj | None, old: Obj | None, attrs: AdmissionAttributes) -> None:
+    async def _dispatch(self, policies: Iterable[pol.CompiledPolicy],
+                        bindings: dict[str, list[Obj]], new: Obj | None, old: Obj | None,
+                        attrs: AdmissionAttributes) -> None:
         is_namespace = attrs.group == "" and attrs.resource == "namespaces"
         namespace = attrs.name if is_namespace else attrs.namespace
         request = matching.Request(
@@ -152,6 +153,7 @@ class PolicyAdmission:
             ns_obj = self._cache.get(NAMESPACE_PREFIX + namespace)
         ns_labels = matching.labels_of(ns_obj) if ns_obj is not None else None
         denials: list[_Denial] = []
+        versions: dict[str, tuple[Obj | None, Obj | None]] = {}  # converted once per version
         for policy in sorted(policies, key=lambda p: p.name):
             mine = bindings.get(policy.name)
             if not mine:
@@ -166,13 +168,16 @@ class PolicyAdmission:
                                     binding=True) is None:
                     continue
                 try:
-                    params = self._collect_params(policy, spec, attrs.namespace)
+                    params = await self._collect_params(policy, spec, attrs.namespace)
                 except _ConfigError as e:
                     if policy.fails_closed:
                         denials.append(_Denial(policy.name, _name(binding),
                                                f"failed to configure binding: {e}"))
                     continue
-                objects = self._versioned(new, old, attrs, match.version)
+                objects = versions.get(match.version)
+                if objects is None:
+                    objects = versions[match.version] = await self._versioned(
+                        new, old, attrs, match.version)
                 for param in params:
                     inputs = self._inputs(objects, attrs, match.version, policy, param,
                                           None if is_namespace else ns_obj)
@@ -212,7 +217,7 @@ class PolicyAdmission:
 
     # --- inputs -----------------------------------------------------------------------------
 
-    def _collect_params(self, policy: pol.CompiledPolicy, spec: Obj,
+    async def _collect_params(self, policy: pol.CompiledPolicy, spec: Obj,
                         namespace: str) -> list[Obj | None]:
         ref = spec.get("paramRef")
         if policy.param_kind is None or not isinstance(ref, dict):
@@ -237,7 +242,7 @@ class PolicyAdmission:
         params: list[Obj | None]
         if isinstance(name, str) and name:
             found = self._cache.get(info.key(where, name))
-            params = [convert(found)] if found is not None else []
+            params = [await convert(found)] if found is not None else []
         else:
             try:
                 selector = matching.selector(ref.get("selector") or {})
@@ -247,20 +252,20 @@ class PolicyAdmission:
             for _, obj in self._cache.items(info.namespace_prefix(where)):
                 if selector is None or selector.empty or selector.matches(
                         matching.labels_of(obj) or {}):
-                    params.append(convert(obj))
+                    params.append(await convert(obj))
         if not params and ref.get("parameterNotFoundAction") == "Deny":
             raise _ConfigError("no params found for policy binding with `Deny` "
                                "parameterNotFoundAction")
         return params
 
     @staticmethod
-    def _versioned(new: Obj | None, old: Obj | None, attrs: AdmissionAttributes,
-                   version: str) -> tuple[Obj | None, Obj | None]:
+    async def _versioned(new: Obj | None, old: Obj | None, attrs: AdmissionAttributes,
+                         version: str) -> tuple[Obj | None, Obj | None]:
         if version == attrs.version or attrs.convert is None:
             return new, old
         convert = attrs.convert
-        return (convert(new, version) if new is not None else None,
-                convert(old, version) if old is not None else None)
+        return (await convert(new, version) if new is not None else None,
+                await convert(old, version) if old is not None else None)
 
     def _inputs(self, objects: tuple[Obj | None, Obj | None], attrs: AdmissionAttributes,
                 version: str, policy: pol.CompiledPolicy, param: Obj | None,

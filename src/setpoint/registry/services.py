@@ -37,6 +37,7 @@ from typing import Any
 
 from setpoint.apimachinery import errors, fields, regexp, validation
 from setpoint.apimachinery.fields import ErrorType, FieldError, FieldPath
+from setpoint.apimachinery.jsonshape import as_dict, as_list
 from setpoint.registry import podspec, serviceips, table
 from setpoint.registry.options import WriteOptions
 from setpoint.registry.resources import ResourceInfo, VersionInfo
@@ -72,12 +73,6 @@ def is_dns1035_label(value: str) -> list[str]:
     return errs
 
 
-def _dict(value: Any) -> Obj:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
 
 
 def valid_ip(value: Any) -> bool:
@@ -105,7 +100,7 @@ def default_service_spec(spec: Obj) -> None:
             client = config["clientIP"] = {}
         if not client.get("timeoutSeconds"):
             client["timeoutSeconds"] = DEFAULT_AFFINITY_TIMEOUT
-    for port in _list(spec.get("ports")):
+    for port in as_list(spec.get("ports")):
         if not isinstance(port, dict):
             continue
         if not port.get("protocol"):
@@ -122,14 +117,14 @@ def default_service_spec(spec: Obj) -> None:
 
 def _validate_ports(spec: Obj, path: FieldPath, kind: str) -> list[FieldError]:
     errs: list[FieldError] = []
-    ports = _list(spec.get("ports"))
+    ports = as_list(spec.get("ports"))
     headless = spec.get("clusterIP") == "None"
     if not ports and not headless and kind != "ExternalName":
         errs.append(fields.required(path, ""))
     names: set[str] = set()
     pairs: set[tuple[Any, Any]] = set()
     for i, port in enumerate(ports):
-        port = _dict(port)
+        port = as_dict(port)
         where = path.index(i)
         name = port.get("name") or ""
         if len(ports) > 1 and not name:
@@ -165,7 +160,7 @@ def _validate_ports(spec: Obj, path: FieldPath, kind: str) -> list[FieldError]:
 
 
 def validate_service(obj: Obj) -> list[FieldError]:
-    spec = _dict(obj.get("spec"))
+    spec = as_dict(obj.get("spec"))
     path = FieldPath.root("spec")
     errs: list[FieldError] = []
     kind = spec.get("type")
@@ -190,11 +185,11 @@ def validate_service(obj: Obj) -> list[FieldError]:
                                        f"may not be set to 'None' for {kind} services"))
     elif cluster_ip and not valid_ip(cluster_ip):
         errs.append(fields.invalid(path.child("clusterIPs").index(0), cluster_ip, _IP_MESSAGE))
-    ips = _list(spec.get("clusterIPs"))
+    ips = as_list(spec.get("clusterIPs"))
     if ips and cluster_ip and ips[0] != cluster_ip:
         errs.append(fields.invalid(path.child("clusterIPs"), ips,
                                    "first value must match `clusterIP`"))
-    for key, value in _dict(spec.get("selector")).items():
+    for key, value in as_dict(spec.get("selector")).items():
         where = path.child("selector")
         errs.extend(fields.invalid(where, key, p) for p in validation.is_qualified_name(key))
         if isinstance(value, str):
@@ -215,7 +210,7 @@ def validate_service(obj: Obj) -> list[FieldError]:
     if internal and internal not in TRAFFIC_POLICIES:
         errs.append(fields.not_supported(path.child("internalTrafficPolicy"), internal,
                                          TRAFFIC_POLICIES))
-    for i, ip in enumerate(_list(spec.get("externalIPs"))):
+    for i, ip in enumerate(as_list(spec.get("externalIPs"))):
         if not valid_ip(ip):
             errs.append(fields.invalid(path.child("externalIPs").index(i), ip, _IP_MESSAGE))
     return errs
@@ -228,7 +223,7 @@ def _needs_ip(spec: Obj) -> bool:
 def _keep_allocated(new: Obj, old: Obj) -> None:
     """A write that leaves out what the server allocated keeps it; what the new type does not
     have is dropped (Kubernetes' patchAllocatedValues and dropTypeDependentFields)."""
-    new_spec, old_spec = new.get("spec"), _dict(old.get("spec"))
+    new_spec, old_spec = new.get("spec"), as_dict(old.get("spec"))
     if not isinstance(new_spec, dict):
         return
     if _needs_ip(new_spec) and _needs_ip(old_spec):
@@ -248,17 +243,17 @@ def _keep_allocated(new: Obj, old: Obj) -> None:
                 new_spec.pop(name, None)
     old_kind, new_kind = old_spec.get("type"), new_spec.get("type")
     if old_kind in serviceips.NEEDS_NODE_PORTS and new_kind in serviceips.NEEDS_NODE_PORTS:
-        old_ports = {(_dict(p).get("port"), _dict(p).get("protocol")): _dict(p).get("nodePort")
-                     for p in _list(old_spec.get("ports"))}
-        for port in _list(new_spec.get("ports")):
+        old_ports = {(as_dict(p).get("port"), as_dict(p).get("protocol")):
+                     as_dict(p).get("nodePort") for p in as_list(old_spec.get("ports"))}
+        for port in as_list(new_spec.get("ports")):
             if isinstance(port, dict) and not port.get("nodePort"):
                 held = old_ports.get((port.get("port"), port.get("protocol")))
                 if held:
                     port["nodePort"] = held
     elif old_kind in serviceips.NEEDS_NODE_PORTS:
-        old_ports = {(_dict(p).get("port"), _dict(p).get("protocol")): _dict(p).get("nodePort")
-                     for p in _list(old_spec.get("ports"))}
-        for port in _list(new_spec.get("ports")):
+        old_ports = {(as_dict(p).get("port"), as_dict(p).get("protocol")):
+                     as_dict(p).get("nodePort") for p in as_list(old_spec.get("ports"))}
+        for port in as_list(new_spec.get("ports")):
             if isinstance(port, dict) and port.get("nodePort") and port.get(
                     "nodePort") == old_ports.get((port.get("port"), port.get("protocol"))):
                 del port["nodePort"]
@@ -299,7 +294,7 @@ class ServiceStrategy(TypedStrategy):
 
     def validate_update(self, new: Obj, old: Obj, version: VersionInfo) -> list[FieldError]:
         errs = super().validate_update(new, old, version)
-        new_spec, old_spec = _dict(new.get("spec")), _dict(old.get("spec"))
+        new_spec, old_spec = as_dict(new.get("spec")), as_dict(old.get("spec"))
         old_ip = old_spec.get("clusterIP")
         if old_ip and _needs_ip(new_spec) and new_spec.get("clusterIP") != old_ip:
             errs.append(fields.invalid("spec.clusterIPs[0]", new_spec.get("clusterIP") or "",
@@ -312,7 +307,7 @@ class ServiceStrategy(TypedStrategy):
 
     def field_labels(self, obj: Obj) -> dict[str, str]:
         labels = super().field_labels(obj)
-        spec = _dict(obj.get("spec"))
+        spec = as_dict(obj.get("spec"))
         labels["spec.clusterIP"] = str(spec.get("clusterIP") or "")
         labels["spec.type"] = str(spec.get("type") or "")
         return labels
@@ -326,8 +321,8 @@ class ServiceStrategy(TypedStrategy):
 
 def port_string(ports: Any) -> str:
     shown = []
-    for port in _list(ports):
-        port = _dict(port)
+    for port in as_list(ports):
+        port = as_dict(port)
         protocol = port.get("protocol") or "TCP"
         if port.get("nodePort"):
             shown.append(f"{port.get('port')}:{port['nodePort']}/{protocol}")
@@ -338,8 +333,8 @@ def port_string(ports: Any) -> str:
 
 def _load_balancer_ips(status: Obj) -> list[str]:
     found = []
-    for ingress in _list(_dict(status.get("loadBalancer")).get("ingress")):
-        ingress = _dict(ingress)
+    for ingress in as_list(as_dict(status.get("loadBalancer")).get("ingress")):
+        ingress = as_dict(ingress)
         if ingress.get("ip"):
             found.append(str(ingress["ip"]))
         elif ingress.get("hostname"):
@@ -348,9 +343,9 @@ def _load_balancer_ips(status: Obj) -> list[str]:
 
 
 def external_ip(obj: Obj) -> str:
-    spec, status = _dict(obj.get("spec")), _dict(obj.get("status"))
+    spec, status = as_dict(obj.get("spec")), as_dict(obj.get("status"))
     kind = spec.get("type")
-    external = [str(ip) for ip in _list(spec.get("externalIPs"))]
+    external = [str(ip) for ip in as_list(spec.get("externalIPs"))]
     if kind in ("ClusterIP", "NodePort"):
         return ",".join(external) or "<none>"
     if kind == "LoadBalancer":
@@ -362,13 +357,13 @@ def external_ip(obj: Obj) -> str:
 
 
 def format_selector(selector: Any) -> str:
-    items = sorted(_dict(selector).items())
+    items = sorted(as_dict(selector).items())
     return ",".join(f"{k}={v}" for k, v in items) or "<none>"
 
 
 def service_row(obj: Obj, now: datetime) -> dict[str, Any]:
-    spec = _dict(obj.get("spec"))
-    ips = _list(spec.get("clusterIPs"))
+    spec = as_dict(obj.get("spec"))
+    ips = as_list(spec.get("clusterIPs"))
     return {"Name": meta_of(obj).get("name"), "Type": spec.get("type") or "",
             "Cluster-IP": str(ips[0]) if ips else "<none>", "External-IP": external_ip(obj),
             "Port(s)": port_string(spec.get("ports")) or "<none>",
@@ -405,17 +400,17 @@ def service_columns() -> list[table.Column]:
 
 
 def format_endpoints(obj: Obj) -> str:
-    subsets = _list(obj.get("subsets"))
+    subsets = as_list(obj.get("subsets"))
     if not subsets:
         return "<none>"
     shown: list[str] = []
     most, more, count = 3, False, 0
     for subset in subsets:
-        subset = _dict(subset)
-        addresses = [str(_dict(a).get("ip") or "") for a in _list(subset.get("addresses"))]
-        ports = _list(subset.get("ports"))
+        subset = as_dict(subset)
+        addresses = [str(as_dict(a).get("ip") or "") for a in as_list(subset.get("addresses"))]
+        ports = as_list(subset.get("ports"))
         pairs = [(ip, None) for ip in addresses] if not ports else [
-            (ip, _dict(port).get("port")) for port in ports for ip in addresses]
+            (ip, as_dict(port).get("port")) for port in ports for ip in addresses]
         for ip, port in pairs:
             count += 1
             if len(shown) == most:
@@ -447,26 +442,26 @@ class EndpointsStrategy(TypedStrategy):
     known_fields = frozenset({"subsets"})
 
     def default(self, obj: Obj, version: VersionInfo) -> None:
-        for subset in _list(obj.get("subsets")):
-            for port in _list(_dict(subset).get("ports")):
+        for subset in as_list(obj.get("subsets")):
+            for port in as_list(as_dict(subset).get("ports")):
                 if isinstance(port, dict) and not port.get("protocol"):
                     port["protocol"] = "TCP"
 
     def validate(self, obj: Obj, version: VersionInfo) -> list[FieldError]:
         errs = super().validate(obj, version)
-        for i, subset in enumerate(_list(obj.get("subsets"))):
-            subset = _dict(subset)
+        for i, subset in enumerate(as_list(obj.get("subsets"))):
+            subset = as_dict(subset)
             where = FieldPath.root("subsets").index(i)
             for group in ("addresses", "notReadyAddresses"):
-                for j, address in enumerate(_list(subset.get(group))):
-                    ip = _dict(address).get("ip")
+                for j, address in enumerate(as_list(subset.get(group))):
+                    ip = as_dict(address).get("ip")
                     if not valid_ip(ip):
                         errs.append(fields.invalid(where.child(group).index(j).child("ip"),
                                                    ip or "", _IP_MESSAGE))
-            ports = _list(subset.get("ports"))
+            ports = as_list(subset.get("ports"))
             names: set[str] = set()
             for j, port in enumerate(ports):
-                port = _dict(port)
+                port = as_dict(port)
                 pwhere = where.child("ports").index(j)
                 name = port.get("name") or ""
                 if len(ports) > 1 and not name:
@@ -543,8 +538,8 @@ async def ensure_kubernetes_service(services: Store, endpoints: Store, slices: S
                         "ports": [service_port], "sessionAffinity": "None"}}
 
     def service_same(current: Obj) -> bool:
-        ports = _list(_dict(current.get("spec")).get("ports"))
-        return len(ports) == 1 and all(_dict(ports[0]).get(k) == v
+        ports = as_list(as_dict(current.get("spec")).get("ports"))
+        return len(ports) == 1 and all(as_dict(ports[0]).get(k) == v
                                        for k, v in service_port.items())
 
     try:

@@ -65,6 +65,9 @@ class Strategy:
     #: lists a strategic merge patch merges, by dotted path (see
     #: :data:`setpoint.apimachinery.patch.DEFAULT_MERGE_KEYS`, which is always included)
     merge_keys: Mapping[str, str] = {}
+    #: whether PATCH takes a strategic merge patch (the built-in kinds; not custom resources,
+    #: nor CustomResourceDefinitions, as kube-apiserver serves them)
+    strategic_merge: bool = True
 
     def __init__(self, info: ResourceInfo) -> None:
         self.info = info

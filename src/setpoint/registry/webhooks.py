@@ -62,11 +62,11 @@ from setpoint.admission import review as rv
 from setpoint.admission.authz import Authorize, Authorizer
 from setpoint.apimachinery import errors, patch
 from setpoint.auth.user import UserInfo
+from setpoint.cel.errors import EvalError
 from setpoint.registry import cache as wc
 from setpoint.registry.admissionregistration import GROUP, MUTATING_WEBHOOKS, VALIDATING_WEBHOOKS
 from setpoint.registry.options import AdmissionAttributes
 from setpoint.registry.policies import namespace_object, request_object
-from setpoint.schema.cel.errors import EvalError
 
 log = logging.getLogger(__name__)
 
@@ -262,8 +262,9 @@ class WebhookAdmission:
             return
         ns_obj = self._namespace(attrs)
         calls: list[tuple[int, _Hook, Awaitable[errors.ApiError | None]]] = []
+        versions: dict[str, tuple[Obj | None, Obj | None]] = {}  # converted once per version
         for i, hook in enumerate(hooks):
-            prepared = self._prepare(hook, new, old, attrs, ns_obj)
+            prepared = await self._prepare(hook, new, old, attrs, ns_obj, versions)
             if prepared is None:
                 continue
             calls.append((i, hook, self._validate_one(hook, i, prepared, attrs)))
@@ -287,11 +288,14 @@ class WebhookAdmission:
             return self._cache.get(NAMESPACE_PREFIX + attrs.namespace)
         return None
 
-    def _prepare(self, hook: _Hook, new: Obj | None, old: Obj | None,
-                 attrs: AdmissionAttributes, ns_obj: Obj | None
-                 ) -> tuple[str, Obj] | _Failed | None:
+    async def _prepare(self, hook: _Hook, new: Obj | None, old: Obj | None,
+                       attrs: AdmissionAttributes, ns_obj: Obj | None,
+                       versions: dict[str, tuple[Obj | None, Obj | None]] | None = None
+                       ) -> tuple[str, Obj] | _Failed | None:
         """Whether ``hook`` applies: ``(version, AdmissionRequest)``, a failure of its match
-        conditions, or None."""
+        conditions, or None. The objects are converted to the version the hook's rule
+        matched (``versions`` keeps them per version, for hooks that do not change them); a
+        conversion webhook's failure is raised as the request's error."""
         spec = hook.spec
         rules = spec.get("rules")
         if not rules:
@@ -313,8 +317,14 @@ class WebhookAdmission:
         version = match.version
         obj, old_obj = new, old
         if version != attrs.version and attrs.convert is not None:
-            obj = attrs.convert(new, version) if new is not None else None
-            old_obj = attrs.convert(old, version) if old is not None else None
+            known = versions.get(version) if versions is not None else None
+            if known is None:
+                convert = attrs.convert
+                known = (await convert(new, version) if new is not None else None,
+                         await convert(old, version) if old is not None else None)
+                if versions is not None:
+                    versions[version] = known
+            obj, old_obj = known
         user = attrs.user or UserInfo("system:apiserver", groups=("system:masters",))
         req = request_object(attrs, version, user)
         if hook.conditions:
@@ -426,7 +436,7 @@ class WebhookAdmission:
                           old: Obj | None, attrs: AdmissionAttributes,
                           ns_obj: Obj | None) -> bool | None:
         """Call one mutating webhook; whether it changed the object (None: not called)."""
-        prepared = self._prepare(hook, new, old, attrs, ns_obj)
+        prepared = await self._prepare(hook, new, old, attrs, ns_obj)
         if prepared is None:
             return None
         try:
@@ -455,7 +465,7 @@ class WebhookAdmission:
             patched["apiVersion"] = target.get("apiVersion")
             patched["kind"] = target.get("kind")
             if version != attrs.version and attrs.convert is not None:
-                patched = attrs.convert(patched, attrs.version)
+                patched = await attrs.convert(patched, attrs.version)
             _keep_identity(patched, new)
             if patched != new:
                 changed = True

@@ -74,6 +74,7 @@ from typing import Final
 
 from setpoint.runtime import clock as rtclock
 from setpoint.runtime import metrics as rtmetrics
+from setpoint.runtime.bucket import Bucket
 
 #: breaker states (also the ``state`` label of ``setpoint_budget_breaker_state``)
 CLOSED: Final = "closed"
@@ -177,11 +178,8 @@ class Budget:
         self.config = config or BudgetConfig()
         self._clock: rtclock.AsyncClock = clock or rtclock.SystemAsyncClock()
         self._share = 1.0
-        self._rate = self.config.rate
-        self._burst = self.config.burst
         self._concurrency = self.config.concurrency
-        self._tokens = float(self.config.burst)
-        self._last = self._clock.monotonic()
+        self._bucket = Bucket.full(self.config.rate, self.config.burst, self._clock.monotonic())
         #: callers waiting for a token, in arrival order, and the timer of the next token
         self._token_waiters: collections.deque[asyncio.Future[None]] = collections.deque()
         self._dispenser: rtclock.Timer | None = None
@@ -234,12 +232,12 @@ class Budget:
     @property
     def rate(self) -> float:
         """Tokens per second now: ``config.rate x share``."""
-        return self._rate
+        return self._bucket.rate
 
     @property
     def burst(self) -> int:
         """The bucket's size now: ``floor(config.burst x share)``, at least 1."""
-        return self._burst
+        return int(self._bucket.burst)
 
     @property
     def concurrency(self) -> int:
@@ -255,13 +253,11 @@ class Budget:
         them have ended)."""
         if not (0.0 < share <= 1.0 and math.isfinite(share)):
             raise ValueError("a budget's share must be in (0, 1]")
-        self._refill(self._clock.monotonic())
+        self._bucket.refill(self._clock.monotonic())
         cfg = self.config
         self._share = share
-        self._rate = cfg.rate * share
-        self._burst = max(1, math.floor(cfg.burst * share + 1e-9))
+        self._bucket.resize(cfg.rate * share, max(1, math.floor(cfg.burst * share + 1e-9)))
         self._concurrency = max(1, math.floor(cfg.concurrency * share + 1e-9))
-        self._tokens = min(self._tokens, float(self._burst))
         self._share_gauge.set(share, self.name)
         self._dispense()
         self._grant_slots()
@@ -296,19 +292,13 @@ class Budget:
         self._calls.inc(self.name, OUTCOME_REJECTED)
         raise BreakerOpenError(self.name, retry_after)
 
-    def _refill(self, now: float) -> None:
-        self._tokens = min(float(self._burst), self._tokens + (now - self._last) * self._rate)
-        self._last = now
-
     def _granted(self, now: float) -> None:
         if self.observer is not None:
             self.observer(now)
 
     async def _take_token(self) -> None:
         now = self._clock.monotonic()
-        self._refill(now)
-        if not self._token_waiters and self._tokens >= 1.0 - TOKEN_EPSILON:
-            self._tokens -= 1.0
+        if not self._token_waiters and self._bucket.take(now, epsilon=TOKEN_EPSILON):
             self._granted(now)
             return
         waiter = asyncio.get_running_loop().create_future()
@@ -320,7 +310,7 @@ class Budget:
         except BaseException:
             if waiter.done() and not waiter.cancelled():
                 # given a token, cancelled before using it: it goes back to the bucket
-                self._tokens = min(float(self._burst), self._tokens + 1.0)
+                self._bucket.give_back()
                 self._dispense()
             else:
                 waiter.cancel()
@@ -334,20 +324,18 @@ class Budget:
             self._dispenser.cancel()
             self._dispenser = None
         now = self._clock.monotonic()
-        self._refill(now)
         while self._token_waiters:
             waiter = self._token_waiters[0]
             if waiter.done():  # cancelled while waiting
                 self._token_waiters.popleft()
                 continue
-            if self._tokens < 1.0 - TOKEN_EPSILON:
+            if not self._bucket.take(now, epsilon=TOKEN_EPSILON):
                 break
             self._token_waiters.popleft()
-            self._tokens -= 1.0
             waiter.set_result(None)
             self._granted(now)
         if self._token_waiters:
-            wait = max(0.0, (1.0 - self._tokens) / self._rate)
+            wait = self._bucket.seconds_until(1.0)
             self._dispenser = self._clock.call_at(now + wait, self._dispense)
 
     async def _take_slot(self) -> None:

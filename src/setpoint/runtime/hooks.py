@@ -490,8 +490,8 @@ async def _admit(hook: _Admission, body: bytes,
     original = request.get("object")
     try:
         if convert is not None:
-            # the hook sees the version it was declared for, even where the API server
-            # sends another one (setpoint does, for a webhook-converted kind)
+            # the hook sees the version it was declared for, even if an API server sent
+            # another one (a safeguard: API servers send the version the rule matched)
             req = dataclasses.replace(
                 req, object=_in_version(convert, req.object, hook.resource[0]),
                 old_object=_in_version(convert, req.old_object, hook.resource[0]))

@@ -29,6 +29,7 @@ from collections.abc import Hashable
 from typing import Protocol, TypeVar
 
 from setpoint.apimachinery import clock as base
+from setpoint.runtime.bucket import Bucket
 
 K = TypeVar("K", bound=Hashable)
 K_contra = TypeVar("K_contra", bound=Hashable, contravariant=True)
@@ -84,19 +85,11 @@ class TokenBucket(RateLimiter[Hashable]):
         if rate <= 0 or burst < 1:
             raise ValueError("need rate > 0 and burst >= 1")
         self._clock = clock
-        self._rate = rate
-        self._burst = float(burst)
-        self._tokens = float(burst)  # negative when retries are booked ahead
-        self._last = clock.monotonic()
+        # negative when retries are booked ahead
+        self._bucket = Bucket.full(rate, burst, clock.monotonic())
 
     def when(self, key: Hashable) -> float:
-        now = self._clock.monotonic()
-        self._tokens = min(self._burst, self._tokens + (now - self._last) * self._rate)
-        self._last = now
-        self._tokens -= 1.0
-        if self._tokens >= 0:
-            return 0.0
-        return -self._tokens / self._rate
+        return self._bucket.book(self._clock.monotonic())
 
     def forget(self, key: Hashable) -> None:
         """Nothing to forget: the bucket is not per key."""

@@ -65,6 +65,7 @@ from setpoint.apimachinery import clock as base_clock
 from setpoint.apimachinery import errors, timeutil
 from setpoint.runtime import events
 from setpoint.runtime import history as rthistory
+from setpoint.runtime.bucket import Bucket
 
 logger = logging.getLogger(__name__)
 
@@ -162,8 +163,7 @@ class _Series:
 
 @dataclass(slots=True)
 class _Budget:
-    tokens: float
-    at: float
+    bucket: Bucket
     #: reason -> the series key of the object's latest Event of that reason
     latest: dict[str, SeriesKey] = field(default_factory=dict)
 
@@ -184,8 +184,8 @@ class ReconcileEvents:
         self._series: OrderedDict[SeriesKey, _Series] = OrderedDict()
         self._budgets: OrderedDict[ObjectKey, _Budget] = OrderedDict()
         self._last_nanos = 0
-        self._writes = float(self.config.controller_burst)
-        self._writes_at = self._clock.monotonic()
+        self._writes = Bucket.full(self.config.controller_rate, self.config.controller_burst,
+                                   self._clock.monotonic())
         #: reconciles not published (their object's or the controller's budget was spent)
         self.dropped = 0
 
@@ -213,8 +213,8 @@ class ReconcileEvents:
         budget = self._budget(okey, mono)
         fresh = False  # a new series, its write already taken from the budgets
         if series is None:
-            if budget.tokens >= 1 and self._take_write(mono):
-                budget.tokens -= 1
+            if budget.bucket.tokens >= 1 and self._take_write(mono):
+                budget.bucket.take(mono)
                 series = self._remember(skey, _Series(first_mono=mono))
                 budget.latest[reason] = skey
                 fresh = True
@@ -239,13 +239,7 @@ class ReconcileEvents:
 
     def _take_write(self, mono: float) -> bool:
         """Take one write from the controller's budget; False when it is spent."""
-        self._writes = min(float(self.config.controller_burst),
-                           self._writes + (mono - self._writes_at) * self.config.controller_rate)
-        self._writes_at = mono
-        if self._writes < 1:
-            return False
-        self._writes -= 1
-        return True
+        return self._writes.take(mono)
 
     def _live(self, key: SeriesKey | None, mono: float) -> _Series | None:
         """The remembered series ``key`` if its last occurrence is within the window."""
@@ -269,14 +263,13 @@ class ReconcileEvents:
     def _budget(self, key: ObjectKey, mono: float) -> _Budget:
         budget = self._budgets.get(key)
         if budget is None:
-            budget = self._budgets[key] = _Budget(tokens=float(self.config.burst), at=mono)
+            budget = self._budgets[key] = _Budget(
+                Bucket.full(1.0 / self.config.refill_seconds, self.config.burst, mono))
             while len(self._budgets) > self.config.max_objects:
                 self._budgets.popitem(last=False)
             return budget
         self._budgets.move_to_end(key)
-        budget.tokens = min(float(self.config.burst),
-                            budget.tokens + (mono - budget.at) / self.config.refill_seconds)
-        budget.at = mono
+        budget.bucket.refill(mono)
         return budget
 
     def _event_name(self, object_name: str) -> str:

@@ -16,13 +16,16 @@ Judge a schema when a CRD is written (CEL rules are compiled and type-checked th
 Modules: :mod:`~setpoint.schema.structural` (model), :mod:`~setpoint.schema.pruning`,
 :mod:`~setpoint.schema.defaulting`, :mod:`~setpoint.schema.values` (value validation and
 ratcheting) with :mod:`~setpoint.schema.keywords` and :mod:`~setpoint.schema.correlation`,
-:mod:`~setpoint.schema.formats`, :mod:`~setpoint.schema.regex` (RE2),
-:mod:`~setpoint.schema.listtype`, :mod:`~setpoint.schema.objectmeta` (embedded resources),
+:mod:`~setpoint.schema.formats`, :mod:`~setpoint.schema.listtype`,
+:mod:`~setpoint.schema.objectmeta` (embedded resources),
 :mod:`~setpoint.schema.structuralcheck` (CRD-time checks) with
 :mod:`~setpoint.schema.defaultcheck` and :mod:`~setpoint.schema.openapicheck`,
-:mod:`~setpoint.schema.govalues` (Go value semantics), :mod:`~setpoint.schema.paths`,
-:mod:`~setpoint.schema.celrules` (where and when rules run) with the CEL engine
-:mod:`setpoint.schema.cel`.
+:mod:`~setpoint.schema.paths`, :mod:`~setpoint.schema.celrules` (where and when rules run).
+
+Below it, and importing nothing from it: the CEL engine :mod:`setpoint.cel` (celrules hands
+it the schema's nodes, which satisfy its :class:`~setpoint.cel.schemas.Schema` protocol), and
+the Go semantics both share, :mod:`setpoint.apimachinery.goregexp` (``pattern`` and CEL
+regular expressions as Go checks them, on RE2) and :mod:`setpoint.apimachinery.govalues`.
 """
 
 from setpoint.schema.compiled import CompiledSchema

@@ -4,7 +4,7 @@
 :class:`~setpoint.schema.CompiledSchema` builds one only if a rule sits on the schema's
 structural spine (a node reached through ``properties``, ``additionalProperties`` and
 ``items``; rules found only inside ``allOf`` branches never run, as upstream). Rules compile
-on first use into the validator's own :class:`~setpoint.schema.cel.RuleCache`. For each
+on first use into the validator's own :class:`~setpoint.cel.RuleCache`. For each
 create or update, after the OpenAPI value validation and the embedded-resource and list-type
 checks:
 
@@ -19,7 +19,7 @@ checks:
   the item with the same keys of an old ``x-kubernetes-list-type: map`` list, nothing for items
   of other lists. A rule using ``oldSelf`` (a transition rule) runs only on update when that
   value exists, unless it sets ``optionalOldSelf`` (then ``oldSelf`` is ``optional.none()``);
-* one :class:`~setpoint.schema.cel.Budget` per object: once spent, the rule that overran
+* one :class:`~setpoint.cel.Budget` per object: once spent, the rule that overran
   reports ``validation failed due to running out of cost budget, no further validation rules
   will be run`` and nothing else runs;
 * ratcheting (CRDValidationRatcheting, on by default since Kubernetes 1.30): on update, a
@@ -48,9 +48,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
+from setpoint import cel
+from setpoint.apimachinery import govalues
 from setpoint.apimachinery.fields import ErrorType, FieldError, FieldPath
-from setpoint.schema import cel, correlation, govalues, paths
-from setpoint.schema.cel.values import decl_type, escape, visible_properties
+from setpoint.cel.values import decl_type, escape, visible_properties
+from setpoint.schema import correlation, paths
 from setpoint.schema.correlation import NO_MATCH, KeyFn
 from setpoint.schema.paths import LazyPath
 from setpoint.schema.structural import Node

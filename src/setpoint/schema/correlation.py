@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from setpoint.schema import govalues
+from setpoint.apimachinery import govalues
 from setpoint.schema.structural import Node
 
 _I64_MIN = govalues.INT64_MIN

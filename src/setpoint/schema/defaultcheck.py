@@ -24,10 +24,11 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from setpoint.apimachinery import fields
+from setpoint import cel
+from setpoint.apimachinery import fields, govalues
 from setpoint.apimachinery.fields import FieldError, FieldPath
 from setpoint.apimachinery.jsoncopy import deep_copy
-from setpoint.schema import cel, celrules, govalues, objectmeta, pruning, values
+from setpoint.schema import celrules, objectmeta, pruning, values
 from setpoint.schema.structural import META_FIELDS, MISSING, Node
 
 Step = tuple[str, str]

@@ -18,8 +18,8 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from setpoint.apimachinery import fields, regexp
-from setpoint.schema import formats, govalues, regex
+from setpoint.apimachinery import fields, goregexp, govalues, regexp
+from setpoint.schema import formats
 from setpoint.schema.structural import Node
 
 REQUIRED = "required"
@@ -120,8 +120,8 @@ def string_checker(node: Node) -> StrFn | None:
     pattern_error = None
     if pattern:
         try:
-            compiled = regex.compile_pattern(pattern)
-        except regex.PatternError as e:
+            compiled = goregexp.compile_pattern(pattern)
+        except goregexp.PatternError as e:
             pattern_error = str(e)
     if max_len is None and min_len is None and not pattern:
         return None

@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from setpoint.apimachinery import fields
+from setpoint.apimachinery import fields, govalues
 from setpoint.apimachinery.fields import FieldError
-from setpoint.schema import govalues, paths
+from setpoint.schema import paths
 from setpoint.schema.paths import LazyPath
 from setpoint.schema.structural import Node
 

@@ -42,10 +42,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from setpoint.apimachinery import fields
+from setpoint.apimachinery import fields, goregexp
 from setpoint.apimachinery.fields import FieldError, FieldPath
-from setpoint.schema import celrules, defaultcheck, openapicheck, regex
-from setpoint.schema.cel import normalize_field_path
+from setpoint.cel import normalize_field_path
+from setpoint.schema import celrules, defaultcheck, openapicheck
 from setpoint.schema.structural import MISSING, Node, parse
 
 DEFAULT_PATH = FieldPath.root("spec", "validation", "openAPIV3Schema")
@@ -352,7 +352,7 @@ def _value_validation(s: Node, skip_any_of: bool, skip_first_all_of_any_of: bool
     if s.not_ is not None:
         errs.extend(_nested(s.not_, False, path.child("not")))
     if s.pattern:
-        problem = regex.error(s.pattern)
+        problem = goregexp.error(s.pattern)
         if problem is not None:
             errs.append(fields.invalid(
                 path.child("pattern"), s.pattern,

@@ -32,7 +32,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from setpoint.schema import correlation, formats, govalues, keywords
+from setpoint.apimachinery import govalues
+from setpoint.schema import correlation, formats, keywords
 from setpoint.schema.correlation import NO_MATCH
 from setpoint.schema.keywords import (
     COMPOSITE,

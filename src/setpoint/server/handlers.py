@@ -12,7 +12,7 @@ from typing import Any
 from aiohttp import web
 from multidict import MultiMapping
 
-from setpoint.apimachinery import errors, fields, gotypes, patch, selectors
+from setpoint.apimachinery import errors, fields, gotypes, selectors
 from setpoint.apimachinery.clock import Clock
 from setpoint.registry import actions, builtintypes, listbudget, table
 from setpoint.registry.catalog import Catalog, Served
@@ -341,20 +341,16 @@ class ResourceHandler:
                      ri: RequestInfo) -> web.StreamResponse:
         content_type = negotiation.content_type_of(request.headers.get("Content-Type"))
         opts = self._write_options(request, default_manager=content_type != PATCH_APPLY)
-        if content_type not in PATCH_TYPES:
-            raise errors.unsupported_patch_type(
-                (PATCH_JSON, PATCH_MERGE, PATCH_APPLY) if served.custom else PATCH_TYPES)
+        store = served.store
+        store.check_patch_type(content_type, opts)  # before the body is read
         body = _audited(request, negotiation.decode_body(
             await limits.read_body(request, self._limits), content_type))
-        store = served.store
-        strategic = not served.custom and store.info.kind != "CustomResourceDefinition"
         if ri.subresource == "scale":
-            def apply(current: Obj) -> Obj:
-                return _apply_plain_patch(current, content_type, body)
-            scale = await store.update_scale(ri.namespace, ri.name, version.name, opts, apply)
+            scale = await store.patch_scale(ri.namespace, ri.name, content_type, body,
+                                            version.name, opts)
             return responses.json_response(scale)
         result = await store.patch(ri.namespace, ri.name, content_type, body, version.name,
-                                   opts, subresource=ri.subresource, strategic=strategic)
+                                   opts, subresource=ri.subresource)
         return self._created(result.object, result.created,
                              _with_admission(result.warnings, opts))
 
@@ -459,19 +455,3 @@ def _require_object(body: Any) -> Obj:
     if not isinstance(body, dict):
         raise errors.BadRequest("the body must be an object")
     return body
-
-
-def _apply_plain_patch(target: Obj, content_type: str, body: Any) -> Obj:
-    try:
-        if content_type == PATCH_JSON:
-            result = patch.json_patch(target, body)
-        elif isinstance(body, dict):
-            result = patch.merge_patch(target, body)
-        else:
-            raise errors.BadRequest("the body of a merge patch must be a JSON object")
-    except patch.PatchError as e:
-        raise errors.Invalid(
-            "the server rejected our request due to an error in our request") from e
-    if not isinstance(result, dict):
-        raise errors.BadRequest("the patched object must be an object")
-    return result

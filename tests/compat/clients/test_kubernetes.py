@@ -6,6 +6,7 @@ the dynamic client (server-side apply included) and the leader-election module o
 
 from __future__ import annotations
 
+import json
 import threading
 import uuid
 from collections.abc import Iterator
@@ -241,7 +242,11 @@ def test_typed_pods_services_nodes_and_slices(api: Any) -> None:
     # it deserializes it as a V1Binding), so the call is made without deserializing
     response = core.create_namespaced_pod_binding("typed", "default", binding,
                                                   _preload_content=False)
-    assert response.status == 201
+    try:
+        assert response.status == 201
+        assert json.loads(response.data)["status"] == "Success"
+    finally:
+        response.release_conn()  # an unread response keeps its connection out of the pool
     listed = core.list_namespaced_pod("default", field_selector="spec.nodeName=n1")
     assert [p.metadata.name for p in listed.items] == ["typed"]
     marked = core.delete_namespaced_pod("typed", "default")

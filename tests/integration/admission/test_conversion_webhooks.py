@@ -20,8 +20,10 @@ from tests.integration.api.helpers import request
 from tests.webhookserver import (
     Hang,
     WebhookServer,
+    allow,
     conversion_answer,
     gadget_conversion,
+    patch_response,
     webhook_server,
 )
 
@@ -122,6 +124,9 @@ HANDLERS = {
                                                       "message": "cannot convert this"}),
     "/bad-label": lambda review: conversion_answer(review, _bad_label),
     "/not-a-review": lambda review: b'{"kind": "AdmissionReview"}',
+    "/admit": allow,
+    "/four": lambda review: patch_response(
+        [{"op": "replace", "path": "/spec/replicas", "value": 4}]),
 }
 
 
@@ -477,3 +482,105 @@ async def test_a_service_backed_by_local_endpoints_converts(
     assert err["message"] == (
         f"Internal error occurred: conversion webhook for {GROUP}/v2, Kind=Gadget failed: "
         'no endpoints available for service "converter"')
+
+
+ADMISSION = "/apis/admissionregistration.k8s.io/v1"
+
+
+def _v2_rule(**extra: Any) -> dict[str, Any]:
+    return {"apiGroups": [GROUP], "apiVersions": ["v2"], "operations": ["CREATE", "UPDATE"],
+            "resources": ["gadgets"], **extra}
+
+
+async def test_a_policy_matching_another_version_sees_the_object_the_webhook_converted(
+        webhook: WebhookServer, http: aiohttp.ClientSession) -> None:
+    # v1 writes, a policy written against v2 (matchPolicy Equivalent): it sees spec.replicas
+    await install(http, gadget_crd(client(webhook, "/convert")))
+    for kind, plural, body in (
+            ("ValidatingAdmissionPolicy", "validatingadmissionpolicies", {
+                "matchConstraints": {"resourceRules": [_v2_rule()]},
+                "validations": [{"expression": "has(object.spec.replicas) && "
+                                               "object.spec.replicas <= 10",
+                                 "message": "at most 10 replicas"}]}),
+            ("ValidatingAdmissionPolicyBinding", "validatingadmissionpolicybindings", {
+                "policyName": "few", "validationActions": ["Deny"]})):
+        status, created, _ = await request(http, "POST", f"{ADMISSION}/{plural}", {
+            "apiVersion": "admissionregistration.k8s.io/v1", "kind": kind,
+            "metadata": {"name": "few"}, "spec": body})
+        assert status == 201, created
+    for _ in range(200):  # the policy is active once it refuses what it should
+        status, body, _ = await request(http, "POST", path("v1"), gadget("v1", "big", size="20"))
+        if status == 422:
+            break
+        assert status == 201, body
+        assert (await request(http, "DELETE", path("v1", "big")))[0] == 200
+        await asyncio.sleep(0.05)
+    assert status == 422, body
+    assert body["message"].endswith("denied request: at most 10 replicas"), body
+    status, body, _ = await request(http, "POST", path("v1"), gadget("v1", "small", size="3"))
+    assert status == 201, body
+
+
+async def test_webhooks_matching_another_version_get_it_converted_and_patches_come_back(
+        webhook: WebhookServer, http: aiohttp.ClientSession) -> None:
+    await install(http, gadget_crd(client(webhook, "/convert")))
+    for plural, kind, hook_path in (
+            ("mutatingwebhookconfigurations", "MutatingWebhookConfiguration", "/four"),
+            ("validatingwebhookconfigurations", "ValidatingWebhookConfiguration", "/admit")):
+        status, created, _ = await request(http, "POST", f"{ADMISSION}/{plural}", {
+            "apiVersion": "admissionregistration.k8s.io/v1", "kind": kind,
+            "metadata": {"name": "on-v2"}, "webhooks": [{
+                "name": f"{hook_path[1:]}.conv.example.com",
+                "clientConfig": client(webhook, hook_path), "sideEffects": "None",
+                "admissionReviewVersions": ["v1"], "rules": [_v2_rule()]}]})
+        assert status == 201, created
+    before = len(webhook.received)
+    status, body, _ = await request(http, "POST", path("v1"), gadget("v1", "g", size="2"))
+    assert status == 201, body
+    # the mutating webhook's patch of the v2 object, converted back to v1 by the webhook
+    assert body["spec"] == {"size": "4"}
+    admitted = [r["request"] for r in webhook.received[before:] if r["kind"] == "AdmissionReview"]
+    assert [(r["kind"]["version"], r["object"]["apiVersion"], r["object"]["spec"])
+            for r in admitted] == [("v2", f"{GROUP}/v2", {"replicas": 2}),
+                                   ("v2", f"{GROUP}/v2", {"replicas": 4})]
+    assert all(r["requestKind"]["version"] == "v1" for r in admitted)
+    status, as_v2, _ = await request(http, "GET", path("v2", "g"))
+    assert as_v2["spec"] == {"replicas": 4}
+
+
+async def test_a_policys_params_of_a_webhook_converted_kind_are_read_in_the_version_named(
+        webhook: WebhookServer, http: aiohttp.ClientSession) -> None:
+    await install(http, gadget_crd(client(webhook, "/convert")))
+    status, body, _ = await request(http, "POST", path("v2"), gadget("v2", "limits", replicas=2))
+    assert status == 201, body
+    for kind, plural, spec in (
+            ("ValidatingAdmissionPolicy", "validatingadmissionpolicies", {
+                "paramKind": {"apiVersion": f"{GROUP}/v1", "kind": "Gadget"},
+                "matchConstraints": {"resourceRules": [{
+                    "apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
+                    "resources": ["configmaps"]}]},
+                "validations": [{"expression": "size(object.data) <= int(params.spec.size)",
+                                 "messageExpression": "'at most ' + params.spec.size"}]}),
+            ("ValidatingAdmissionPolicyBinding", "validatingadmissionpolicybindings", {
+                "policyName": "sized", "validationActions": ["Deny"],
+                "paramRef": {"name": "limits", "namespace": "default",
+                             "parameterNotFoundAction": "Deny"}})):
+        status, created, _ = await request(http, "POST", f"{ADMISSION}/{plural}", {
+            "apiVersion": "admissionregistration.k8s.io/v1", "kind": kind,
+            "metadata": {"name": "sized"}, "spec": spec})
+        assert status == 201, created
+    configmaps = "/api/v1/namespaces/default/configmaps"
+    big = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "big"},
+           "data": {"a": "1", "b": "2", "c": "3"}}
+    for _ in range(200):
+        status, body, _ = await request(http, "POST", configmaps, big)
+        if status == 422:
+            break
+        assert status == 201, body
+        assert (await request(http, "DELETE", f"{configmaps}/big"))[0] == 200
+        await asyncio.sleep(0.05)
+    assert status == 422, body
+    assert body["message"].endswith("denied request: at most 2"), body
+    status, body, _ = await request(http, "POST", configmaps, {
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ok"}, "data": {"a": "1"}})
+    assert status == 201, body

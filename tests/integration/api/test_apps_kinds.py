@@ -148,6 +148,33 @@ async def test_scale_subresource(http: aiohttp.ClientSession) -> None:
     assert obj["metadata"]["generation"] == 2
 
 
+async def test_a_scale_patch_takes_the_types_and_gives_the_errors_of_an_object_patch(
+        http: aiohttp.ClientSession) -> None:
+    await request(http, "POST", DEPLOYMENTS, deployment(replicas=2))
+    scale = f"{DEPLOYMENTS}/web/scale"
+    status, answer, _ = await request(http, "PATCH", scale, [
+        {"op": "replace", "path": "/spec/replicas", "value": 3}],
+        content_type="application/json-patch+json")
+    assert (status, answer["spec"]) == (200, {"replicas": 3}), answer
+    status, answer, _ = await request(http, "PATCH", scale, [
+        {"op": "test", "path": "/spec/replicas", "value": 9}],
+        content_type="application/json-patch+json")
+    assert status == 422, answer
+    assert answer["details"]["causes"][0]["field"] == "patch"
+    status, answer, _ = await request(http, "PATCH", scale, [1],
+                                      content_type="application/merge-patch+json")
+    assert status == 400, answer
+    assert answer["message"] == "the body of a merge patch must be a JSON object, got an array"
+    status, answer, _ = await request(http, "PATCH", scale, {"spec": {"replicas": 4}},
+                                      content_type="application/apply-patch+cbor")
+    assert status == 415, answer
+    assert answer["message"].endswith(
+        "application/json-patch+json, application/merge-patch+json, "
+        "application/strategic-merge-patch+json, application/apply-patch+yaml")
+    _, obj, _ = await request(http, "GET", f"{DEPLOYMENTS}/web")
+    assert obj["spec"]["replicas"] == 3
+
+
 async def test_tables_and_discovery(http: aiohttp.ClientSession) -> None:
     await request(http, "POST", DEPLOYMENTS, deployment(replicas=3))
     await request(http, "POST", REPLICASETS, replica_set("rs", replicas=2))

@@ -228,6 +228,13 @@ async def test_scale_subresource(http: aiohttp.ClientSession) -> None:
     assert scale["spec"]["replicas"] == 5
     _, obj, _ = await request(http, "GET", WIDGETS + "/s")
     assert obj["spec"]["replicas"] == 5
+    # a custom resource takes no strategic merge patch, on /scale neither
+    status, answer, _ = await request(http, "PATCH", WIDGETS + "/s/scale",
+                                      {"spec": {"replicas": 6}},
+                                      content_type="application/strategic-merge-patch+json")
+    assert status == 415, answer
+    assert answer["message"].endswith("application/json-patch+json, "
+                                      "application/merge-patch+json, application/apply-patch+yaml")
 
 
 async def test_dry_run_persists_nothing(http: aiohttp.ClientSession) -> None:
