@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
+from setpoint.apimachinery import errors
+from setpoint.apimachinery.selectors import FieldSelector
 from setpoint.auth.user import UserInfo
 
 READ_VERBS: Final = frozenset({"get", "list", "watch"})
@@ -36,6 +38,27 @@ def resource_verb(method: str, *, has_name: bool, watch: bool) -> str:
         if verb == "delete":
             return "deletecollection"
     return verb
+
+
+def name_of_selection(field_selector: str) -> str:
+    """The object a list or watch selects with ``metadata.name=NAME``, as Kubernetes'
+    RequestInfoFactory names it (so that the Node authorizer and RBAC's ``resourceNames``
+    judge it as a request for that one object); ``""`` when it selects no single name, the
+    selector does not parse, or the name is not a valid path segment.
+
+    >>> name_of_selection("metadata.name=kube-root-ca.crt")
+    'kube-root-ca.crt'
+    >>> name_of_selection("metadata.name!=a"), name_of_selection("metadata.name=a/b")
+    ('', '')
+    """
+    try:
+        selector = FieldSelector.parse(field_selector)
+    except errors.ApiError:
+        return ""
+    name = selector.exact_match("metadata.name") or ""
+    if name in (".", "..") or "/" in name or "%" in name:
+        return ""
+    return name
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -11,12 +11,19 @@ The order and outcomes follow kube-apiserver:
 
 Every authenticated user is also in ``system:authenticated``. Other schemes (``Basic``) are
 not credentials here, as Kubernetes removed them.
+
+The user a certificate names is remembered by its DER bytes (at most
+``CERTIFICATE_SUBJECTS`` of them, the least recently used forgotten): a connection presents
+the same certificate at each of its requests, and reading its subject again each time was a
+measurable part of every request.
 """
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Final
 
 from cryptography import x509
 
@@ -29,6 +36,8 @@ from setpoint.pki import certs
 
 #: paths anonymous requests may reach (and their sub-paths, such as /readyz/ping)
 ANONYMOUS_PATHS = ("/healthz", "/livez", "/readyz", "/version")
+#: certificates whose user is remembered
+CERTIFICATE_SUBJECTS: Final = 1024
 
 
 class Unauthenticated(Exception):
@@ -58,10 +67,15 @@ def bearer_token(header: str | None) -> str | None:
 class Authenticator:
     def __init__(self, *, static_tokens: StaticTokens | None = None,
                  service_accounts: TokenAuthenticator | None = None,
-                 now: Callable[[], float]) -> None:
+                 now: Callable[[], float],
+                 certificate_subjects: int = CERTIFICATE_SUBJECTS) -> None:
+        if certificate_subjects < 1:
+            raise ValueError("certificate_subjects must be >= 1")
+        self._bound = certificate_subjects
         self._static = static_tokens
         self._accounts = service_accounts
         self._now = now
+        self._subjects: collections.OrderedDict[bytes, UserInfo] = collections.OrderedDict()
 
     def authenticate_token(self, token: str,
                            audiences: Sequence[str] | None = None) -> UserInfo:
@@ -77,16 +91,27 @@ class Authenticator:
                 raise Unauthenticated(str(e)) from e
         raise Unauthenticated("invalid bearer token")
 
+    def _certificate_user(self, der: bytes) -> UserInfo:
+        known = self._subjects.get(der)
+        if known is not None:
+            self._subjects.move_to_end(der)
+            return known
+        try:
+            cert = x509.load_der_x509_certificate(der)
+        except ValueError as e:
+            raise Unauthenticated("unreadable client certificate") from e
+        name, groups = certs.subject_of(cert)
+        if not name:
+            raise Unauthenticated("client certificate has no common name")
+        user = UserInfo(name, groups=(*groups, users.ALL_AUTHENTICATED))
+        self._subjects[der] = user
+        if len(self._subjects) > self._bound:
+            self._subjects.popitem(last=False)
+        return user
+
     def authenticate(self, credentials: Credentials, path: str) -> UserInfo:
         if credentials.peer_certificate is not None:
-            try:
-                cert = x509.load_der_x509_certificate(credentials.peer_certificate)
-            except ValueError as e:
-                raise Unauthenticated("unreadable client certificate") from e
-            name, groups = certs.subject_of(cert)
-            if not name:
-                raise Unauthenticated("client certificate has no common name")
-            return UserInfo(name, groups=(*groups, users.ALL_AUTHENTICATED))
+            return self._certificate_user(credentials.peer_certificate)
         token = bearer_token(credentials.authorization)
         if token is not None:
             return self.authenticate_token(token)

@@ -115,13 +115,15 @@ class DeploymentReconciler:
     async def __call__(self, request: runtime.Request, ctx: runtime.Context) -> runtime.Result:
         self.owners_of_orphans.owners = ctx.cache
         self.deployment_of_pod.sets = ctx.cache_for(REPLICA_SET)
+        self.deployment_of_pod.deployments = ctx.cache
         deployment = ctx.get(request)
         if deployment is None:
             return runtime.Result.done()
         selector = rsc.selector_of(deployment)
         if selector is None or _meta(deployment).get("deletionTimestamp"):
             return runtime.Result.done()
-        candidates = ctx.cache_for(REPLICA_SET).by_index("namespace", request.namespace)
+        candidates = rsc.claim_candidates(ctx.cache_for(REPLICA_SET), request.namespace,
+                                          str(_meta(deployment).get("uid") or ""))
         try:
             owned = await rsc.claim(ctx.client, deployment, candidates, selector, REPLICA_SET,
                                     DEPLOYMENT)
@@ -416,11 +418,15 @@ class DeploymentsOfReplicaSet:
 
 
 class DeploymentOfPod:
-    """A pod: the Deployment controlling the ReplicaSet controlling it (Recreate waits for
-    the old pods to be gone, not only for their ReplicaSets to be scaled down)."""
+    """A pod: the Deployment controlling the ReplicaSet controlling it, when that Deployment's
+    strategy is ``Recreate`` (which waits for the old pods to be gone, not only for their
+    ReplicaSets to be scaled down). A rolling update follows its ReplicaSets' status, never
+    pods: as in Kubernetes, the pods of other Deployments wake nothing (10,000 pods starting
+    would otherwise reconcile their Deployments tens of thousands of times)."""
 
     def __init__(self) -> None:
         self.sets: runtime.Cache | None = None
+        self.deployments: runtime.Cache | None = None
 
     def requests(self, pod: Obj) -> Iterable[runtime.Request]:
         if self.sets is None:
@@ -432,8 +438,16 @@ class DeploymentOfPod:
                 rs = self.sets.get(f"{namespace}/{ref.get('name')}")
                 for owner in _meta(rs).get("ownerReferences") or () if rs else ():
                     if isinstance(owner, Mapping) and owner.get("controller") is True \
-                            and owner.get("kind") == "Deployment":
+                            and owner.get("kind") == "Deployment" \
+                            and self._recreates(namespace, str(owner.get("name"))):
                         yield runtime.Request(namespace, str(owner.get("name")))
+
+    def _recreates(self, namespace: str, name: str) -> bool:
+        found = None if self.deployments is None else self.deployments.get(f"{namespace}/{name}")
+        if found is None:
+            return self.deployments is None  # not known yet: let the reconcile decide
+        strategy = _d(_d(found.get("spec")).get("strategy"))
+        return strategy.get("type") == "Recreate"
 
 
 def deployment_controller(*, workers: int = 4, now: Callable[[], datetime] | None = None

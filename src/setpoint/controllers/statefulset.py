@@ -318,7 +318,7 @@ class StatefulSetReconciler:
             self.written.forget(request.key)
             return runtime.Result.done()
         uid = str(_meta(statefulset).get("uid") or "")
-        in_namespace = ctx.cache_for(POD).by_index("namespace", request.namespace)
+        in_namespace = replicaset.claim_candidates(ctx.cache_for(POD), request.namespace, uid)
         selector = replicaset.selector_of(statefulset)
         if selector is None:
             owned = [p for p in in_namespace if _owned_by(p, uid)]

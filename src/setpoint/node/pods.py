@@ -3,16 +3,19 @@
 It watches the pods whose ``spec.nodeName`` is this node (an informer with that field
 selector, as the kubelet does), and for each:
 
-* **runs it**: fetches what it refers to (ConfigMaps, Secrets, ServiceAccount tokens through
+* **runs it**: fetches what it refers to (ConfigMaps and Secrets from a watch of each one,
+  :mod:`setpoint.node.objects`; ServiceAccount tokens through
   ``serviceaccounts/<name>/token`` bound to the pod), adds the service environment variables
   (``service_env(namespace, enableServiceLinks)``, from the Services known at that moment) and
-  calls the runtime's ``sync_pod``;
-  pods that refer to other objects are synced again every ``resync`` seconds, so updated
-  ConfigMaps and Secrets reach their volumes and tokens are renewed;
+  calls the runtime's ``sync_pod``; a pod is synced again as soon as a ConfigMap or Secret
+  it uses changes, and pods that refer to other objects every ``resync`` seconds too, so
+  updated ConfigMaps and Secrets reach their volumes and tokens are renewed;
 * **reports it**: every status change the runtime signals is written to ``pods/<name>/status``
-  (PUT with the resourceVersion read; on a conflict the pod is read again and the write
-  retried), keeping the conditions and fields the agent does not own (a scheduler's
-  ``PodScheduled``, readiness gates' conditions, ``nominatedNodeName``);
+  (PUT with the resourceVersion of the newer of the watched pod and the server's answer to
+  the previous write, so that two writes in a row do not conflict with each other; on a
+  conflict the pod is read again and the write retried), keeping the conditions and fields
+  the agent does not own (a scheduler's ``PodScheduled``, readiness gates' conditions,
+  ``nominatedNodeName``);
 * **records Events** the runtime reports (``Started``, ``Killing``, ``BackOff``, ``Failed``,
   ...), with the container's ``fieldPath`` and ``source.host``; repeats of one Event within
   10 minutes bump its ``count``;
@@ -37,9 +40,8 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import contextlib
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -49,6 +51,7 @@ from setpoint.agent import PodEvent, PodRuntime, references, resolve_inputs
 from setpoint.agent.status import KUBELET_CONDITIONS
 from setpoint.apimachinery import errors, timeutil
 from setpoint.apimachinery.clock import Clock, SystemClock
+from setpoint.node.objects import ObjectRef, WatchedObjects, WatchedObjectsConfig
 from setpoint.node.tokens import TokenCache, TokenKey
 from setpoint.runtime import clock as rtclock
 
@@ -75,6 +78,8 @@ class PodLoopConfig:
     max_series: int = 4096
     #: seconds of token validity asked for projected ServiceAccount tokens without one
     token_seconds: int = 3600
+    #: ConfigMaps and Secrets followed by a watch each (beyond: read with a GET per sync)
+    watched_objects: int = 4096
 
     def __post_init__(self) -> None:
         if not self.node_name:
@@ -83,6 +88,8 @@ class PodLoopConfig:
             raise ValueError("workers, status_workers, events_queue, max_series must be >= 1")
         if self.resync <= 0:
             raise ValueError("resync must be positive")
+        if self.watched_objects < 0:
+            raise ValueError("watched_objects must be >= 0")
 
 
 def pod_key(pod: Mapping[str, Any]) -> str:
@@ -99,6 +106,11 @@ def _sync_relevant(pod: Mapping[str, Any]) -> tuple[Any, ...]:
     meta = pod.get("metadata") or {}
     return (meta.get("uid"), meta.get("deletionTimestamp"), meta.get("labels"),
             meta.get("annotations"), pod.get("spec"))
+
+
+def _version(pod: Mapping[str, Any]) -> int:
+    rv = str((pod.get("metadata") or {}).get("resourceVersion") or "")
+    return int(rv) if rv.isdigit() and len(rv) <= 20 else -1
 
 
 def merge_status(current: Mapping[str, Any] | None, reported: Mapping[str, Any]) -> Obj:
@@ -134,8 +146,17 @@ class PodLoop:
         self.informer: runtime.Informer | None = None
         #: uid -> key of every pod handed to the runtime (adopted ones once synced)
         self.uids: dict[str, str] = {}
+        #: the same, key -> uids (a pod being stopped and its successor of the same name)
+        self._uids_of: dict[str, set[str]] = {}
+        #: uid -> the server's answer to our last status write, until the cache shows it
+        self._answered: dict[str, Mapping[str, Any]] = {}
+        self._status_locks: dict[str, asyncio.Lock] = {}
         #: projected tokens, asked for again only at 80 % of their validity
         self.tokens = TokenCache(self.clock.monotonic)
+        #: the ConfigMaps and Secrets the pods use, each followed by a watch
+        self.objects = WatchedObjects(
+            client, clock=self.clock, on_change=self._objects_changed,
+            config=WatchedObjectsConfig(max_objects=config.watched_objects))
         self._terminating: dict[str, asyncio.Task[None]] = {}
         self._events: collections.deque[PodEvent] = collections.deque(
             maxlen=config.events_queue)
@@ -159,11 +180,12 @@ class PodLoop:
         informer.cache.subscribe(runtime.Handlers(
             add=lambda obj: self.queue.add(pod_key(obj)),
             update=self._on_update,
-            delete=lambda obj: self.queue.add(pod_key(obj))))
+            delete=self._on_delete))
         try:
             async with asyncio.TaskGroup() as group:
                 self._group = group
                 group.create_task(informer.run(), name="pod informer")
+                group.create_task(self.objects.run(), name="configmaps and secrets")
                 await informer.wait_synced()
                 self._adopt()
                 self.synced.set()
@@ -178,6 +200,10 @@ class PodLoop:
             self.queue.shut_down()
             self.status_queue.shut_down()
 
+    def _on_delete(self, obj: Mapping[str, Any]) -> None:
+        self.objects.release(_uid(obj))  # gone from the API: its volumes need no updates
+        self.queue.add(pod_key(obj))
+
     def _on_update(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
         if _sync_relevant(old) != _sync_relevant(new):
             self.queue.add(pod_key(new))
@@ -189,11 +215,38 @@ class PodLoop:
         for uid in self.runtime.pods():
             found = cache.by_index("uid", uid)
             if found:
-                self.uids[uid] = pod_key(found[0])
+                self._track(uid, pod_key(found[0]))
                 self.status_queue.add(uid)
             else:
                 log.info("removing pod %s: the API no longer has it", uid)
                 self._spawn(self._remove(uid), f"remove {uid}")
+
+    def _track(self, uid: str, key: str) -> None:
+        old = self.uids.get(uid)
+        if old == key:
+            return
+        if old is not None:
+            self._untrack(uid)
+        self.uids[uid] = key
+        self._uids_of.setdefault(key, set()).add(uid)
+
+    def _untrack(self, uid: str) -> None:
+        self._answered.pop(uid, None)
+        self._status_locks.pop(uid, None)
+        key = self.uids.pop(uid, None)
+        if key is None:
+            return
+        uids = self._uids_of.get(key)
+        if uids is not None:
+            uids.discard(uid)
+            if not uids:
+                del self._uids_of[key]
+
+    def _objects_changed(self, uids: Iterable[str]) -> None:
+        for uid in uids:
+            key = self.uids.get(uid)
+            if key is not None:
+                self.queue.add(key)
 
     def _spawn(self, coro: Any, name: str) -> asyncio.Task[Any]:
         assert self._group is not None
@@ -204,8 +257,9 @@ class PodLoop:
             await self.runtime.remove_pod(uid)
         except Exception:
             log.exception("removing pod %s failed", uid)
-        self.uids.pop(uid, None)
+        self._untrack(uid)
         self.tokens.forget(uid)
+        self.objects.release(uid)
 
     async def _worker(self) -> None:
         while True:
@@ -232,10 +286,10 @@ class PodLoop:
         assert self.informer is not None
         pod = self.informer.cache.get(key)
         uid = _uid(pod)
-        for old_uid, old_key in list(self.uids.items()):
-            if old_key == key and old_uid != uid and old_uid not in self._terminating:
+        for old_uid in list(self._uids_of.get(key, ())):
+            if old_uid != uid and old_uid not in self._terminating:
                 # deleted without a graceful deletion (or replaced by a new pod of this name)
-                self.uids.pop(old_uid, None)
+                self._untrack(old_uid)
                 self._spawn(self._remove(old_uid), f"remove {old_uid}")
         if pod is None or not uid:
             return
@@ -249,9 +303,12 @@ class PodLoop:
         if not known and phase in TERMINAL:
             return  # finished before this agent knew it: nothing to run again
         refs = references(pod)
+        ns = str(meta.get("namespace") or "default")
+        self.objects.use(uid, [*(ObjectRef("ConfigMap", ns, n) for n in refs.config_maps),
+                               *(ObjectRef("Secret", ns, n) for n in refs.secrets)])
         inputs = await self._inputs(pod, refs)
         await self.runtime.sync_pod(pod, inputs)
-        self.uids[uid] = key
+        self._track(uid, key)
         if refs.config_maps or refs.secrets or refs.tokens:
             self.queue.add_after(key, self.config.resync)
 
@@ -261,12 +318,11 @@ class PodLoop:
         config_maps: dict[str, Any] = {}
         secrets: dict[str, Any] = {}
         for name in sorted(refs.config_maps):
-            with contextlib.suppress(errors.NotFound):
-                config_maps[name] = await self.client.get(("v1", "ConfigMap"), name,
-                                                          namespace=ns)
+            if (found := await self.objects.get(ObjectRef("ConfigMap", ns, name))) is not None:
+                config_maps[name] = found
         for name in sorted(refs.secrets):
-            with contextlib.suppress(errors.NotFound):
-                secrets[name] = await self.client.get(("v1", "Secret"), name, namespace=ns)
+            if (found := await self.objects.get(ObjectRef("Secret", ns, name))) is not None:
+                secrets[name] = found
         tokens: dict[tuple[str, str], str] = {}
         account = str((pod.get("spec") or {}).get("serviceAccountName") or "default")
         for volume, path, audience, seconds in refs.tokens:
@@ -322,7 +378,8 @@ class PodLoop:
                     log.info("deleting pod %s failed (will retry): %s", key, e)
                     await rtclock.sleep(self.clock, 1.0)
             await self.runtime.remove_pod(uid)
-            self.uids.pop(uid, None)
+            self._untrack(uid)
+            self.objects.release(uid)
         finally:
             self._terminating.pop(uid, None)
 
@@ -352,14 +409,43 @@ class PodLoop:
             finally:
                 self.status_queue.done(uid)
 
+    def _freshest(self, uid: str, cached: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+        """The newer of the cached pod and the server's answer to our last status write.
+
+        The watch shows our own write a moment after the server answered it; a second
+        write based on the cache in that moment (Running, then Ready) would be refused as
+        a conflict, and read again. The answer is the pod as the server then had it, so it
+        is the better base until the cache shows that resourceVersion or a later one.
+        """
+        answered = self._answered.get(uid)
+        if answered is None:
+            return cached
+        if cached is not None and _uid(cached) == uid and \
+                _version(cached) >= _version(answered):
+            del self._answered[uid]  # the cache caught up
+            return cached
+        return answered
+
     async def _write_status(self, uid: str) -> None:
+        """Write the runtime's status of ``uid``; one write at a time per pod (a status
+        writer and the pod's termination may both want to), so that the second starts from
+        the first's answer instead of conflicting with it."""
+        if uid not in self.uids:
+            return  # not (or no longer) ours to report
+        lock = self._status_locks.get(uid)
+        if lock is None:
+            lock = self._status_locks[uid] = asyncio.Lock()
+        async with lock:
+            await self._write_status_now(uid)
+
+    async def _write_status_now(self, uid: str) -> None:
         assert self.informer is not None
         assert self._pods_ref is not None
         key = self.uids.get(uid)
         reported = self.runtime.pod_status(uid)
         if key is None or reported is None:
             return
-        pod = self.informer.cache.get(key)
+        pod = self._freshest(uid, self.informer.cache.get(key))
         for _ in range(MAX_CONFLICT_RETRIES):
             if pod is None or _uid(pod) != uid:
                 return
@@ -368,7 +454,8 @@ class PodLoop:
                 return
             body = {**pod, "status": status}
             try:
-                await self.client.update_status(body, resource=self._pods_ref)
+                self._answered[uid] = await self.client.update_status(
+                    body, resource=self._pods_ref)
                 return
             except errors.NotFound:
                 return

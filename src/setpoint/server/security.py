@@ -32,7 +32,7 @@ from setpoint.audit.log import AuditLog
 from setpoint.audit.policy import Policy
 from setpoint.auth import impersonation
 from setpoint.auth import user as users
-from setpoint.auth.attributes import Attributes, resource_verb
+from setpoint.auth.attributes import Attributes, name_of_selection, resource_verb
 from setpoint.auth.authenticator import Authenticator, Credentials, Unauthenticated
 from setpoint.auth.rbac.authorizer import Authorizer
 from setpoint.auth.user import UserInfo
@@ -74,9 +74,12 @@ def attributes_of(request: web.Request, ri: request_info.RequestInfo | None,
     namespace = ri.namespace or ""
     if ri.resource == "namespaces" and ri.name and ri.namespace is None:
         namespace = ri.name  # a namespace is in itself, as Kubernetes' RequestInfo says
+    name = ri.name
+    if not name and verb in ("list", "watch") and "fieldSelector" in request.query:
+        name = name_of_selection(request.query["fieldSelector"])
     return Attributes(user=user, verb=verb, resource_request=True, namespace=namespace,
                       api_group=ri.group, api_version=ri.version, resource=ri.resource,
-                      subresource=ri.subresource, name=ri.name, path=request.path)
+                      subresource=ri.subresource, name=name, path=request.path)
 
 
 def peer_certificate(request: web.Request) -> bytes | None:

@@ -190,3 +190,38 @@ async def test_old_data_directories_stop_binding_every_node(tmp_path: Path) -> N
         binding = await admin.get(("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
                                   "system:node")
         assert [s["name"] for s in binding["subjects"]] == ["someone"]
+
+
+async def test_a_node_lists_and_watches_one_object_its_pods_use(server: Server, tmp_path: Path
+                                                                ) -> None:
+    """``fieldSelector=metadata.name=NAME`` names the object, as in Kubernetes: the agent
+    follows a ConfigMap its pods use with a watch of that one object."""
+    configmap = ("v1", "ConfigMap")
+    async with Client(load_kubeconfig(tmp_path / "kubeconfig")) as admin, \
+            await node_client(server, tmp_path, "node-a") as a, \
+            await node_client(server, tmp_path, "node-b") as b:
+        for name in ("used", "unused"):
+            await admin.create({"apiVersion": "v1", "kind": "ConfigMap",
+                                "metadata": {"name": name}, "data": {"k": name}})
+        await admin.create(pod("on-a", "node-a", volumes=[
+            {"name": "v", "configMap": {"name": "used"}}]))
+
+        listed = await waiting.eventually(
+            lambda: a.list(configmap, namespace="default",
+                           field_selector="metadata.name=used"),
+            timeout=10, retry_on=(errors.Forbidden,))
+        assert [i["metadata"]["name"] for i in listed["items"]] == ["used"]
+        async with a.watch(configmap, namespace="default", field_selector="metadata.name=used",
+                           resource_version="0") as events:
+            first = await anext(aiter(events))
+            assert (first.type, first.object["metadata"]["name"]) == ("ADDED", "used")
+
+        with forbidden('configmaps "unused" is forbidden: User "system:node:node-a" cannot '
+                       'list resource "configmaps" in API group "" in the namespace "default": '
+                       "no relationship found between node 'node-a' and this object"):
+            await a.list(configmap, namespace="default", field_selector="metadata.name=unused")
+        with forbidden("no relationship found between node 'node-b' and this object"):
+            await b.list(configmap, namespace="default", field_selector="metadata.name=used")
+        for selector in ("metadata.name!=used", "metadata.namespace=default"):
+            with forbidden("No Object name found"):
+                await a.list(configmap, namespace="default", field_selector=selector)

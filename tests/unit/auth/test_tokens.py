@@ -159,6 +159,32 @@ def test_client_certificate_names_user_and_groups() -> None:
     assert user == UserInfo("jane", groups=("devs", "system:authenticated"))
 
 
+def test_certificate_users_are_remembered_within_a_bound() -> None:
+    ca = certs.new_ca("ca", now=dt.datetime.now(dt.UTC))
+    ders = {name: certs.issue(ca, common_name=name, organizations=[f"{name}s"], usage="client",
+                              now=ca.not_before).certificate.public_bytes(
+                                  serialization.Encoding.DER)
+            for name in ("jane", "bob", "carol")}
+    auth = Authenticator(now=lambda: NOW, certificate_subjects=2)
+
+    def who(name: str) -> UserInfo:
+        return auth.authenticate(Credentials(peer_certificate=ders[name]), "/api")
+
+    assert who("jane") == who("jane") == UserInfo("jane", groups=("janes",
+                                                                  "system:authenticated"))
+    assert who("bob").name == "bob"
+    assert who("jane").name == "jane"  # now the most recent
+    assert who("carol") == UserInfo("carol", groups=("carols", "system:authenticated"))
+    assert list(auth._subjects) == [ders["jane"], ders["carol"]]  # bob, least recent, gone
+    assert who("bob").name == "bob"  # read again
+    for _ in range(2):  # an unreadable one is refused every time, and not remembered
+        with pytest.raises(Unauthenticated, match="unreadable client certificate"):
+            auth.authenticate(Credentials(peer_certificate=b"not DER"), "/api")
+    assert len(auth._subjects) == 2
+    with pytest.raises(ValueError, match="certificate_subjects"):
+        Authenticator(now=lambda: NOW, certificate_subjects=0)
+
+
 def test_impersonation_headers() -> None:
     wanted = impersonation.parse([("Impersonate-User", "system:serviceaccount:team:bot"),
                                   ("Impersonate-Extra-Scopes%2Fread", "a")])
