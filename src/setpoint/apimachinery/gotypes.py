@@ -407,7 +407,9 @@ _TIME_FAST = regexp.Regexp(r"\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])T([01]\d
 def time_error(text: str, layout: str = RFC3339) -> str | None:
     """Why ``text`` is not an RFC 3339 time (Go's ``time.Parse`` message), or ``None``."""
     if _TIME_FAST.fullmatch(text):
-        return None
+        if text[8:10] <= "28" or _day_fits(text):
+            return None
+        return f'parsing time "{text}": day out of range'
     rest = text
     parts: list[str] = []
     for elem, pattern in _TIME_STEPS:
@@ -426,4 +428,16 @@ def time_error(text: str, layout: str = RFC3339) -> str | None:
     offset = parts[-1]
     if offset != "Z" and (int(offset[1:3]) > 23 or int(offset[4:6]) > 59):
         return f'parsing time "{text}": time zone offset out of range'
+    if not _day_fits(text):
+        return f'parsing time "{text}": day out of range'
     return None
+
+
+def _day_fits(text: str) -> bool:
+    """Whether the day of a well-formed ``YYYY-MM-DD...`` exists in its month and year (Go
+    checks it last: February 30th, April 31st and February 29th of a common year do not)."""
+    year, month, day = int(text[0:4]), int(text[5:7]), int(text[8:10])
+    if month == 2:
+        leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+        return day <= (29 if leap else 28)
+    return day <= (30 if month in (4, 6, 9, 11) else 31)

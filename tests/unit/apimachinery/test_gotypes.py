@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -143,7 +144,19 @@ TIME_CASES = [
     ("2024-01-02T03:04:05Zx", 'parsing time "2024-01-02T03:04:05Zx": extra text: "x"'),
     ("2024-01-02T03:04:05", 'parsing time "2024-01-02T03:04:05" as '
                             '"2006-01-02T15:04:05Z07:00": cannot parse "" as "Z07:00"'),
+    # the day must exist in its month (Go checks it after the whole layout)
+    ("2024-02-29T00:00:00Z", None),
+    ("2000-02-29T00:00:00Z", None),
+    ("2023-02-29T00:00:00Z", 'parsing time "2023-02-29T00:00:00Z": day out of range'),
+    ("1900-02-29T00:00:00Z", 'parsing time "1900-02-29T00:00:00Z": day out of range'),
+    ("2024-04-31T10:00:00+01:00", 'parsing time "2024-04-31T10:00:00+01:00": day out of range'),
+    ("2024-02-30T10:00:00.5Z", 'parsing time "2024-02-30T10:00:00.5Z": day out of range'),
 ]
+
+
+@given(hs.datetimes(min_value=datetime(1, 1, 1), max_value=datetime(9999, 12, 31)))
+def test_every_real_date_is_a_time(moment: datetime) -> None:
+    assert go.time_error(moment.replace(microsecond=0).isoformat() + "Z") is None
 
 
 @pytest.mark.parametrize(("text", "expected"), TIME_CASES, ids=[c[0] for c in TIME_CASES])
