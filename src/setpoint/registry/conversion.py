@@ -184,6 +184,14 @@ class WebhookConverter:
         return out
 
 
+def version_of(api_version: Any) -> str:
+    """The version an ``apiVersion`` names (``group/v1`` or ``v1``: ``v1``); "" if it is not
+    a string."""
+    if not isinstance(api_version, str):
+        return ""
+    return api_version.rsplit("/", 1)[-1]
+
+
 class Conversion:
     """Objects of one store in the version a request names (see the module doc)."""
 
@@ -238,9 +246,7 @@ class Conversion:
         (``matchPolicy: Equivalent``), and their patches converted back. With a webhook it is
         one review, straight from the object's version to ``version``."""
         if self.webhook is None:
-            api_version = obj.get("apiVersion")
-            source = api_version.rsplit("/", 1)[-1] if isinstance(api_version, str) else ""
-            stored = self.strategy.to_storage(deep_copy(obj), source)
+            stored = self.strategy.to_storage(deep_copy(obj), version_of(obj.get("apiVersion")))
             return self.strategy.from_storage_owned(stored, version)
         converted = (await self.webhook.convert([obj], self.info.api_version(version)))[0]
         if converted is obj:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import contextlib
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any, Protocol
@@ -195,7 +196,7 @@ class StoreBase:
             obj["kind"] = self.info.kind
         elif kind != self.info.kind:
             raise errors.BadRequest(
-                f"{kind} in version \"{_version_of(have)}\" cannot be handled as a "
+                f"{kind} in version \"{conversion.version_of(have)}\" cannot be handled as a "
                 f"{self.info.kind}: the kind of the object ({kind}) does not match the "
                 f"kind on the URL ({self.info.kind})")
         if have is None:
@@ -413,24 +414,17 @@ class StoreBase:
             if self.allocator is not None else None
         if opts.dry_run:
             return WriteResult(new, warnings=warnings)
-        stored = await self.conversion.to_storage(new, version.name)
         key = kv.key
-        try:
-            written = await self._backend.update(key, encode(stored), kv.mod_revision)
-        except st.RevisionConflict:
-            await _abort(allocation)
-            raise
-        except st.KeyNotFound as e:
-            await _abort(allocation)
-            raise self._not_found(name) from e
-        except st.StorageError as e:
-            await _abort(allocation)
-            raise storageerrors.api_error(e) from e
-        except BaseException:
-            await _abort(allocation)
-            raise
-        if allocation is not None:
-            await allocation.commit()
+        async with allocated(allocation):
+            stored = await self.conversion.to_storage(new, version.name)
+            try:
+                written = await self._backend.update(key, encode(stored), kv.mod_revision)
+            except st.RevisionConflict:
+                raise  # the caller's to retry on a fresh read, not an API error
+            except st.KeyNotFound as e:
+                raise self._not_found(name) from e
+            except st.StorageError as e:
+                raise storageerrors.api_error(e) from e
         stored["metadata"]["resourceVersion"] = str(written.mod_revision)
         if self._deletion_done(stored):
             await self._finish_deletion(key, written.mod_revision, stored)
@@ -460,9 +454,18 @@ class StoreBase:
 # --- small pure helpers ----------------------------------------------------------------------
 
 
-async def _abort(allocation: Allocation | None) -> None:
+@contextlib.asynccontextmanager
+async def allocated(allocation: Allocation | None) -> AsyncIterator[None]:
+    """Around the storage write of an object that holds ``allocation``: committed when the
+    write succeeds, given back when anything is raised (cancellation included)."""
+    try:
+        yield
+    except BaseException:
+        if allocation is not None:
+            await allocation.abort()
+        raise
     if allocation is not None:
-        await allocation.abort()
+        await allocation.commit()
 
 
 def _check_name(meta: Obj, name: str) -> None:
@@ -486,9 +489,3 @@ def _without_managed_fields(obj: Obj) -> Obj:
 def _short(obj: Obj) -> str:
     text = orjson.dumps(obj).decode()
     return text if len(text) <= 200 else text[:200] + "..."
-
-
-def _version_of(api_version: Any) -> str:
-    if not isinstance(api_version, str):
-        return ""
-    return api_version.rsplit("/", 1)[-1]

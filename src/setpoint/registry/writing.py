@@ -27,8 +27,8 @@ from setpoint.registry.storebase import (
     SERVER_OWNED_META,
     Obj,
     StoreBase,
-    _abort,
     _check_name,
+    allocated,
     encode,
 )
 from setpoint.storage import interface as st
@@ -67,21 +67,15 @@ class Writes(StoreBase):
             if self.allocator is not None else None
         if opts.dry_run:
             return WriteResult(obj, created=True, warnings=warnings)
-        stored = await self.conversion.to_storage(obj, version.name)
         key = self.info.key(namespace, name)
-        try:
-            kv = await self._backend.create(key, encode(stored))
-        except st.KeyExists as e:
-            await _abort(allocation)
-            raise errors.already_exists(self.info.resource, self.info.group, name) from e
-        except st.StorageError as e:
-            await _abort(allocation)
-            raise storageerrors.api_error(e) from e
-        except BaseException:
-            await _abort(allocation)
-            raise
-        if allocation is not None:
-            await allocation.commit()
+        async with allocated(allocation):
+            stored = await self.conversion.to_storage(obj, version.name)
+            try:
+                kv = await self._backend.create(key, encode(stored))
+            except st.KeyExists as e:
+                raise errors.already_exists(self.info.resource, self.info.group, name) from e
+            except st.StorageError as e:
+                raise storageerrors.api_error(e) from e
         stored["metadata"]["resourceVersion"] = str(kv.mod_revision)
         return WriteResult(await self._output_owned(stored, version), created=True,
                            warnings=warnings)
