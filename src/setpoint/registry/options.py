@@ -97,6 +97,27 @@ class AdmissionAttributes:
     #: prune, default and validate the new object again after a hook changed it in place
     #: (mutating admission); raises the store's 422
     revalidate: Callable[[dict[str, Any]], None] | None = None
+    #: objects converted by :meth:`in_version` with ``keep``, per version
+    converted: dict[str, tuple[dict[str, Any] | None, dict[str, Any] | None]] = field(
+        default_factory=dict, repr=False)
+
+    async def in_version(self, new: dict[str, Any] | None, old: dict[str, Any] | None,
+                         version: str, *, keep: bool = True
+                         ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+        """``new`` and ``old`` in ``version`` (themselves in the request's version). With
+        ``keep`` the converted pair is remembered and given to every later call for that
+        version: only for objects no hook changes any more (the policies and the validating
+        webhooks, which run after mutation, share one conversion per version)."""
+        if version == self.version or self.convert is None:
+            return new, old
+        if keep and version in self.converted:
+            return self.converted[version]
+        convert = self.convert
+        pair = (await convert(new, version) if new is not None else None,
+                await convert(old, version) if old is not None else None)
+        if keep:
+            self.converted[version] = pair
+        return pair
 
     def warn(self, text: str) -> None:
         if self.sink is not None:

@@ -153,7 +153,6 @@ class PolicyAdmission:
             ns_obj = self._cache.get(NAMESPACE_PREFIX + namespace)
         ns_labels = matching.labels_of(ns_obj) if ns_obj is not None else None
         denials: list[_Denial] = []
-        versions: dict[str, tuple[Obj | None, Obj | None]] = {}  # converted once per version
         for policy in sorted(policies, key=lambda p: p.name):
             mine = bindings.get(policy.name)
             if not mine:
@@ -174,10 +173,7 @@ class PolicyAdmission:
                         denials.append(_Denial(policy.name, _name(binding),
                                                f"failed to configure binding: {e}"))
                     continue
-                objects = versions.get(match.version)
-                if objects is None:
-                    objects = versions[match.version] = await self._versioned(
-                        new, old, attrs, match.version)
+                objects = await attrs.in_version(new, old, match.version)
                 for param in params:
                     inputs = self._inputs(objects, attrs, match.version, policy, param,
                                           None if is_namespace else ns_obj)
@@ -257,15 +253,6 @@ class PolicyAdmission:
             raise _ConfigError("no params found for policy binding with `Deny` "
                                "parameterNotFoundAction")
         return params
-
-    @staticmethod
-    async def _versioned(new: Obj | None, old: Obj | None, attrs: AdmissionAttributes,
-                         version: str) -> tuple[Obj | None, Obj | None]:
-        if version == attrs.version or attrs.convert is None:
-            return new, old
-        convert = attrs.convert
-        return (await convert(new, version) if new is not None else None,
-                await convert(old, version) if old is not None else None)
 
     def _inputs(self, objects: tuple[Obj | None, Obj | None], attrs: AdmissionAttributes,
                 version: str, policy: pol.CompiledPolicy, param: Obj | None,

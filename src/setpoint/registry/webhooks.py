@@ -262,9 +262,8 @@ class WebhookAdmission:
             return
         ns_obj = self._namespace(attrs)
         calls: list[tuple[int, _Hook, Awaitable[errors.ApiError | None]]] = []
-        versions: dict[str, tuple[Obj | None, Obj | None]] = {}  # converted once per version
         for i, hook in enumerate(hooks):
-            prepared = await self._prepare(hook, new, old, attrs, ns_obj, versions)
+            prepared = await self._prepare(hook, new, old, attrs, ns_obj, keep=True)
             if prepared is None:
                 continue
             calls.append((i, hook, self._validate_one(hook, i, prepared, attrs)))
@@ -290,12 +289,12 @@ class WebhookAdmission:
 
     async def _prepare(self, hook: _Hook, new: Obj | None, old: Obj | None,
                        attrs: AdmissionAttributes, ns_obj: Obj | None,
-                       versions: dict[str, tuple[Obj | None, Obj | None]] | None = None
-                       ) -> tuple[str, Obj] | _Failed | None:
+                       *, keep: bool) -> tuple[str, Obj] | _Failed | None:
         """Whether ``hook`` applies: ``(version, AdmissionRequest)``, a failure of its match
         conditions, or None. The objects are converted to the version the hook's rule
-        matched (``versions`` keeps them per version, for hooks that do not change them); a
-        conversion webhook's failure is raised as the request's error."""
+        matched (:meth:`AdmissionAttributes.in_version`; ``keep`` for the validating hooks,
+        which change nothing); a conversion webhook's failure is raised as the request's
+        error."""
         spec = hook.spec
         rules = spec.get("rules")
         if not rules:
@@ -315,16 +314,7 @@ class WebhookAdmission:
         if match is None:
             return None
         version = match.version
-        obj, old_obj = new, old
-        if version != attrs.version and attrs.convert is not None:
-            known = versions.get(version) if versions is not None else None
-            if known is None:
-                convert = attrs.convert
-                known = (await convert(new, version) if new is not None else None,
-                         await convert(old, version) if old is not None else None)
-                if versions is not None:
-                    versions[version] = known
-            obj, old_obj = known
+        obj, old_obj = await attrs.in_version(new, old, version, keep=keep)
         user = attrs.user or UserInfo("system:apiserver", groups=("system:masters",))
         req = request_object(attrs, version, user)
         if hook.conditions:
@@ -436,7 +426,7 @@ class WebhookAdmission:
                           old: Obj | None, attrs: AdmissionAttributes,
                           ns_obj: Obj | None) -> bool | None:
         """Call one mutating webhook; whether it changed the object (None: not called)."""
-        prepared = await self._prepare(hook, new, old, attrs, ns_obj)
+        prepared = await self._prepare(hook, new, old, attrs, ns_obj, keep=False)
         if prepared is None:
             return None
         try:
