@@ -25,20 +25,12 @@ from setpoint.registry.options import (
     WriteOptions,
 )
 from setpoint.registry.resources import ResourceInfo, VersionInfo
-from setpoint.registry.store import (
-    PATCH_APPLY,
-    PATCH_JSON,
-    PATCH_MERGE,
-    PATCH_STRATEGIC,
-    Store,
-)
+from setpoint.registry.store import PATCH_APPLY, Store
 from setpoint.server import limits, negotiation, nodeproxy, responses, security, streaming
 from setpoint.server.request_info import RequestInfo
 from setpoint.server.watchresponse import WatchConfig, serve_watch
 
 Obj = dict[str, Any]
-
-PATCH_TYPES = (PATCH_JSON, PATCH_MERGE, PATCH_STRATEGIC, PATCH_APPLY)
 
 
 class ResourceHandler:
