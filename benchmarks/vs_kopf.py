@@ -55,7 +55,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 import orjson
@@ -65,7 +65,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "src"))
 
-from tests.conftest import ServeProcess, start_serve  # noqa: E402
+if TYPE_CHECKING:
+    from tests.conftest import ServeProcess
 
 GROUP = "bench.example.com"
 PLURAL = "things"
@@ -210,6 +211,14 @@ def _new_loop() -> asyncio.AbstractEventLoop:
     return loop
 
 
+def _start_serve(data: Path, *, storage: str) -> ServeProcess:
+    # imported here, not at the top: the operators run this file as their process, and the
+    # test fixtures import the whole server, which would count in the operators' CPU and RSS
+    from tests.conftest import start_serve
+
+    return start_serve(data, storage=storage)
+
+
 # --- measuring ------------------------------------------------------------------------------------
 
 
@@ -328,7 +337,7 @@ async def run(args: argparse.Namespace) -> None:
     runs: dict[tuple[int, str], list[dict[str, float]]] = {}
     load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
-        server = start_serve(Path(tmp) / "data", storage=args.storage)
+        server = _start_serve(Path(tmp) / "data", storage=args.storage)
         try:
             # as the admin, over TLS with its client certificate (serve is secure by default)
             async with server.session() as http:
@@ -423,7 +432,7 @@ async def run_external(args: argparse.Namespace) -> None:
     runs: dict[tuple[int, str], list[dict[str, float]]] = {}
     load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
-        server = start_serve(Path(tmp) / "data", storage=args.storage)
+        server = _start_serve(Path(tmp) / "data", storage=args.storage)
         try:
             async with server.session() as http:
                 for doc in yaml.safe_load_all((QUEUE_EXAMPLE / "crd.yaml").read_text()):
