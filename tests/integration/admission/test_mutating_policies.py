@@ -289,4 +289,38 @@ async def test_hostile_policies_get_4xx_or_their_failure_policy(http: aiohttp.Cl
     huge = "Object{metadata: Object.metadata{labels: {" + ", ".join(
         f"'k{i}': 'v'" for i in range(20000)) + "}}}"
     status, body, _ = await request(http, "POST", POLICIES, policy("huge", mutation(huge)))
-    assert status in (201, 422), body
+    assert status == 422
+    assert "expression code point size exceeds limit" in body["message"]
+    # a cheap expression that repeats a large value of the object is bounded by its size
+    await install(http, policy("amplify", mutation(
+        "[JSONPatch{op: 'add', path: '/data/copies', value: [" +
+        ", ".join(["object.data.big"] * 8) + "]}]", "JSONPatch"), matchConditions=[
+            {"name": "a", "expression": "object.metadata.name == 'amplify'"}]),
+        binding("amplify", "amplify"))
+    status, body, _ = await request(http, "POST", CONFIGMAPS,
+                                    configmap("amplify", big="x" * 500_000))
+    assert status == 403, body
+    assert "larger than 3145728 bytes" in body["message"]
+
+
+async def test_openapi_describes_both_versions_like_the_validating_kinds(
+        http: aiohttp.ClientSession) -> None:
+    documents = {}
+    for version in ("v1", "v1alpha1", "v1beta1"):
+        status, doc, _ = await request(
+            http, "GET", f"/openapi/v3/apis/admissionregistration.k8s.io/{version}")
+        assert status == 200, doc
+        documents[version] = doc
+    validating = documents["v1"]["components"]["schemas"]
+    reference = next(v for n, v in validating.items()
+                     if n.endswith("v1.ValidatingAdmissionPolicy"))
+    for version in ("v1alpha1", "v1beta1"):
+        schemas = documents[version]["components"]["schemas"]
+        for kind in ("MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding"):
+            name = next(n for n in schemas if n.endswith(f"{version}.{kind}"))
+            assert schemas[name]["x-kubernetes-group-version-kind"] == [
+                {"group": "admissionregistration.k8s.io", "version": version, "kind": kind}]
+            assert set(schemas[name]) == set(reference)
+        paths = documents[version]["paths"]
+        assert f"/apis/admissionregistration.k8s.io/{version}/mutatingadmissionpolicies" \
+            in paths
