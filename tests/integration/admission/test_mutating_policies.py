@@ -4,11 +4,14 @@ resources, params, match conditions, failure policies, reinvocation, and hostile
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import aiohttp
+import pytest
 
 from tests.integration.api.helpers import WIDGETS, install_widgets, request, widget
+from tests.webhookserver import WebhookServer, patch_response, webhook_server
 
 GROUP = "/apis/admissionregistration.k8s.io"
 POLICIES = f"{GROUP}/v1beta1/mutatingadmissionpolicies"
@@ -324,3 +327,44 @@ async def test_openapi_describes_both_versions_like_the_validating_kinds(
         paths = documents[version]["paths"]
         assert f"/apis/admissionregistration.k8s.io/{version}/mutatingadmissionpolicies" \
             in paths
+
+
+@pytest.fixture
+def webhook() -> Iterator[WebhookServer]:
+    # requested before the server, so that it outlives the server's pooled connections
+    with webhook_server({}) as server:
+        yield server
+
+
+async def test_policies_run_before_mutating_webhooks_and_again_if_needed(
+        webhook: WebhookServer, http: aiohttp.ClientSession) -> None:
+    def label(review: dict[str, Any]) -> dict[str, Any]:
+        labels = review["request"]["object"]["metadata"].get("labels") or {}
+        # the webhook sees what the policy did, and adds a label of its own
+        assert labels.get("stamped") == "yes", labels
+        return patch_response([{"op": "add", "path": "/metadata/labels/hooked",
+                                "value": "yes"}])
+
+    copy = mutation("has(object.metadata.labels) && 'hooked' in object.metadata.labels ? "
+                    "Object{metadata: Object.metadata{labels: {'copied': "
+                    "object.metadata.labels['hooked']}}} : Object{}")
+    webhook.handlers["/label"] = label
+    await install(http, policy("stamp", LABEL, copy, reinvocationPolicy="IfNeeded"),
+                  binding("stamp", "stamp"))
+    status, body, _ = await request(
+        http, "POST", "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations",
+        {"apiVersion": "admissionregistration.k8s.io/v1",
+         "kind": "MutatingWebhookConfiguration", "metadata": {"name": "hooked"},
+         "webhooks": [{"name": "label.example.com", "sideEffects": "None",
+                       "admissionReviewVersions": ["v1"],
+                       "clientConfig": {"url": webhook.url("/label"),
+                                        "caBundle": webhook.ca_bundle},
+                       "rules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                                  "operations": ["CREATE"],
+                                  "resources": ["configmaps"]}]}]})
+    assert status == 201, body
+    status, body, _ = await request(http, "POST", CONFIGMAPS, configmap("ordered"))
+    assert status == 201, body
+    assert body["metadata"]["labels"] == {"stamped": "yes", "hooked": "yes",
+                                          "copied": "yes"}
+    assert len(webhook.received) == 1
