@@ -1,15 +1,19 @@
 """MutatingAdmissionPolicies through kubectl 1.32 (``admissionregistration.k8s.io/v1alpha1``):
 a label added by an apply configuration and replicas defaulted by a JSON patch from params
 on Deployments, a match condition that opts out, ``kubectl get`` of both kinds, and a
-runtime error refused under ``failurePolicy: Fail`` and let through under ``Ignore``."""
+runtime error refused under ``failurePolicy: Fail`` and let through under ``Ignore``, and
+each invocation in the audit log."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.compat.conftest import MANIFESTS, Kubectl
+from tests.compat.conftest import MANIFESTS, Kubectl, eventually
+from tests.conftest import start_serve
 
 pytestmark = pytest.mark.compat
 
@@ -101,3 +105,34 @@ def test_failure_policy_fail_refuses_and_ignore_admits(kubectl: Kubectl) -> None
     kubectl.run("create", "configmap", "lenient-one", "--from-literal=a=1")
     got = kubectl.json("get", "configmap", "lenient-one")
     assert got["data"] == {"a": "1"}
+
+
+def test_invocations_are_recorded_in_the_audit_log(tmp_path: Path) -> None:
+    log = tmp_path / "audit" / "audit.log"
+    serve = start_serve(tmp_path / "data", extra_args=["--audit-log-path", str(log)])
+    try:
+        own = Kubectl(serve.kubeconfig, tmp_path / "cache", {})
+        own.apply(MANIFESTS / "map-demo.yaml")
+        own.run("create", "namespace", "mutated")
+        own.run("label", "namespace", "mutated", "mutate=yes")
+        own.run("create", "-n", "mutated", "-f", "-", input=deployment("audited"))
+
+        def created() -> dict[str, Any] | None:
+            for line in log.read_text().splitlines():
+                event = json.loads(line)
+                ref = event.get("objectRef") or {}
+                if event["verb"] == "create" and ref.get("resource") == "deployments" and \
+                        ref.get("namespace") == "mutated":
+                    return dict(event)
+            return None
+
+        event = eventually(created)
+        annotations = event["annotations"]
+        recorded = [json.loads(v) for k, v in annotations.items()
+                    if k.startswith("mutation.policy.admission.k8s.io/round_0_index_")]
+        assert {"policy": "stamp-deployments", "binding": "stamp-deployments",
+                "mutated": True} in recorded
+        # the replicas policy found no params there (parameterNotFoundAction: Allow)
+        assert all(r["policy"] != "default-replicas" for r in recorded)
+    finally:
+        serve.stop()
