@@ -14,6 +14,7 @@ from setpoint.admission import expressions as ex
 from setpoint.admission import mutation as mut
 from setpoint.apimachinery import patch, typed
 from setpoint.apimachinery.jsoncopy import deep_copy
+from setpoint.cel.objects import StructValue
 
 DECL = ex.Declarations(has_params=True)
 #: every operation CEL builds from the params, ``from`` only where the param has one
@@ -115,3 +116,23 @@ def test_results_are_bounded() -> None:
                                "JSONPatch", DECL)
     with pytest.raises(mut.MutationError, match="larger than"):
         mut.apply_json_patch({}, run(big, "x" * (mut.MAX_RESULT_BYTES + 1)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(documents, documents)
+def test_any_apply_configuration_merges_or_fails_cleanly(doc: dict[str, Any],
+                                                         config: dict[str, Any]) -> None:
+    before, given_config = deep_copy(doc), deep_copy(config)
+    value = StructValue("Object", dict(config))
+    try:
+        out = mut.apply_configuration(doc, value, SPEC)
+    except mut.MutationError:
+        pass
+    else:
+        assert isinstance(out, dict)
+        # what the configuration sets is in the result (lists of unkeyed specs replaced)
+        for key, v in config.items():
+            if not isinstance(v, dict | list):
+                assert out[key] == v
+    assert doc == before
+    assert config == given_config
