@@ -58,8 +58,9 @@ def test_a_deployment_is_labelled_and_defaulted(kubectl: Kubectl) -> None:
 
 
 def test_an_update_is_mutated_too(kubectl: Kubectl) -> None:
-    kubectl.run("label", "deployment", "web", "-n", "mutated", f"{STAMP}-")
-    got = kubectl.json("get", "deployment", "web", "-n", "mutated")
+    kubectl.run("create", "-n", "mutated", "-f", "-", input=deployment("updated"))
+    kubectl.run("label", "deployment", "updated", "-n", "mutated", f"{STAMP}-")
+    got = kubectl.json("get", "deployment", "updated", "-n", "mutated")
     assert got["metadata"]["labels"][STAMP] == "true"
 
 
