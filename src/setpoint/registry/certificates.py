@@ -37,14 +37,13 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Final
 
-from setpoint.apimachinery import fields, gotypes, timeutil, validation
+from setpoint.apimachinery import fields, timeutil, validation
 from setpoint.apimachinery.fields import ErrorType, FieldError, FieldPath
-from setpoint.apimachinery.gotypes import BYTES, INT32, STRING, MapOf, SliceOf, Struct
 from setpoint.auth.user import UserInfo
 from setpoint.pki import csr as pkicsr
-from setpoint.registry import builtintypes, table
+from setpoint.registry import table
 from setpoint.registry.resources import ResourceInfo, SubresourceInfo, VersionInfo
-from setpoint.registry.strategy import Strategy
+from setpoint.registry.typedstrategy import TypedStrategy
 
 Obj = dict[str, Any]
 
@@ -73,24 +72,6 @@ CONDITIONS: Final = FieldPath.root("status").child("conditions")
 CERTIFICATE: Final = FieldPath.root("status").child("certificate")
 
 Now = Callable[[], datetime]
-
-
-def csr_type() -> Struct:
-    condition = Struct("v1.CertificateSigningRequestCondition", {
-        "type": gotypes.Scalar("v1.RequestConditionType", "string"),
-        "status": gotypes.Scalar("v1.ConditionStatus", "string"),
-        "reason": STRING, "message": STRING,
-        "lastUpdateTime": gotypes.TIME, "lastTransitionTime": gotypes.TIME})
-    spec = Struct("v1.CertificateSigningRequestSpec", {
-        "request": BYTES, "signerName": STRING, "expirationSeconds": INT32,
-        "usages": SliceOf(gotypes.Scalar("v1.KeyUsage", "string")),
-        "username": STRING, "uid": STRING, "groups": SliceOf(STRING),
-        "extra": MapOf(SliceOf(STRING))})
-    status = Struct("v1.CertificateSigningRequestStatus", {
-        "conditions": SliceOf(condition), "certificate": BYTES})
-    return Struct("v1.CertificateSigningRequest", {
-        "apiVersion": STRING, "kind": STRING, "metadata": builtintypes.object_meta(),
-        "spec": spec, "status": status})
 
 
 def _dict(value: Any) -> Obj:
@@ -311,15 +292,13 @@ def requestor(user: UserInfo) -> Obj:
     return out
 
 
-class CertificateSigningRequestStrategy(Strategy):
+class CertificateSigningRequestStrategy(TypedStrategy):
+    type_key = ("certificates.k8s.io/v1", "CertificateSigningRequest")
     known_fields = frozenset({"spec", "status"})
 
     def __init__(self, info: ResourceInfo, now: Now) -> None:
         super().__init__(info)
         self._clock_now = now
-
-    def go_type(self, version: VersionInfo) -> gotypes.GoType | None:
-        return csr_type()
 
     def check_name(self, name: str) -> list[str]:
         return []  # "We don't care what you call your certificate requests."
