@@ -1,8 +1,10 @@
 """An operator's admission and conversion hooks as plain Python functions.
 
 :class:`Hooks` collects an operator's **validate**, **mutate** and **convert** functions,
-serves them on one HTTPS server (:class:`~setpoint.runtime.hookserver.HookServer`: a CA of its
-own, paths ``/validate/<hook>``, ``/mutate/<hook>`` and ``/convert/<crd>``) and registers
+serves them on one HTTPS server (:class:`~setpoint.runtime.hookserver.HookServer`: a
+certificate the cluster issues through a CertificateSigningRequest,
+:mod:`setpoint.runtime.hookcerts`, or else of a CA of its own; paths ``/validate/<hook>``,
+``/mutate/<hook>`` and ``/convert/<crd>``) and registers
 them itself: a ValidatingWebhookConfiguration and a MutatingWebhookConfiguration named after
 the hooks, and ``spec.conversion`` of each CRD with a convert function. No certificates or
 tunnels for the operator's author to make::
@@ -71,7 +73,8 @@ cancelled (the API server has given up on it by then).
 
 Non-guarantees: a function in a thread that outlives its timeout runs on (a thread cannot be
 cancelled); registration replaces the configurations' whole ``webhooks`` lists (the
-configurations are the operator's own); the CA and certificate are new at every start.
+configurations are the operator's own); the key and certificate are new at every start (a
+new CertificateSigningRequest each time).
 """
 
 from __future__ import annotations
