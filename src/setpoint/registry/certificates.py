@@ -295,6 +295,7 @@ def requestor(user: UserInfo) -> Obj:
 class CertificateSigningRequestStrategy(TypedStrategy):
     type_key = ("certificates.k8s.io/v1", "CertificateSigningRequest")
     known_fields = frozenset({"spec", "status"})
+    merge_keys = {"status.conditions": "type"}
 
     def __init__(self, info: ResourceInfo, now: Now) -> None:
         super().__init__(info)

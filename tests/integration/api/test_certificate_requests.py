@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from setpoint.apimachinery import errors
-from setpoint.client import Client, load_kubeconfig
+from setpoint.client import Client, PatchType, load_kubeconfig
 from setpoint.pki import csr as pkicsr
 from setpoint.server.securing import SecurityConfig
 from setpoint.server.server import Server, ServerConfig
@@ -250,3 +250,23 @@ async def test_a_tampered_request_and_undecodable_bytes(server: Server,
         with invalid("status.certificate: Invalid value: \"<certificate data>\": only "
                      "CERTIFICATE PEM blocks are allowed, found \"CERTIFICATE REQUEST\""):
             await admin.update_status(approved_now)
+
+
+async def test_approval_by_strategic_merge_patch_and_dry_run(server: Server,
+                                                             tmp_path: Path) -> None:
+    async with Client(load_kubeconfig(tmp_path / "kubeconfig")) as admin:
+        await admin.create(csr("patched"))
+        condition = {"type": "Approved", "status": "True", "reason": "Patch"}
+        dry = await admin.patch(CSR, "patched", {"status": {"conditions": [condition]}},
+                                subresource="approval", dry_run=True,
+                                patch_type=PatchType.STRATEGIC)
+        assert dry["status"]["conditions"][0]["type"] == "Approved"
+        assert (await admin.get(CSR, "patched"))["status"] == {}
+        done = await admin.patch(CSR, "patched", {"status": {"conditions": [condition]}},
+                                 subresource="approval", patch_type=PatchType.STRATEGIC)
+        assert [c["type"] for c in done["status"]["conditions"]] == ["Approved"]
+        # a patch through the object itself changes neither approval nor spec
+        kept = await admin.patch(CSR, "patched", {"spec": {"signerName": "example.com/x"},
+                                                  "status": {"conditions": []}})
+        assert kept["spec"]["signerName"] == SIGNER
+        assert [c["type"] for c in kept["status"]["conditions"]] == ["Approved"]
