@@ -19,11 +19,25 @@ from cryptography import x509
 
 from setpoint.apimachinery import errors
 from setpoint.client import Client, load_kubeconfig
-from setpoint.runtime import AdmissionRequest, HookConfig, Hooks, Verdict, hookcerts
+from setpoint.runtime import (
+    AdmissionRequest,
+    ConversionWebhook,
+    HookConfig,
+    Hooks,
+    Verdict,
+    hookcerts,
+)
 from setpoint.runtime.hooks import VALIDATING
 from setpoint.testing import control_plane
 from tests.conftest import start_serve
 from tests.integration.runtime.conftest import BOOK, book, install_books
+from tests.integration.runtime.test_conversion_functions import (
+    GADGET_V1,
+    GADGET_V2,
+    GROUP,
+    convert,
+    install,
+)
 
 CSR = hookcerts.CSR
 CONTROLLERS = ("csrsigning", "root-ca-cert-publisher", "namespace", "serviceaccount")
@@ -198,3 +212,32 @@ async def test_certificate_source_own_asks_nobody(tmp_path: Path) -> None:
             assert (await served_certificate(hooks)).issuer != (await cluster_ca(
                 cp.client)).subject
         assert (await cp.client.list(CSR))["items"] == []
+
+
+async def test_a_conversion_webhook_started_with_a_client_serves_a_cluster_certificate(
+        tmp_path: Path) -> None:
+    async with control_plane(tmp_path, controllers=CONTROLLERS, secure=True) as cp:
+        client = cp.client
+        await install(client)
+        await client.create({"apiVersion": GADGET_V2[0], "kind": "Gadget",
+                             "metadata": {"name": "probe", "namespace": "default"},
+                             "spec": {"replicas": 1}})
+        ca = await cluster_ca(client)
+        hook = ConversionWebhook(convert)
+        await hook.start(client)
+        try:
+            assert x509.load_pem_x509_certificate(base64.b64decode(hook.ca_bundle)) == ca
+            parts = urlsplit(hook.url)
+            assert parts.hostname is not None
+            assert parts.port is not None
+            pem = await asyncio.to_thread(ssl.get_server_certificate,
+                                          (parts.hostname, parts.port))
+            x509.load_pem_x509_certificate(pem.encode()).verify_directly_issued_by(ca)
+            await hook.register(client, f"gadgets.{GROUP}")
+
+            async def converted() -> bool:
+                probe = await client.get(GADGET_V1, "probe", namespace="default")
+                return bool(probe["spec"] == {"size": "1"})
+            await cp.eventually(converted)
+        finally:
+            await hook.stop()
