@@ -241,3 +241,24 @@ async def test_a_conversion_webhook_started_with_a_client_serves_a_cluster_certi
             await cp.eventually(converted)
         finally:
             await hook.stop()
+
+
+async def test_a_request_nobody_signs_falls_back_after_the_timeout(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # as on a real cluster without the serving signer: approved, never signed
+    async with control_plane(tmp_path, controllers=("namespace", "serviceaccount"),
+                             secure=True) as cp:
+        await install_books(cp.client)
+        config = HookConfig(certificate=hookcerts.CertificateConfig(timeout=1.0))
+        with caplog.at_level(logging.INFO, logger="setpoint.runtime.hooks"):
+            async with library_hooks(config=config).serving(cp.client) as hooks:
+                await assert_denies_untitled(cp.client, "untitled")
+                served = await served_certificate(hooks)
+                bundle = x509.load_pem_x509_certificate(base64.b64decode(hooks.ca_bundle))
+                served.verify_directly_issued_by(bundle)
+                assert bundle.subject.rfc4514_string() == "CN=library-hooks-ca"
+        messages = [r.getMessage() for r in caplog.records]
+        assert any("was not signed within 1s; the hooks use a CA of their own" in m
+                   for m in messages)
+        # the abandoned request is deleted
+        assert (await cp.client.list(CSR))["items"] == []
