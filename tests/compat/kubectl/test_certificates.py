@@ -63,3 +63,9 @@ def test_get_approve_deny_and_the_issued_certificate(kubectl: Kubectl) -> None:
     again = kubectl.run("certificate", "approve", "nope", check=False)
     assert again.returncode != 0
     assert 'certificate signing request "nope" is already Denied' in again.stderr
+
+
+def test_explain_reads_the_published_schema(kubectl: Kubectl) -> None:
+    out = kubectl.run("explain", "csr.spec.expirationSeconds").stdout
+    assert "KIND:       CertificateSigningRequest" in out
+    assert "FIELD: expirationSeconds <integer>" in out
