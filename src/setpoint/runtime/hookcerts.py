@@ -150,13 +150,17 @@ async def cluster_certificate(client: sp_client.Client, *, name: str, hosts: tup
                      "expirationSeconds": config.expiration_seconds}}
     try:
         created = await client.create(body)
-    except (errors.NotFound, errors.Forbidden, errors.MethodNotAllowed) as e:
+    except errors.ApiError as e:
         log.warning("%s: the cluster cannot issue a serving certificate (%s: %s); the hooks "
                     "use a CA of their own", name, type(e).__name__, e)
         return None
     request_name = str(created["metadata"]["name"])
     try:
         return await _wait_issued(client, created, key_pem, cas, config, log)
+    except errors.ApiError as e:
+        log.warning("CertificateSigningRequest %s: %s: %s; the hooks use a CA of their own",
+                    request_name, type(e).__name__, e)
+        return None
     finally:
         try:
             await client.delete(CSR, request_name)
