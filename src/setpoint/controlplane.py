@@ -324,7 +324,9 @@ class ControlPlane:
                 "--graceful-shutdown-timeout", f"{self.config.graceful_shutdown_timeout:g}",
                 "--log-level", self.config.log_level,
                 "--node-monitor-grace-period",
-                f"{self.config.controller_settings.node_lifecycle.grace_period:g}"]
+                f"{self.config.controller_settings.node_lifecycle.grace_period:g}",
+                "--cluster-signing-duration",
+                f"{self.config.controller_settings.signing.max_duration.total_seconds():g}"]
         if self.config.leader_election:
             argv.append("--leader-elect")
         secured = self.server.secured

@@ -38,6 +38,7 @@ from typing import Any, Final
 from setpoint import client as sp_client
 from setpoint import controllers as builtin_controllers
 from setpoint import process
+from setpoint.controllers import csrsigning
 from setpoint.controllers.nodelifecycle import DEFAULT_GRACE_PERIOD, NodeLifecycleConfig
 from setpoint.controlplane import parse_controllers
 from setpoint.pki.certs import KeyPair
@@ -85,6 +86,10 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                         help="the CA certificate (PEM) the csrsigning controller signs "
                         "approved CertificateSigningRequests with; with "
                         "--cluster-signing-key-file (without both, csrsigning does not run)")
+    parser.add_argument("--cluster-signing-duration", type=float,
+                        default=csrsigning.DEFAULT_SIGNING_DURATION, metavar="SECONDS",
+                        help="the longest certificate csrsigning issues (at least 600; "
+                        f"default: {csrsigning.DEFAULT_SIGNING_DURATION:g}, a year)")
     parser.add_argument("--cluster-signing-key-file", type=Path, default=None, metavar="PATH",
                         help="the private key (PEM) of --cluster-signing-cert-file")
     parser.add_argument("--log-level", default="INFO")
@@ -177,8 +182,9 @@ def main(args: argparse.Namespace) -> int:
         if args.graceful_shutdown_timeout <= 0:
             raise ValueError("--graceful-shutdown-timeout must be positive")
         config = client_config(args)
-        settings = builtin_controllers.Settings(node_lifecycle=NodeLifecycleConfig(
-            grace_period=args.node_monitor_grace_period))
+        settings = builtin_controllers.Settings(
+            node_lifecycle=NodeLifecycleConfig(grace_period=args.node_monitor_grace_period),
+            signing=csrsigning.signing_config(args.cluster_signing_duration))
         own: dict[str, sp_client.ClientConfig] = {
             name: client_config(args, name, 64) for name in names} \
             if args.credentials_dir is not None else {}

@@ -56,6 +56,9 @@ SERVING: Final = "setpoint.dev/serving"
 SIGNERS: Final = (KUBE_APISERVER_CLIENT, KUBELET_SERVING, SERVING)
 FAILURE_REASON: Final = "SignerValidationFailure"
 MIN_DURATION: Final = dt.timedelta(seconds=600)
+#: the longest certificate issued by default, in seconds (a year, as kube-controller-manager's
+#: ``--cluster-signing-duration``)
+DEFAULT_SIGNING_DURATION: Final = 365 * 24 * 3600.0
 
 Obj = dict[str, Any]
 Now = Callable[[], dt.datetime]
@@ -69,11 +72,21 @@ def _utcnow() -> dt.datetime:
 class SigningConfig:
     """The signer's bounds (kube-controller-manager's ``--cluster-signing-duration``)."""
 
-    max_duration: dt.timedelta = dt.timedelta(days=365)
+    max_duration: dt.timedelta = dt.timedelta(seconds=DEFAULT_SIGNING_DURATION)
 
     def __post_init__(self) -> None:
         if self.max_duration < MIN_DURATION:
             raise ValueError("max_duration must be at least 600 seconds")
+
+
+def signing_config(seconds: float) -> SigningConfig:
+    """The configuration of ``--cluster-signing-duration SECONDS`` (``ValueError`` below 600
+    seconds or not finite)."""
+    if not seconds == seconds or seconds in (float("inf"), float("-inf")):
+        raise ValueError("--cluster-signing-duration must be a number of seconds")
+    if seconds < MIN_DURATION.total_seconds():
+        raise ValueError("--cluster-signing-duration must be at least 600 seconds")
+    return SigningConfig(max_duration=dt.timedelta(seconds=seconds))
 
 
 def _client_usages(usages: list[str]) -> str | None:

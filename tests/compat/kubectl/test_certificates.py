@@ -6,7 +6,11 @@ process) then issues, verifiable against ``kube-root-ca.crt``."""
 from __future__ import annotations
 
 import base64
+import datetime as dt
 import json
+import os
+import shutil
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -14,8 +18,27 @@ from cryptography import x509
 
 from setpoint.pki import csr as pkicsr
 from tests.compat.conftest import Kubectl, eventually
+from tests.conftest import ServeProcess, start_serve
 
 pytestmark = [pytest.mark.compat, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
+    if shutil.which("kubectl") is None:
+        pytest.skip("kubectl is not installed")
+    # the signer (in the controller manager's process) issues at most an hour
+    proc = start_serve(tmp_path_factory.mktemp("serve"),
+                       extra_args=["--cluster-signing-duration", "3600"])
+    yield proc
+    proc.stop()
+
+
+@pytest.fixture(scope="module")
+def kubectl(serve: ServeProcess, tmp_path_factory: pytest.TempPathFactory) -> Kubectl:
+    env = dict(os.environ)
+    env.pop("KUBECONFIG", None)
+    return Kubectl(serve.kubeconfig, tmp_path_factory.mktemp("kubecache"), env)
 
 
 def csr(name: str, signer: str, usages: list[str], **spec: Any) -> dict[str, Any]:
@@ -53,6 +76,9 @@ def test_get_approve_deny_and_the_issued_certificate(kubectl: Kubectl) -> None:
     root = kubectl.json("get", "configmap", "kube-root-ca.crt")
     cert.verify_directly_issued_by(x509.load_pem_x509_certificate(
         root["data"]["ca.crt"].encode()))
+    # 7200 s asked, capped by --cluster-signing-duration (plus the five minutes' backdating)
+    assert cert.not_valid_after_utc - cert.not_valid_before_utc == \
+        dt.timedelta(seconds=3600) + pkicsr.BACKDATE
 
     rows = {line.split()[0]: line.split()
             for line in kubectl.run("get", "csr").stdout.splitlines()[1:]}
