@@ -104,3 +104,25 @@ def test_any_bytes_are_a_request_or_a_csr_error(data: bytes) -> None:
         assert parsed.csr.is_signature_valid
     problem = pkicsr.certificate_errors(data)
     assert problem is None or isinstance(problem, str)
+
+
+pem_blocks = st.builds(
+    lambda kind, headers, body: (
+        b"-----BEGIN " + kind + b"-----\n" + headers + base64.encodebytes(body)
+        + b"-----END " + kind + b"-----\n"),
+    st.sampled_from([b"CERTIFICATE", b"CERTIFICATE REQUEST", b"", b"X", b"CERTIFICATE-"]),
+    st.sampled_from([b"", b"Proc-Type: 4,ENCRYPTED\n\n", b"a:b\n", b":\n\n"]),
+    st.binary(max_size=300))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(pem_blocks, st.binary(max_size=40)), max_size=20)
+       .map(b"".join))
+def test_pem_shaped_input_is_judged_not_raised(data: bytes) -> None:
+    problem = pkicsr.certificate_errors(data)
+    assert problem is None or isinstance(problem, str)
+    try:
+        pkicsr.parse_request(data)
+    except pkicsr.CSRError as e:
+        message = str(e)
+        assert message
