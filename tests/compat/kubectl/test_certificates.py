@@ -95,3 +95,33 @@ def test_explain_reads_the_published_schema(kubectl: Kubectl) -> None:
     out = kubectl.run("explain", "csr.spec.expirationSeconds").stdout
     assert "KIND:       CertificateSigningRequest" in out
     assert "FIELD: expirationSeconds <integer>" in out
+
+
+def test_approval_without_approve_on_the_signer_is_forbidden(kubectl: Kubectl) -> None:
+    kubectl.run("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List",
+                                                      "items": [
+        csr("bobs", "example.com/widgets", ["server auth"]),
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+         "metadata": {"name": "csr-updater"},
+         "rules": [{"apiGroups": ["certificates.k8s.io"],
+                    "resources": ["certificatesigningrequests",
+                                  "certificatesigningrequests/approval"],
+                    "verbs": ["get", "list", "update"]}]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+         "metadata": {"name": "csr-updater"},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                     "name": "csr-updater"},
+         "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
+                       "name": "bob"}]}]}))
+
+    def refused() -> str:
+        result = kubectl.run("certificate", "approve", "bobs", "--as", "bob", check=False)
+        assert result.returncode != 0
+        assert "cannot get resource" not in result.stderr  # RBAC has caught up
+        return result.stderr
+
+    stderr = eventually(refused, timeout=30)
+    assert ('certificatesigningrequests.certificates.k8s.io "bobs" is forbidden: user not '
+            'permitted to approve requests with signerName "example.com/widgets"') in stderr
+    row = kubectl.run("get", "csr", "bobs").stdout.splitlines()[1].split()
+    assert row[-1] == "Pending"
