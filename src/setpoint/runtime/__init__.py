@@ -113,6 +113,7 @@ from setpoint.runtime.triggers import Trigger, current_triggers
 
 if _TYPE_CHECKING:
     from setpoint.runtime.conversion import ConversionWebhook
+    from setpoint.runtime.hookcerts import CertificateConfig
     from setpoint.runtime.hooks import (
         AdmissionRequest,
         Denied,
@@ -125,6 +126,7 @@ if _TYPE_CHECKING:
 # Imported on first use: the hook server (its TLS material, cryptography, aiohttp's web
 # server) is a fifth of the package's import time, and most operators serve no hooks.
 _LAZY = {"ConversionWebhook": "setpoint.runtime.conversion",
+         "CertificateConfig": "setpoint.runtime.hookcerts",
          **dict.fromkeys(("AdmissionRequest", "Denied", "HookConfig", "Hooks", "Verdict",
                           "hooks_in"), "setpoint.runtime.hooks")}
 
@@ -150,6 +152,7 @@ __all__ = [
     "Budgets",
     "Cache",
     "CacheSyncTimeoutError",
+    "CertificateConfig",
     "ClientListWatcher",
     "Condition",
     "Context",
