@@ -15,8 +15,9 @@ much less sensitive to the rest of the machine's load than the rate, which it pr
 of it the event loop's thread's (the rest is the storage thread's: SQLite, its commits), and
 the CPU of the built-in controllers' process per request. ``--rounds R`` repeats the
 phases on fresh objects and prints every round. ``--profile DIR`` attaches ``py-spy record``
-(on the PATH or beside this Python) to the server for each measured phase and prints the
-functions its samples fell in; the CPU figures are then those of a profiled server.
+(on the PATH or beside this Python) to the server (or, ``--profile-process controllers``, to
+the built-in controllers' process) for each measured phase and prints the functions its
+samples fell in; the CPU figures are then those of a profiled process.
 
     python benchmarks/writecpu.py [--n 3000] [--concurrency 16] [--rounds 2]
                                   [--security plain|secure] [--profile DIR]
@@ -48,6 +49,7 @@ sys.path.insert(0, str(ROOT / "src"))
 from benchmarks.api import (  # noqa: E402
     CRD,
     PATH,
+    children,
     children_cpu,
     cpu_seconds,
     get_json,
@@ -147,7 +149,9 @@ async def run(args: argparse.Namespace, tmp: Path) -> None:
                 for index, (name, requests) in enumerate(phases(f"r{round_}", args.n)):
                     profile = Path(args.profile) / f"round{round_}-phase{index}.txt" \
                         if args.profile else None
-                    with profiled(pid, profile):
+                    target = pid if args.profile_process == "server" else \
+                        max(children(pid), key=cpu_seconds)
+                    with profiled(target, profile):
                         cpu0, ctl0 = cpu_seconds(pid), children_cpu(pid)
                         loop0 = thread_cpu(pid, pid)
                         seconds = await send_all(s, requests, args.concurrency)
@@ -181,6 +185,10 @@ def main() -> None:
     parser.add_argument("--security", choices=("plain", "secure"), default="plain")
     parser.add_argument("--profile", default="")
     parser.add_argument("--top", type=int, default=40)
+    parser.add_argument("--profile-process", choices=("server", "controllers"),
+                        default="server",
+                        help="which process --profile records: the server or the built-in "
+                             "controllers' process")
     args = parser.parse_args()
     if args.profile:
         Path(args.profile).mkdir(parents=True, exist_ok=True)
