@@ -1,5 +1,6 @@
-"""Creates/s through a real ``setpoint serve`` without admission policies and with one
-ValidatingAdmissionPolicy, in the same run, printed side by side.
+"""Creates/s through a real ``setpoint serve`` without admission policies, with one
+ValidatingAdmissionPolicy, one MutatingAdmissionPolicy, one HTTPS webhook and one in-process
+Python hook, in the same run, printed side by side.
 
 One server process (secure, as ``setpoint serve`` starts by default), one custom resource
 kind. Phases, each creating N objects with C concurrent clients in a namespace of its own:
@@ -9,6 +10,10 @@ kind. Phases, each creating N objects with C concurrent clients in a namespace o
    evaluates ``object.spec.size <= 1000000`` (it admits every object);
 3. ``policy, not matched``: the same server, objects in a namespace the binding's
    namespaceSelector excludes (the cost of finding that no policy applies);
+3b. ``one MutatingAdmissionPolicy``: one policy (``v1beta1``) with one binding, in a
+   namespace of its own, adds a label to every create with an apply configuration (the
+   validating policy above does not match there; later phases pay for finding that the
+   mutating one does not match them);
 4. ``webhook``: one ValidatingWebhookConfiguration whose webhook (a local HTTPS server in a
    thread of this process, ``tests.webhookserver``, answering ``allowed: true``) is called
    for every create in a namespace of its own;
@@ -68,6 +73,20 @@ POLICY = {
         "apiGroups": [GROUP], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
         "resources": ["items"]}]},
         "validations": [{"expression": "object.spec.size <= 1000000"}]}}
+MUTATING_POLICY = {
+    "apiVersion": "admissionregistration.k8s.io/v1beta1", "kind": "MutatingAdmissionPolicy",
+    "metadata": {"name": "bench-stamp"},
+    "spec": {"matchConstraints": {"resourceRules": [{
+        "apiGroups": [GROUP], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
+        "resources": ["items"]}]},
+        "failurePolicy": "Fail", "reinvocationPolicy": "Never",
+        "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {
+            "expression": "Object{metadata: Object.metadata{labels: {'stamped': 'yes'}}}"}}]}}
+MUTATING_BINDING = {
+    "apiVersion": "admissionregistration.k8s.io/v1beta1",
+    "kind": "MutatingAdmissionPolicyBinding", "metadata": {"name": "bench-stamp"},
+    "spec": {"policyName": "bench-stamp",
+             "matchResources": {"namespaceSelector": {"matchLabels": {"mutated": "yes"}}}}}
 BINDING = {
     "apiVersion": "admissionregistration.k8s.io/v1",
     "kind": "ValidatingAdmissionPolicyBinding", "metadata": {"name": "bench-size-binding"},
@@ -166,7 +185,8 @@ async def run(args: argparse.Namespace, data: Path) -> dict[str, float]:
             await post(s, crds, crd("items", "Item"))
             await post(s, crds, crd("others", "Other"))
             for ns, labels in (("none", {}), ("checked", {"checked": "yes"}),
-                               ("unchecked", {}), ("hooked", {"hooked": "yes"}),
+                               ("unchecked", {}), ("mutated", {"mutated": "yes"}),
+                               ("hooked", {"hooked": "yes"}),
                                ("python", {}), ("again", {})):
                 await post(s, "/api/v1/namespaces", {
                     "apiVersion": "v1", "kind": "Namespace",
@@ -184,6 +204,15 @@ async def run(args: argparse.Namespace, data: Path) -> dict[str, float]:
                                               args.concurrency)
             results["policy, not matched"] = await creates(
                 s, items.format("unchecked"), "Item", args.n, args.concurrency)
+            await post(s, "/apis/admissionregistration.k8s.io/v1beta1/"
+                          "mutatingadmissionpolicies", MUTATING_POLICY)
+            await post(s, "/apis/admissionregistration.k8s.io/v1beta1/"
+                          "mutatingadmissionpolicybindings", MUTATING_BINDING)
+            results["one MutatingAdmissionPolicy"] = await creates(
+                s, items.format("mutated"), "Item", args.n, args.concurrency)
+            async with s.get(items.format("mutated") + "/o-0") as r:
+                stamped = (await r.json())["metadata"].get("labels")
+                assert stamped == {"stamped": "yes"}, stamped
             with webhook_server({"/allow": allow}) as hook:
                 await post(s, "/apis/admissionregistration.k8s.io/v1/"
                               "validatingwebhookconfigurations", webhook_configuration(

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from setpoint.admission import expressions as ex
-from setpoint.admission import matching
+from setpoint.admission import matching, mutation, mutationtypes
 from setpoint.admission.policy import declarations, param_kind
 from setpoint.apimachinery import fields, regexp
 from setpoint.apimachinery import validation as names
@@ -451,4 +451,149 @@ def validate_binding(obj: Mapping[str, Any]) -> list[FieldError]:
                                                 "serves no purpose)"))
     if not seen:
         errs.append(fields.required(at, "at least one validation action is required"))
+    return errs
+
+
+# --- MutatingAdmissionPolicy and its binding -------------------------------------------------
+
+#: what a mutating policy or binding may match (DELETE has no object to mutate)
+MUTATING_OPERATIONS: Final = ("*", "CONNECT", "CREATE", "UPDATE")
+
+
+def default_mutating_policy(obj: dict[str, Any]) -> None:
+    spec = _as_dict(obj.get("spec"))
+    if spec is None:
+        return
+    spec.setdefault("failurePolicy", "Fail")
+    default_match_resources(spec.get("matchConstraints"))
+
+
+def _validate_mutating_operations(resources: Any, path: FieldPath,
+                                  errs: list[FieldError]) -> None:
+    if not isinstance(resources, dict):
+        return
+    for key in ("resourceRules", "excludeResourceRules"):
+        for i, rule in enumerate(_items(resources.get(key))):
+            if not isinstance(rule, dict):
+                continue
+            at = path.child(key).index(i).child("operations")
+            for j, op in enumerate(_items(rule.get("operations"))):
+                if op in OPERATIONS and op not in MUTATING_OPERATIONS:
+                    errs.append(fields.not_supported(at.index(j), op, MUTATING_OPERATIONS))
+
+
+def _validate_mutation(m: Any, decl: ex.Declarations, at: FieldPath,
+                       errs: list[FieldError]) -> None:
+    if not isinstance(m, dict):
+        errs.append(fields.type_invalid(at, m, "must be an object"))
+        return
+    patch_type = m.get("patchType")
+    holders = {"ApplyConfiguration": "applyConfiguration", "JSONPatch": "jsonPatch"}
+    if not patch_type:
+        errs.append(fields.required(at.child("patchType")))
+        return
+    if patch_type not in holders:
+        errs.append(fields.not_supported(at.child("patchType"), patch_type,
+                                         mutation.PATCH_TYPES))
+        return
+    wanted = holders[patch_type]
+    for holder in holders.values():
+        if holder != wanted and m.get(holder) is not None:
+            errs.append(fields.forbidden(at.child(holder),
+                                         f"must not be specified when patchType is "
+                                         f"{patch_type}"))
+    content = m.get(wanted)
+    if content is None:
+        errs.append(fields.required(at.child(wanted),
+                                    f"must be specified when patchType is {patch_type}"))
+        return
+    if not isinstance(content, dict):
+        errs.append(fields.type_invalid(at.child(wanted), content, "must be an object"))
+        return
+    source = _text(content.get("expression"))
+    where = at.child(wanted).child("expression")
+    if not source.strip():
+        errs.append(fields.required(where))
+        return
+    try:
+        mutation.compile_mutation(source, patch_type, decl)
+    except ex.CompileError as e:
+        errs.append(fields.invalid(where, source, e.detail))
+
+
+def validate_mutating_policy(obj: Mapping[str, Any]) -> list[FieldError]:
+    """The spec of a MutatingAdmissionPolicy (metadata is the strategy's)."""
+    errs: list[FieldError] = []
+    path = FieldPath.root("spec")
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return [fields.required(path)] if spec is None else \
+            [fields.type_invalid(path, spec, "must be an object")]
+    failure = spec.get("failurePolicy")
+    if failure is None:
+        errs.append(fields.required(path.child("failurePolicy")))
+    elif failure not in FAILURE_POLICIES:
+        errs.append(fields.not_supported(path.child("failurePolicy"), failure,
+                                         FAILURE_POLICIES))
+    reinvocation = spec.get("reinvocationPolicy")
+    if not reinvocation:
+        errs.append(fields.required(path.child("reinvocationPolicy")))
+    elif reinvocation not in mutation.REINVOCATION_POLICIES:
+        errs.append(fields.not_supported(path.child("reinvocationPolicy"), reinvocation,
+                                         mutation.REINVOCATION_POLICIES))
+    if spec.get("paramKind") is not None:
+        _validate_param_kind(spec.get("paramKind"), path.child("paramKind"), errs)
+    constraints = spec.get("matchConstraints")
+    at = path.child("matchConstraints")
+    if constraints is None:
+        errs.append(fields.required(at))
+    else:
+        errs.extend(validate_match_resources(constraints, at))
+        if isinstance(constraints, dict) and not constraints.get("resourceRules"):
+            errs.append(fields.required(at.child("resourceRules")))
+        _validate_mutating_operations(constraints, at, errs)
+    decl, steps = mutation.declarations(spec)
+    _validate_match_conditions(spec.get("matchConditions"), decl, path.child("matchConditions"),
+                               errs)
+    for i, (name, source, var_decl) in enumerate(steps):
+        at = path.child("variables").index(i)
+        if not name.strip():
+            errs.append(fields.required(at.child("name"), "name is not specified"))
+        elif not _CEL_IDENTIFIER.match(name) or name in _CEL_RESERVED:
+            errs.append(fields.invalid(at.child("name"), name,
+                                       "name is not a valid CEL identifier"))
+        if not source.strip():
+            errs.append(fields.required(at.child("expression"), "expression is not specified"))
+        else:
+            try:
+                ex.compile_expression(source, var_decl, ex.ANY_RESULT,
+                                      mutationtypes.MUTATION_LIBRARY)
+            except ex.CompileError as e:
+                errs.append(fields.invalid(at.child("expression"), source, e.detail))
+    mutations = spec.get("mutations")
+    if not _items(mutations):
+        errs.append(fields.required(path.child("mutations"),
+                                    "mutations must contain at least one item"))
+    for i, m in enumerate(_items(mutations)):
+        _validate_mutation(m, decl, path.child("mutations").index(i), errs)
+    return errs
+
+
+def validate_mutating_binding(obj: Mapping[str, Any]) -> list[FieldError]:
+    errs: list[FieldError] = []
+    path = FieldPath.root("spec")
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return [fields.required(path)] if spec is None else \
+            [fields.type_invalid(path, spec, "must be an object")]
+    policy = _text(spec.get("policyName"))
+    if not policy:
+        errs.append(fields.required(path.child("policyName")))
+    else:
+        for msg in names.is_dns1123_subdomain(policy):
+            errs.append(fields.invalid(path.child("policyName"), policy, msg))
+    _validate_param_ref(spec.get("paramRef"), path.child("paramRef"), errs)
+    resources = spec.get("matchResources")
+    errs.extend(validate_match_resources(resources, path.child("matchResources")))
+    _validate_mutating_operations(resources, path.child("matchResources"), errs)
     return errs

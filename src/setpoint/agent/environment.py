@@ -25,7 +25,7 @@ from fractions import Fraction
 from typing import Any
 
 from setpoint.agent import inputs as inp
-from setpoint.agent import quantity
+from setpoint.apimachinery import quantity
 
 __all__ = ["PodFacts", "container_env", "downward_files", "expand", "field_ref",
            "resource_field_ref"]
@@ -123,14 +123,14 @@ def resource_field_ref(container: Obj, resource: str, divisor: object, facts: Po
     if given is None and kind == "requests":
         given = (res.get("limits") or {}).get(name)  # requests default to limits
     if given is not None:
-        value = quantity.parse_quantity(given)
+        value = quantity.value_of(given)
     elif kind == "limits" and name == "cpu":
         value = facts.allocatable_cpu
     elif kind == "limits" and name == "memory":
         value = facts.allocatable_memory
     else:
         value = Fraction(0)
-    div = quantity.parse_quantity(divisor if divisor not in (None, "") else "1")
+    div = quantity.value_of(divisor if divisor not in (None, "") else "1")
     return str(quantity.ceil_div(value, div))
 
 

@@ -71,6 +71,7 @@ from setpoint.agent import network as net
 from setpoint.agent import records as rc
 from setpoint.agent import runtime as rt
 from setpoint.agent import status as st
+from setpoint.apimachinery import quantity
 from setpoint.apimachinery.regexp import Regexp
 from setpoint.runtime import clock as rtclock
 
@@ -718,10 +719,8 @@ async def _read_all(reader: asyncio.StreamReader | None) -> bytes:
 def _quantity(value: Any) -> Fraction | None:
     if value is None:
         return None
-    from setpoint.agent import quantity
-
     try:
-        return quantity.parse_quantity(value)
+        return quantity.value_of(value)
     except quantity.QuantityError:
         return None
 

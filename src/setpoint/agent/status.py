@@ -28,9 +28,8 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from setpoint.agent import quantity
 from setpoint.agent.records import ContainerRecord, PodRecord
-from setpoint.apimachinery import timeutil
+from setpoint.apimachinery import quantity, timeutil
 
 __all__ = ["KUBELET_CONDITIONS", "phase", "pod_status", "qos_class"]
 
@@ -137,7 +136,7 @@ def qos_class(pod: Obj) -> str:
             continue
         for k, v in requests.items():
             try:
-                if quantity.parse_quantity(v) != quantity.parse_quantity(limits[k]):
+                if quantity.value_of(v) != quantity.value_of(limits[k]):
                     guaranteed = False
             except quantity.QuantityError:
                 guaranteed = False

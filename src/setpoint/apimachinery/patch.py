@@ -203,16 +203,27 @@ def _remove(doc: Any, tokens: list[str], path: str, op: str = "remove") -> Any:
 _JSON_PATCH_OPS = ("add", "remove", "replace", "move", "copy", "test")
 
 
-def json_patch(doc: Any, operations: Any) -> Any:
+def json_patch(doc: Any, operations: Any, *, max_added_bytes: int | None = None) -> Any:
     """Apply an RFC 6902 JSON patch and return the new document.
 
     The operations apply in order to one working copy; the first failure raises and nothing
     of the partial result escapes. A ``test`` of a missing member against ``null`` passes, as
-    in the library Kubernetes uses.
+    in the library Kubernetes uses. With ``max_added_bytes``, the values the operations add
+    (``add``, ``replace`` and ``copy``, as JSON) may total at most that many bytes: repeated
+    copies cannot grow the document exponentially.
     """
     if not isinstance(operations, list):
         raise PatchError(f"a JSON patch must be a list of operations, got {_kind(operations)}")
     result = deep_copy(doc)
+    added = 0
+
+    def grow(value: Any) -> None:
+        nonlocal added
+        if max_added_bytes is None:
+            return
+        added += len(orjson.dumps(value)) if value is not None else 4
+        if added > max_added_bytes:
+            raise PatchError(f"the patch adds more than {max_added_bytes} bytes")
     for i, operation in enumerate(operations):
         if not isinstance(operation, Mapping):
             raise PatchError(f"operation {i}: must be an object, got {_kind(operation)}")
@@ -226,6 +237,8 @@ def json_patch(doc: Any, operations: Any) -> Any:
         tokens = _pointer(path)
         if op in ("add", "replace", "test") and "value" not in operation:
             raise PatchError(f'{op} operation at "{path}": missing "value"')
+        if op in ("add", "replace"):
+            grow(operation.get("value"))
         value = deep_copy(operation.get("value"))
         if op == "add":
             result = _add(result, tokens, value, path)
@@ -260,7 +273,9 @@ def json_patch(doc: Any, operations: Any) -> Any:
                 moved = _remove(result, from_tokens, source, op)
                 result = _add(result, tokens, moved, path, op)
             else:
-                copied = deep_copy(_get(result, from_tokens, source, op))
+                found = _get(result, from_tokens, source, op)
+                grow(found)
+                copied = deep_copy(found)
                 result = _add(result, tokens, copied, path, op)
     return result
 

@@ -73,7 +73,8 @@ class CreateMap(Node):
 
 @dataclass(frozen=True, slots=True)
 class CreateStruct(Node):
-    """``Type{field: value}``: parsed for fidelity, rejected by the checker (no message types)."""
+    """``Type{field: value}``: a message of a type the library declares
+    (:mod:`setpoint.cel.structs`); without one the checker rejects it."""
 
     type_name: str
     fields: tuple[tuple[str, Node, bool], ...]

@@ -92,9 +92,7 @@ def _check(s: _State, node: ast.Node, scope: dict[str, t.Type], *, in_format: bo
     if isinstance(node, ast.Comprehension):
         return _comprehension(s, node, scope, in_format=in_format)
     if isinstance(node, ast.CreateStruct):
-        for _, value, _ in node.fields:
-            _check(s, value, scope, in_format=in_format)
-        return s.error(node.pos, f"undeclared reference to '{node.type_name}' (in container '')")
+        return _create_struct(s, node, scope, in_format=in_format)
     return t.DYN
 
 
@@ -240,6 +238,29 @@ def _create_map(s: _State, node: ast.CreateMap, scope: dict[str, t.Type], *,
     key = _homogeneous(s, [e.key for e in node.entries], keys, in_format)
     value = _homogeneous(s, [e.value for e in node.entries], values, in_format)
     return t.map_of(key, value)
+
+
+def _create_struct(s: _State, node: ast.CreateStruct, scope: dict[str, t.Type], *,
+                   in_format: bool) -> t.Type:
+    struct = s.functions.structs(node.type_name) if s.functions.structs is not None else None
+    values = [_check(s, value, scope, in_format=in_format) for _, value, _ in node.fields]
+    if struct is None:
+        return s.error(node.pos, f"undeclared reference to '{node.type_name}' (in container '')")
+    seen: set[str] = set()
+    for (name, value, optional), ty in zip(node.fields, values, strict=True):
+        if name in seen:
+            s.error(value.pos, f"field '{name}' is set twice")
+        seen.add(name)
+        expected = struct.field(name)
+        if expected is None:
+            s.error(value.pos, f"undefined field '{name}'")
+            continue
+        if optional:
+            ty = ty.params[0] if ty.kind == "optional" else t.DYN
+        if ty.kind != "error" and not t.assignable(expected, ty, {}):
+            s.error(value.pos, f"expected type of field '{name}' is '{expected}' but provided "
+                               f"type is '{ty}'")
+    return struct.type
 
 
 def _comprehension(s: _State, node: ast.Comprehension, scope: dict[str, t.Type], *,

@@ -22,6 +22,7 @@ from typing import Any
 
 from setpoint.cel.errors import CostLimitExceeded, NoSuchOverload
 from setpoint.cel.objects import CelList, CelMap, Optional
+from setpoint.cel.structs import StructProvider
 from setpoint.cel.types import Type
 
 CostFn = Callable[[Sequence[Any], Any], int]
@@ -56,6 +57,8 @@ class Function:
 @dataclass(frozen=True)
 class Library:
     functions: Mapping[str, Function] = field(default_factory=dict)
+    #: the message types ``Type{...}`` may build (none unless a library declares them)
+    structs: StructProvider | None = None
 
     def __or__(self, other: Library) -> Library:
         merged = dict(self.functions)
@@ -69,7 +72,7 @@ class Library:
                     old.prepare_arg if old.prepare is not None else fn.prepare_arg)
             else:
                 merged[name] = fn
-        return Library(merged)
+        return Library(merged, self.structs if self.structs is not None else other.structs)
 
     def get(self, name: str) -> Function | None:
         return self.functions.get(name)

@@ -39,6 +39,7 @@ from setpoint.cel.objects import (
     CelMap,
     Duration,
     Optional,
+    StructValue,
     Timestamp,
     TypeValue,
     UInt,
@@ -54,6 +55,7 @@ from setpoint.cel.operators import (
 
 LIST_CREATE_COST: Final = 10
 MAP_CREATE_COST: Final = 30
+#: cel-go's cost of building a message
 STRUCT_CREATE_COST: Final = 40
 
 
@@ -207,11 +209,7 @@ class _Planner:
         if isinstance(node, ast.Comprehension):
             return self.comprehension(node, scope)
         if isinstance(node, ast.CreateStruct):
-            type_name = node.type_name
-
-            def struct(a: Activation) -> Any:
-                raise EvalError(f"unknown type: {type_name}")
-            return struct
+            return self.create_struct(node, scope)
         raise EvalError(f"unsupported expression {type(node).__name__}")
 
     # -- names --------------------------------------------------------------------------
@@ -434,6 +432,32 @@ class _Planner:
                     raise EvalError(f"Failed with repeated key: {k}")
                 out[k] = v
             return out
+        return create
+
+    def create_struct(self, node: ast.CreateStruct, scope: frozenset[str]) -> Eval:
+        type_name = node.type_name
+        known = self.functions.structs is not None and \
+            self.functions.structs(type_name) is not None
+        entries = [(name, self.plan(value, scope), optional)
+                   for name, value, optional in node.fields]
+
+        def create(a: Activation) -> StructValue:
+            if not known:
+                raise EvalError(f"unknown type: {type_name}")
+            a.cost += STRUCT_CREATE_COST
+            out: dict[str, Any] = {}
+            for name, value, optional in entries:
+                v = value(a)
+                if optional:
+                    if type(v) is not Optional:
+                        raise EvalError(
+                            f"cannot initialize optional entry '{name}' from non-optional "
+                            f"value {v}")
+                    if not v.present:
+                        continue
+                    v = v.value
+                out[name] = v
+            return StructValue(type_name, out)
         return create
 
     @staticmethod

@@ -186,6 +186,28 @@ class CelMap:
                 yield k, v
 
 
+class StructValue(CelMap):
+    """A message built by ``Type{field: value}`` (only for the types a library declares,
+    :mod:`setpoint.cel.structs`): a map of its set fields that knows its type name."""
+
+    __slots__ = ("fields", "type_name")
+
+    def __init__(self, type_name: str, fields: dict[str, Any]) -> None:
+        self.type_name = type_name
+        self.fields = fields
+
+    def __len__(self) -> int:
+        return len(self.fields)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.fields)
+
+    def find(self, key: Any) -> tuple[bool, Any]:
+        if type(key) is str and key in self.fields:
+            return True, self.fields[key]
+        return False, None
+
+
 # Type values, named as cel-go names them.
 INT_TYPE: Final = TypeValue("int")
 UINT_TYPE: Final = TypeValue("uint")
@@ -219,6 +241,8 @@ def type_of(value: Any) -> TypeValue:
         return BYTES_TYPE
     if value is None:
         return NULL_TYPE
+    if t is StructValue:
+        return TypeValue(value.type_name)
     if t is list or isinstance(value, CelList):
         return LIST_TYPE
     if t is dict or isinstance(value, CelMap):

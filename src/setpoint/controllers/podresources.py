@@ -26,7 +26,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from setpoint.agent.quantity import QuantityError, parse_quantity
+from setpoint.apimachinery.quantity import QuantityError, value_of
 from setpoint.controllers.taints import items
 
 Obj = Mapping[str, Any]
@@ -46,7 +46,7 @@ def amount(name: str, quantity: Any) -> int:
     """``quantity`` of resource ``name`` as an int (cpu in millicores), rounded up; 0 when
     it is not a quantity."""
     try:
-        value = parse_quantity(quantity)
+        value = value_of(quantity)
     except QuantityError:
         return 0
     if name == CPU:

@@ -7,6 +7,10 @@ subresource the server fills in on every spec change: ``observedGeneration`` and
 custom resources the policy matches, :mod:`setpoint.admission.typechecking`). A binding has
 only ``spec``. Enforcement is :mod:`setpoint.registry.policies`.
 
+MutatingAdmissionPolicy and its binding (``v1beta1``, stored, and ``v1alpha1``: one shape)
+are cluster-scoped with ``spec`` only (validated by :mod:`setpoint.admission.validation`);
+they are enforced by :mod:`setpoint.registry.mutatingpolicies`.
+
 ValidatingWebhookConfiguration and MutatingWebhookConfiguration are cluster-scoped too, with
 ``webhooks`` (defaulted and validated by :mod:`setpoint.admission.webhookconfig`); they are
 enforced by :mod:`setpoint.registry.webhooks`.
@@ -30,6 +34,11 @@ Obj = dict[str, Any]
 GROUP: Final = "admissionregistration.k8s.io"
 POLICIES: Final = "validatingadmissionpolicies"
 BINDINGS: Final = "validatingadmissionpolicybindings"
+MUTATING_POLICIES: Final = "mutatingadmissionpolicies"
+MUTATING_BINDINGS: Final = "mutatingadmissionpolicybindings"
+#: the versions MutatingAdmissionPolicy and its binding are served in (one shape; stored in
+#: the newer one)
+MUTATING_POLICY_VERSIONS: Final = ("v1beta1", "v1alpha1")
 VALIDATING_WEBHOOKS: Final = "validatingwebhookconfigurations"
 MUTATING_WEBHOOKS: Final = "mutatingwebhookconfigurations"
 
@@ -46,12 +55,12 @@ def _selector() -> Struct:
                                        "matchExpressions": SliceOf(requirement)})
 
 
-def _match_resources() -> Struct:
-    rule = Struct("v1.NamedRuleWithOperations", {
+def _match_resources(prefix: str = "v1") -> Struct:
+    rule = Struct(f"{prefix}.NamedRuleWithOperations", {
         "resourceNames": SliceOf(STRING), "operations": SliceOf(_named("v1.OperationType")),
         "apiGroups": SliceOf(STRING), "apiVersions": SliceOf(STRING),
         "resources": SliceOf(STRING), "scope": _named("v1.ScopeType")})
-    return Struct("v1.MatchResources", {
+    return Struct(f"{prefix}.MatchResources", {
         "namespaceSelector": _selector(), "objectSelector": _selector(),
         "resourceRules": SliceOf(rule), "excludeResourceRules": SliceOf(rule),
         "matchPolicy": _named("v1.MatchPolicyType")})
@@ -92,6 +101,39 @@ def binding_type() -> Struct:
         "matchResources": _match_resources(),
         "validationActions": SliceOf(_named("v1.ValidationAction"))})
     return Struct("v1.ValidatingAdmissionPolicyBinding", {
+        "apiVersion": STRING, "kind": STRING, "metadata": builtintypes.object_meta(),
+        "spec": spec})
+
+
+def mutating_policy_type(version: str) -> Struct:
+    """MutatingAdmissionPolicy, the same in v1alpha1 and v1beta1."""
+    spec = Struct(f"{version}.MutatingAdmissionPolicySpec", {
+        "paramKind": Struct(f"{version}.ParamKind", {"apiVersion": STRING, "kind": STRING}),
+        "matchConstraints": _match_resources(version),
+        "variables": SliceOf(Struct(f"{version}.Variable", {
+            "name": STRING, "expression": STRING})),
+        "mutations": SliceOf(Struct(f"{version}.Mutation", {
+            "patchType": _named(f"{version}.PatchType"),
+            "applyConfiguration": Struct(f"{version}.ApplyConfiguration",
+                                         {"expression": STRING}),
+            "jsonPatch": Struct(f"{version}.JSONPatch", {"expression": STRING})})),
+        "failurePolicy": _named(f"{version}.FailurePolicyType"),
+        "matchConditions": SliceOf(Struct(f"{version}.MatchCondition", {
+            "name": STRING, "expression": STRING})),
+        "reinvocationPolicy": _named("v1.ReinvocationPolicyType")})
+    return Struct(f"{version}.MutatingAdmissionPolicy", {
+        "apiVersion": STRING, "kind": STRING, "metadata": builtintypes.object_meta(),
+        "spec": spec})
+
+
+def mutating_binding_type(version: str) -> Struct:
+    spec = Struct(f"{version}.MutatingAdmissionPolicyBindingSpec", {
+        "policyName": STRING,
+        "paramRef": Struct(f"{version}.ParamRef", {
+            "name": STRING, "namespace": STRING, "selector": _selector(),
+            "parameterNotFoundAction": _named(f"{version}.ParameterNotFoundActionType")}),
+        "matchResources": _match_resources(version)})
+    return Struct(f"{version}.MutatingAdmissionPolicyBinding", {
         "apiVersion": STRING, "kind": STRING, "metadata": builtintypes.object_meta(),
         "spec": spec})
 
@@ -203,6 +245,66 @@ def binding_resource() -> ResourceInfo:
                         categories=("api-extensions",))
 
 
+
+
+class MutatingAdmissionPolicyStrategy(Strategy):
+    known_fields = frozenset({"spec"})
+    uses_generation = True
+
+    def go_type(self, version: VersionInfo) -> gotypes.GoType | None:
+        return mutating_policy_type(version.name)
+
+    def default(self, obj: Obj, version: VersionInfo) -> None:
+        validation.default_mutating_policy(obj)
+
+    def validate(self, obj: Obj, version: VersionInfo) -> list[FieldError]:
+        return super().validate(obj, version) + validation.validate_mutating_policy(obj)
+
+    def columns(self, version: VersionInfo) -> list[table.Column]:
+        return [table.name_column(),
+                table.Column("Mutations", "integer",
+                             lambda o, _n: len((o.get("spec") or {}).get("mutations") or []),
+                             description="Number of mutations"),
+                table.path_column("ParamKind", "string", ".spec.paramKind.kind"),
+                table.age_column()]
+
+
+class MutatingAdmissionPolicyBindingStrategy(Strategy):
+    known_fields = frozenset({"spec"})
+    uses_generation = True
+
+    def go_type(self, version: VersionInfo) -> gotypes.GoType | None:
+        return mutating_binding_type(version.name)
+
+    def default(self, obj: Obj, version: VersionInfo) -> None:
+        validation.default_binding(obj)
+
+    def validate(self, obj: Obj, version: VersionInfo) -> list[FieldError]:
+        return super().validate(obj, version) + validation.validate_mutating_binding(obj)
+
+    def columns(self, version: VersionInfo) -> list[table.Column]:
+        return [table.name_column(),
+                table.path_column("PolicyName", "string", ".spec.policyName"),
+                table.path_column("ParamRef", "string", ".spec.paramRef.name"),
+                table.age_column()]
+
+
+def _mutating_versions() -> tuple[VersionInfo, ...]:
+    return tuple(VersionInfo(v, storage=i == 0) for i, v in enumerate(MUTATING_POLICY_VERSIONS))
+
+
+def mutating_policy_resource() -> ResourceInfo:
+    return ResourceInfo(group=GROUP, resource=MUTATING_POLICIES,
+                        kind="MutatingAdmissionPolicy", singular="mutatingadmissionpolicy",
+                        namespaced=False, versions=_mutating_versions(),
+                        categories=("api-extensions",))
+
+
+def mutating_binding_resource() -> ResourceInfo:
+    return ResourceInfo(group=GROUP, resource=MUTATING_BINDINGS,
+                        kind="MutatingAdmissionPolicyBinding",
+                        singular="mutatingadmissionpolicybinding", namespaced=False,
+                        versions=_mutating_versions(), categories=("api-extensions",))
 
 
 class WebhookConfigurationStrategy(Strategy):

@@ -33,6 +33,7 @@ from setpoint.registry import (
     endpointslices,
     eviction,
     jobs,
+    mutatingpolicies,
     nodes,
     podactions,
     pods,
@@ -96,6 +97,8 @@ class Catalog:
         self.generation = 0
         #: ValidatingAdmissionPolicies, enforced on every store's writes
         self.policies = policies.PolicyAdmission(cache, self._param_source)
+        #: MutatingAdmissionPolicies, before the mutating webhooks
+        self.mutating_policies = mutatingpolicies.MutatingPolicyAdmission(cache, self.policies)
         #: admission webhooks: mutating before the policies, validating after them
         self.webhooks = webhooks.WebhookAdmission(cache)
         builtins = [*core.builtin_resources(), *rbac.rbac_resources(),
@@ -125,6 +128,11 @@ class Catalog:
         self._add(Served(self._store(
             admissionregistration.ValidatingAdmissionPolicyBindingStrategy(
                 admissionregistration.binding_resource()))))
+        self._add(Served(self._store(admissionregistration.MutatingAdmissionPolicyStrategy(
+            admissionregistration.mutating_policy_resource()))))
+        self._add(Served(self._store(
+            admissionregistration.MutatingAdmissionPolicyBindingStrategy(
+                admissionregistration.mutating_binding_resource()))))
         for mutating in (False, True):
             self._add(Served(self._store(admissionregistration.WebhookConfigurationStrategy(
                 admissionregistration.webhook_configuration_resource(mutating)))))
@@ -135,7 +143,8 @@ class Catalog:
                       namespace_gate=self.check_namespace,
                       deletion_finalizers=deletion.gc_finalizers if self.garbage_collection
                       else None)
-        store.admission.extend((self.webhooks.mutate, self.policies.admit,
+        store.admission.extend((self.mutating_policies.admit, self.webhooks.mutate,
+                                self.mutating_policies.reinvoke, self.policies.admit,
                                 self.webhooks.validate))
         return store
 

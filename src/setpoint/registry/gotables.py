@@ -24,9 +24,8 @@ import functools
 from typing import Any
 
 from setpoint.apimachinery import gotypes as go
-from setpoint.apimachinery import protobuf, prototables
+from setpoint.apimachinery import protobuf, prototables, quantity
 from setpoint.apimachinery.prototables import Message, Tables
-from setpoint.cel.library import quantity
 
 _SCALARS: dict[int, go.GoType] = {
     prototables.STRING: go.STRING, prototables.BOOL: go.BOOL, prototables.INT32: go.INT32,

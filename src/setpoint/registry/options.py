@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from setpoint.apimachinery import selectors
+from setpoint.apimachinery.typed import TypeSpec
 from setpoint.auth.user import UserInfo
 
 
@@ -97,6 +98,11 @@ class AdmissionAttributes:
     #: prune, default and validate the new object again after a hook changed it in place
     #: (mutating admission); raises the store's 422
     revalidate: Callable[[dict[str, Any]], None] | None = None
+    #: how objects of a version merge (server-side apply's type: apply configurations of
+    #: MutatingAdmissionPolicies)
+    field_type: Callable[[str], TypeSpec] | None = None
+    #: what one hook leaves for a later one of the same request
+    state: dict[str, Any] = field(default_factory=dict, repr=False)
     #: objects converted by :meth:`in_version` with ``keep``, per version
     converted: dict[str, tuple[dict[str, Any] | None, dict[str, Any] | None]] = field(
         default_factory=dict, repr=False)

@@ -27,10 +27,9 @@ from collections.abc import Iterable
 from fractions import Fraction
 from typing import Any
 
-from setpoint.apimachinery import fields, regexp, validation
+from setpoint.apimachinery import fields, quantity, regexp, validation
 from setpoint.apimachinery.fields import ErrorType, FieldError, FieldPath
 from setpoint.apimachinery.jsonshape import as_dict, as_list
-from setpoint.cel.library import quantity
 
 Obj = dict[str, Any]
 

@@ -76,8 +76,8 @@ class _Denial:
     reason: str = "Invalid"
 
 
-class _ConfigError(Exception):
-    pass
+class ConfigError(Exception):
+    """A binding that cannot be evaluated (its params), in Kubernetes' words."""
 
 
 class PolicyAdmission:
@@ -167,16 +167,18 @@ class PolicyAdmission:
                                     binding=True) is None:
                     continue
                 try:
-                    params = await self._collect_params(policy, spec, attrs.namespace)
-                except _ConfigError as e:
+                    params = await self.collect_params(policy.param_kind, spec,
+                                                       attrs.namespace)
+                except ConfigError as e:
                     if policy.fails_closed:
                         denials.append(_Denial(policy.name, _name(binding),
                                                f"failed to configure binding: {e}"))
                     continue
                 objects = await attrs.in_version(new, old, match.version)
                 for param in params:
-                    inputs = self._inputs(objects, attrs, match.version, policy, param,
-                                          None if is_namespace else ns_obj)
+                    inputs = self.inputs(objects, attrs, match.version,
+                                         policy.param_kind is not None, param,
+                                         None if is_namespace else ns_obj)
                     result = pol.evaluate(policy, inputs)
                     if result is not None:
                         self._act(policy, binding, result, attrs, denials, collected)
@@ -213,25 +215,27 @@ class PolicyAdmission:
 
     # --- inputs -----------------------------------------------------------------------------
 
-    async def _collect_params(self, policy: pol.CompiledPolicy, spec: Obj,
-                        namespace: str) -> list[Obj | None]:
+    async def collect_params(self, param_kind: tuple[str, str] | None, spec: Obj,
+                             namespace: str) -> list[Obj | None]:
+        """The params a binding's ``paramRef`` selects for a policy of ``param_kind`` (one
+        ``None`` without either); raises :class:`ConfigError`."""
         ref = spec.get("paramRef")
-        if policy.param_kind is None or not isinstance(ref, dict):
+        if param_kind is None or not isinstance(ref, dict):
             return [None]
-        api_version, kind = policy.param_kind
+        api_version, kind = param_kind
         source = self._params(api_version, kind)
         if source is None:
-            raise _ConfigError(f"paramKind kind `{api_version}, Kind={kind}` not known")
+            raise ConfigError(f"paramKind kind `{api_version}, Kind={kind}` not known")
         info, convert = source
         ref_namespace = str(ref.get("namespace") or "")
         if info.namespaced:
             where = ref_namespace or namespace
             if not where:
-                raise _ConfigError("cannot use namespaced paramRef in policy binding that "
+                raise ConfigError("cannot use namespaced paramRef in policy binding that "
                                    "matches cluster-scoped resources")
         else:
             if ref_namespace:
-                raise _ConfigError("paramRef.namespace must not be provided for a "
+                raise ConfigError("paramRef.namespace must not be provided for a "
                                    "cluster-scoped `paramKind`")
             where = None
         name = ref.get("name")
@@ -243,20 +247,21 @@ class PolicyAdmission:
             try:
                 selector = matching.selector(ref.get("selector") or {})
             except ValueError as e:
-                raise _ConfigError(str(e)) from None
+                raise ConfigError(str(e)) from None
             params = []
             for _, obj in self._cache.items(info.namespace_prefix(where)):
                 if selector is None or selector.empty or selector.matches(
                         matching.labels_of(obj) or {}):
                     params.append(await convert(obj))
         if not params and ref.get("parameterNotFoundAction") == "Deny":
-            raise _ConfigError("no params found for policy binding with `Deny` "
+            raise ConfigError("no params found for policy binding with `Deny` "
                                "parameterNotFoundAction")
         return params
 
-    def _inputs(self, objects: tuple[Obj | None, Obj | None], attrs: AdmissionAttributes,
-                version: str, policy: pol.CompiledPolicy, param: Obj | None,
-                ns_obj: Obj | None) -> dict[str, Any]:
+    def inputs(self, objects: tuple[Obj | None, Obj | None], attrs: AdmissionAttributes,
+               version: str, has_params: bool, param: Obj | None,
+               ns_obj: Obj | None) -> dict[str, Any]:
+        """The CEL variables of one evaluation."""
         user = attrs.user or UserInfo("system:apiserver", groups=("system:masters",))
         inputs: dict[str, Any] = {
             "object": objects[0], "oldObject": objects[1],
@@ -264,7 +269,7 @@ class PolicyAdmission:
             "namespaceObject": namespace_object(ns_obj),
             "authorizer": Authorizer(self.authorize, user),
         }
-        if policy.param_kind is not None:
+        if has_params:
             inputs["params"] = param
         return inputs
 

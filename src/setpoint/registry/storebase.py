@@ -40,6 +40,7 @@ from setpoint.apimachinery import (
     resourceversion,
     selectors,
     timeutil,
+    typed,
 )
 from setpoint.apimachinery.clock import Clock
 from setpoint.apimachinery.jsoncopy import deep_copy
@@ -306,6 +307,13 @@ class StoreBase:
                 status_subresource=self.strategy.has_status(version))
         return found
 
+    def _field_type(self, version: str) -> typed.TypeSpec:
+        """How objects of ``version`` merge (an unknown version: no schema)."""
+        found = self.info.version(version)
+        if found is None:
+            return typed.object_type()
+        return self._fields(found).updater.spec
+
     # --- admission -----------------------------------------------------------------------
 
     async def _admit(self, operation: str, new: Obj | None, old: Obj | None,
@@ -334,7 +342,7 @@ class StoreBase:
             name=str(meta.get("name") or ""), namespaced=self.info.namespaced,
             user=opts.user, dry_run=opts.dry_run, options=options, sink=opts.sink,
             versions=tuple(v.name for v in self.info.served_versions),
-            convert=self.conversion.convert_owned)
+            convert=self.conversion.convert_owned, field_type=self._field_type)
         if new is not None:
             def revalidate(obj: Obj) -> None:
                 # what a mutating hook changed is pruned, defaulted and validated again

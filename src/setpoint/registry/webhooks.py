@@ -456,7 +456,7 @@ class WebhookAdmission:
             patched["kind"] = target.get("kind")
             if version != attrs.version and attrs.convert is not None:
                 patched = await attrs.convert(patched, attrs.version)
-            _keep_identity(patched, new)
+            keep_identity(patched, new)
             if patched != new:
                 changed = True
                 new.clear()
@@ -483,7 +483,7 @@ class WebhookAdmission:
             attrs.annotate(f"{hook.name}/{key}", value)
 
 
-def _keep_identity(patched: Obj, original: Obj) -> None:
+def keep_identity(patched: Obj, original: Obj) -> None:
     """What names the object and what the server owns stays as it was before the patch
     (the store has already chosen the object's key)."""
     before = original.get("metadata") or {}

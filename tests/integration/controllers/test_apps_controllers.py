@@ -5,7 +5,6 @@ history, and report their conditions."""
 
 from __future__ import annotations
 
-import asyncio
 import copy
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -19,6 +18,7 @@ from setpoint.controlplane import ControlPlane, ControlPlaneConfig, ServeAgentCo
 from setpoint.server.securing import SecurityConfig
 from setpoint.server.server import ServerConfig
 from setpoint.storage import StorageConfig
+from setpoint.testing import waiting
 
 Obj = dict[str, Any]
 POD = ("v1", "Pod")
@@ -56,12 +56,8 @@ async def exists(client: Client, resource: Any, name: str, namespace: str | None
 
 
 async def eventually(check: Callable[[], Awaitable[Any]], timeout: float = 30) -> Any:
-    async with asyncio.timeout(timeout):
-        while True:
-            result = await check()
-            if result:
-                return result
-            await asyncio.sleep(0.05)
+    """The suite's wait, with the patience controllers on a loaded machine need."""
+    return await waiting.eventually(check, timeout=timeout)
 
 
 def workload(kind: str, name: str, replicas: int = 3, image: str = "app:1", **spec: Any

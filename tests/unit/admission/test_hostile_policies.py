@@ -8,8 +8,10 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from setpoint.admission import mutation as mut
 from setpoint.admission import policy as pol
 from setpoint.admission import validation
+from setpoint.apimachinery import typed
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False)
@@ -65,3 +67,46 @@ def test_random_specs_validate_without_raising(spec: Any) -> None:
         validation.default_binding(obj)
         validation.validate_binding(obj)
         pol.compile_policy(obj)
+
+
+mutation_fragments = st.sampled_from([
+    "Object{", "}", "Object.spec{", "Object.metadata{", "labels: ", "spec: ", "metadata: ",
+    "JSONPatch{", "op: ", "path: ", "value: ", "from: ", "'add'", "'/spec/x'", "[", "]", ", ",
+    "object.spec", "params", "variables.v", "jsonpatch.escapeKey('a/b')", "1", "'s'", "{",
+    "'k': ", "?x: ", "optional.of(1)", ".map(i, ", "i", ")", "[1, 2]",
+])
+mutation_expressions = st.lists(mutation_fragments, min_size=1, max_size=14).map("".join)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(mutation_expressions, min_size=1, max_size=3), json_values, json_values,
+       st.sampled_from(["ApplyConfiguration", "JSONPatch"]))
+def test_random_mutating_policies_on_random_objects(exprs: list[str], obj: Any, params: Any,
+                                                    patch_type: str) -> None:
+    holder = "applyConfiguration" if patch_type == "ApplyConfiguration" else "jsonPatch"
+    stored: dict[str, Any] = {"metadata": {"name": "p"}, "spec": {
+        "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"}, "reinvocationPolicy": "Never",
+        "matchConstraints": {"resourceRules": [{"apiGroups": ["*"], "apiVersions": ["*"],
+                                                "operations": ["*"], "resources": ["*"]}]},
+        "variables": [{"name": "v", "expression": exprs[0]}],
+        "mutations": [{"patchType": patch_type, holder: {"expression": e}} for e in exprs]}}
+    validation.default_mutating_policy(stored)
+    validation.validate_mutating_policy(stored)  # never raises, whatever the expressions
+    compiled = mut.compile_policy(stored)
+    start = obj if isinstance(obj, dict) else {"spec": obj}
+    outcome = mut.mutate(compiled, {"oldObject": None, "params": params,
+                                    "request": {"operation": "CREATE"},
+                                    "namespaceObject": None}, start, typed.object_type())
+    assert isinstance(outcome.object, dict)
+    assert all(isinstance(e, str) for e in outcome.errors)
+
+
+@settings(max_examples=200, deadline=None)
+@given(json_values)
+def test_random_mutating_specs_validate_without_raising(spec: Any) -> None:
+    for obj in ({"metadata": {"name": "p"}, "spec": spec},
+                {"metadata": {"name": "p"}, "spec": {"mutations": spec, "variables": spec,
+                                                     "matchConstraints": spec}}):
+        validation.validate_mutating_policy(obj)
+        validation.validate_mutating_binding(obj)
+        mut.compile_policy(obj)

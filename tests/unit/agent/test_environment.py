@@ -8,7 +8,6 @@ import pytest
 
 from setpoint.agent import environment as envs
 from setpoint.agent import inputs as inp
-from setpoint.agent import quantity
 
 VARS = {"A": "a", "EMPTY": "", "B": "$(A)"}
 
@@ -114,21 +113,6 @@ def test_downward_files_format_labels_and_annotations_as_the_kubelet() -> None:
         ("notes/annotations", b'note="say \\"hi\\"\\n"\n', 0o600),
         ("mem", b"64", 0o644),
     ]
-
-
-@pytest.mark.parametrize(("text", "value"), [
-    ("1", Fraction(1)), ("500m", Fraction(1, 2)), ("1.5", Fraction(3, 2)),
-    ("64Mi", Fraction(64 << 20)), ("1G", Fraction(10**9)), ("1e3", Fraction(1000)),
-    ("-2", Fraction(-2)), (".5", Fraction(1, 2)), ("100u", Fraction(1, 10000)), (3, Fraction(3)),
-])
-def test_quantity(text: str | int, value: Fraction) -> None:
-    assert quantity.parse_quantity(text) == value
-
-
-@pytest.mark.parametrize("text", ["", "abc", "1Xi", "1e", "1.2.3", "e3", "1" * 100, True, None])
-def test_quantity_rejects(text: object) -> None:
-    with pytest.raises(quantity.QuantityError):
-        quantity.parse_quantity(text)
 
 
 REWRITES = [["/etc/config", "/pods/u/volumes/cfg"], ["/etc/config/deep", "/pods/u/volumes/deep"],
