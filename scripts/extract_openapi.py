@@ -62,6 +62,7 @@ KINDS = (
     "io.k8s.api.apps.v1.StatefulSet",
     "io.k8s.api.apps.v1.ControllerRevision",
     "io.k8s.api.policy.v1.PodDisruptionBudget",
+    "io.k8s.api.certificates.v1.CertificateSigningRequest",
 )
 
 #: definitions the operations refer to (responses, request bodies) and the custom resources'

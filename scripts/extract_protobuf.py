@@ -44,6 +44,7 @@ PACKAGES = (
     ("api", "authorization/v1"),
     ("api", "autoscaling/v1"),
     ("api", "batch/v1"),
+    ("api", "certificates/v1"),
     ("api", "coordination/v1"),
     ("api", "core/v1"),
     ("api", "discovery/v1"),

@@ -64,6 +64,7 @@ from typing import Any, Final, Literal
 from setpoint import client as sp_client
 from setpoint import controllers as builtin_controllers
 from setpoint import process, runtime
+from setpoint.pki.certs import KeyPair
 from setpoint.server import kubeconfigs
 from setpoint.server.securing import MANAGER
 from setpoint.server.server import Server, ServerConfig
@@ -254,7 +255,8 @@ class ControlPlane:
         manager = builtin_controllers.manager(
             client, names, leader_election=self.config.leader_election,
             graceful_shutdown_timeout=self.config.graceful_shutdown_timeout,
-            clients=clients, ca_pem=self._ca_pem(), settings=self.config.controller_settings)
+            clients=clients, ca_pem=self._ca_pem(), settings=self.config.controller_settings,
+            signing_ca=self._signing_ca())
         self.manager = manager
         group = await self._stack.enter_async_context(asyncio.TaskGroup())
         self._run = group.create_task(manager.run(), name="built-in controllers")
@@ -292,6 +294,13 @@ class ControlPlane:
             return None
         return secured.authority.ca.cert_pem.decode()
 
+    def _signing_ca(self) -> KeyPair | None:
+        """The cluster CA with its key, for the csrsigning controller (none: insecure)."""
+        secured = self.server.secured
+        if secured is None or secured.authority is None:
+            return None
+        return secured.authority.ca
+
     def write_credentials(self, names: Sequence[str]) -> Path:
         """Write the controller manager's and each controller's kubeconfig (0600, in a
         0700 ``controllers`` directory beside the admin kubeconfig), for the process."""
@@ -315,9 +324,16 @@ class ControlPlane:
                 "--graceful-shutdown-timeout", f"{self.config.graceful_shutdown_timeout:g}",
                 "--log-level", self.config.log_level,
                 "--node-monitor-grace-period",
-                f"{self.config.controller_settings.node_lifecycle.grace_period:g}"]
+                f"{self.config.controller_settings.node_lifecycle.grace_period:g}",
+                "--cluster-signing-duration",
+                f"{self.config.controller_settings.signing.max_duration.total_seconds():g}"]
         if self.config.leader_election:
             argv.append("--leader-elect")
+        secured = self.server.secured
+        if secured is not None and secured.authority is not None:
+            cert, key = secured.authority.paths("ca")
+            argv += ["--cluster-signing-cert-file", str(cert),
+                     "--cluster-signing-key-file", str(key)]
         return tuple(argv)
 
     async def _start_process(self, names: Sequence[str]) -> None:

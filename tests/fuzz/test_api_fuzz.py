@@ -15,6 +15,7 @@ Watches are asked with ``timeoutSeconds=1`` so that none holds the fuzzer.
 
 from __future__ import annotations
 
+import base64
 import http.client
 import json
 import os
@@ -31,6 +32,7 @@ from hypothesis import strategies as st
 
 from setpoint.client import config as client_config
 from setpoint.client import transport
+from setpoint.pki import csr as pkicsr
 from tests.conftest import ServeProcess, start_serve
 from tests.integration.api.helpers import CRD_V1
 
@@ -83,6 +85,16 @@ KINDS = [  # (collection path under a namespace or cluster-wide, a valid object)
                "unhealthyPodEvictionPolicy": "IfHealthyBudget"},
       "status": {"disruptionsAllowed": 1, "currentHealthy": 1, "desiredHealthy": 0,
                  "expectedPods": 1, "disruptedPods": {"p": "2026-01-01T00:00:00Z"}}}),
+    ("/apis/certificates.k8s.io/v1/certificatesigningrequests",
+     {"apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
+      "metadata": {"name": "csr"},
+      "spec": {"request": base64.b64encode(pkicsr.new_request("fuzz", ("a.example",))[0])
+               .decode(), "signerName": "setpoint.dev/serving",
+               "usages": ["digital signature", "server auth"], "expirationSeconds": 600,
+               "username": "someone-else", "groups": ["system:masters"]},
+      "status": {"conditions": [{"type": "Approved", "status": "True", "reason": "r"}],
+                 "certificate": base64.b64encode(b"-----BEGIN CERTIFICATE-----\nAAAA\n"
+                                                 b"-----END CERTIFICATE-----\n").decode()}}),
 ]
 SUBRESOURCES = ["", "", "", "status", "scale", "finalize", "log", "x", "token", "binding",
                 "eviction"]
@@ -149,7 +161,8 @@ PATCH_BODIES = {  # a patch of each shape, per kind: which top-level fields it t
 SUBRESOURCES_OF = {"namespaces": ["status", "finalize"], "widgets": ["status", "scale"],
                    "customresourcedefinitions": ["status"],
                    "pods": ["status", "binding", "eviction"], "nodes": ["status"],
-                   "services": ["status"], "poddisruptionbudgets": ["status"]}
+                   "services": ["status"], "poddisruptionbudgets": ["status"],
+                   "certificatesigningrequests": ["status", "approval"]}
 
 
 @st.composite

@@ -152,3 +152,13 @@ def test_the_shutdown_timeout_must_be_positive(tmp_path: Path) -> None:
     assert _parser().parse_args(["serve"]).shutdown_timeout == 30.0
     with pytest.raises(ValueError, match="--shutdown-timeout must be positive"):
         plane_config(parse(tmp_path, "--shutdown-timeout", "0"))
+
+
+def test_cluster_signing_duration_bounds_the_signer(tmp_path: Path) -> None:
+    config = plane_config(parse(tmp_path, "--cluster-signing-duration", "3600"))
+    assert config.controller_settings.signing.max_duration == dt.timedelta(hours=1)
+    default = plane_config(parse(tmp_path))
+    assert default.controller_settings.signing.max_duration == dt.timedelta(days=365)
+    for bad in ("599", "nan", "inf"):
+        with pytest.raises(ValueError, match="--cluster-signing-duration"):
+            plane_config(parse(tmp_path, "--cluster-signing-duration", bad))

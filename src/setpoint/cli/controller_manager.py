@@ -38,8 +38,10 @@ from typing import Any, Final
 from setpoint import client as sp_client
 from setpoint import controllers as builtin_controllers
 from setpoint import process
+from setpoint.controllers import csrsigning
 from setpoint.controllers.nodelifecycle import DEFAULT_GRACE_PERIOD, NodeLifecycleConfig
 from setpoint.controlplane import parse_controllers
+from setpoint.pki.certs import KeyPair
 
 log = logging.getLogger("setpoint.controller-manager")
 
@@ -80,8 +82,31 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                         metavar="SECONDS",
                         help="how long queued work may take to finish when stopping "
                         "(default: 5)")
+    parser.add_argument("--cluster-signing-cert-file", type=Path, default=None, metavar="PATH",
+                        help="the CA certificate (PEM) the csrsigning controller signs "
+                        "approved CertificateSigningRequests with; with "
+                        "--cluster-signing-key-file (without both, csrsigning does not run)")
+    parser.add_argument("--cluster-signing-duration", type=float,
+                        default=csrsigning.DEFAULT_SIGNING_DURATION, metavar="SECONDS",
+                        help="the longest certificate csrsigning issues (at least 600; "
+                        f"default: {csrsigning.DEFAULT_SIGNING_DURATION:g}, a year)")
+    parser.add_argument("--cluster-signing-key-file", type=Path, default=None, metavar="PATH",
+                        help="the private key (PEM) of --cluster-signing-cert-file")
     parser.add_argument("--log-level", default="INFO")
     return parser
+
+
+def signing_ca(args: argparse.Namespace) -> KeyPair | None:
+    """The CA of ``--cluster-signing-cert-file`` and ``--cluster-signing-key-file``."""
+    cert, key = args.cluster_signing_cert_file, args.cluster_signing_key_file
+    if cert is None and key is None:
+        return None
+    if cert is None or key is None:
+        raise ValueError("--cluster-signing-cert-file and --cluster-signing-key-file go "
+                         "together")
+    pair = KeyPair(cert.read_bytes(), key.read_bytes())
+    pair.private_key()  # refuse a key that is not one now, not at the first approval
+    return pair
 
 
 def client_config(args: argparse.Namespace, name: str | None = None,
@@ -103,7 +128,8 @@ def client_config(args: argparse.Namespace, name: str | None = None,
 async def run(config: sp_client.ClientConfig, names: Sequence[str], *, leader_election: bool,
               graceful_shutdown_timeout: float, lifeline: process.Lifeline | None,
               own: Mapping[str, sp_client.ClientConfig] | None = None,
-              settings: builtin_controllers.Settings | None = None) -> None:
+              settings: builtin_controllers.Settings | None = None,
+              signing: KeyPair | None = None) -> None:
     """Run the controllers until stopped (see the module docstring); ``own`` gives
     controllers their own identities."""
     loop = asyncio.get_running_loop()
@@ -115,7 +141,7 @@ async def run(config: sp_client.ClientConfig, names: Sequence[str], *, leader_el
         manager = builtin_controllers.manager(
             client, names, leader_election=leader_election,
             graceful_shutdown_timeout=graceful_shutdown_timeout, clients=clients,
-            ca_pem=ca, settings=settings)
+            ca_pem=ca, settings=settings, signing_ca=signing)
         guard = process.ShutdownGuard(loop, manager.stop,
                                       timeout=graceful_shutdown_timeout + STOP_MARGIN,
                                       name="setpoint controller-manager")
@@ -156,18 +182,21 @@ def main(args: argparse.Namespace) -> int:
         if args.graceful_shutdown_timeout <= 0:
             raise ValueError("--graceful-shutdown-timeout must be positive")
         config = client_config(args)
-        settings = builtin_controllers.Settings(node_lifecycle=NodeLifecycleConfig(
-            grace_period=args.node_monitor_grace_period))
+        settings = builtin_controllers.Settings(
+            node_lifecycle=NodeLifecycleConfig(grace_period=args.node_monitor_grace_period),
+            signing=csrsigning.signing_config(args.cluster_signing_duration))
         own: dict[str, sp_client.ClientConfig] = {
             name: client_config(args, name, 64) for name in names} \
             if args.credentials_dir is not None else {}
+        signing = signing_ca(args)
     except (ValueError, sp_client.ConfigError, OSError) as e:
         print(f"setpoint controller-manager: error: {e}", file=sys.stderr, flush=True)
         return 2
     try:
         _event_loop_run(run(config, names, leader_election=args.leader_elect,
                             graceful_shutdown_timeout=args.graceful_shutdown_timeout,
-                            lifeline=lifeline, own=own, settings=settings))
+                            lifeline=lifeline, own=own, settings=settings,
+                            signing=signing))
     finally:
         if lifeline is not None:
             lifeline.close()

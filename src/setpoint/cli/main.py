@@ -37,6 +37,10 @@ from setpoint.cli import kubeconfig as kubeconfig_command
 from setpoint.cli import run as run_command
 from setpoint.cli import uilogin as uilogin_command
 from setpoint.controllers import NodeLifecycleConfig, Settings
+from setpoint.controllers.csrsigning import (
+    DEFAULT_SIGNING_DURATION,
+    signing_config,
+)
 from setpoint.controllers.nodelifecycle import DEFAULT_GRACE_PERIOD
 from setpoint.node import default_node_name
 from setpoint.pki import files
@@ -214,6 +218,11 @@ def _parser() -> argparse.ArgumentParser:
                        help="how long a node may stay silent before it is marked Unknown "
                        "and tainted unreachable (default: "
                        f"{DEFAULT_NODE_MONITOR_GRACE_PERIOD:g})")
+    serve.add_argument("--cluster-signing-duration", type=float,
+                       default=DEFAULT_SIGNING_DURATION, metavar="SECONDS",
+                       help="the longest certificate the csrsigning controller issues for an "
+                       "approved CertificateSigningRequest (at least 600; default: "
+                       f"{DEFAULT_SIGNING_DURATION:g}, a year)")
     serve.add_argument("--controllers-mode", choices=controlplane.CONTROLLERS_MODES,
                        default="process",
                        help="run the built-in controllers in a child process that the server "
@@ -411,8 +420,9 @@ def plane_config(args: argparse.Namespace) -> controlplane.ControlPlaneConfig:
     return controlplane.ControlPlaneConfig(
         server=server, agent=agent,
         controllers=controlplane.parse_controllers(args.controllers),
-        controller_settings=Settings(node_lifecycle=NodeLifecycleConfig(
-            grace_period=args.node_monitor_grace_period)),
+        controller_settings=Settings(
+            node_lifecycle=NodeLifecycleConfig(grace_period=args.node_monitor_grace_period),
+            signing=signing_config(args.cluster_signing_duration)),
         leader_election=leader_election(args),
         controllers_mode=args.controllers_mode,
         log_level=args.log_level.upper())

@@ -30,6 +30,8 @@ They are ordinary operators: they talk to the API server through a
   (:mod:`setpoint.controllers.daemonset`);
 - ``statefulset``: a StatefulSet's pods, with stable names, started and stopped in order
   and updated from the highest ordinal down (:mod:`setpoint.controllers.statefulset`);
+- ``csrsigning``: approved CertificateSigningRequests of the built-in signers get
+  certificates from the cluster CA (:mod:`setpoint.controllers.csrsigning`);
 - ``disruption``: the status of every PodDisruptionBudget, which the eviction subresource
   spends, and (as ``disruption-pods``, with the same identity) the reset of stale
   ``DisruptionTarget`` pod conditions (:mod:`setpoint.controllers.disruption`).
@@ -49,6 +51,7 @@ from setpoint import client as sp_client
 from setpoint import runtime
 from setpoint.controllers.crd import crd_controller
 from setpoint.controllers.cronjob import CronJobConfig, cronjob_controller
+from setpoint.controllers.csrsigning import SigningConfig, csr_signing_controller
 from setpoint.controllers.daemonset import DaemonSetConfig, daemonset_controller
 from setpoint.controllers.deployment import deployment_controller
 from setpoint.controllers.disruption import (
@@ -73,13 +76,14 @@ from setpoint.controllers.replicaset import replicaset_controller
 from setpoint.controllers.scheduler import Scheduler, SchedulerConfig
 from setpoint.controllers.serviceaccounts import root_ca_controller, service_account_controller
 from setpoint.controllers.statefulset import StatefulSetConfig, statefulset_controller
+from setpoint.pki.certs import KeyPair
 
 #: every built-in controller, by the name ``setpoint serve --controllers`` takes
 NAMES: Final = ("garbagecollector", "namespace", "crd", "clusterrole-aggregation",
                 "serviceaccount", "root-ca-cert-publisher", "scheduler", "nodelifecycle",
                 "taint-eviction-controller", "endpoint", "endpointslice", "replicaset",
                 "deployment", "job", "ttl-after-finished", "cronjob", "daemonset",
-                "statefulset", "disruption")
+                "statefulset", "disruption", "csrsigning")
 #: the ones that run unless others are named (every one)
 DEFAULT_NAMES: Final = NAMES
 #: controllers that one name of :data:`NAMES` runs besides its own, and act as its identity
@@ -102,15 +106,17 @@ class Settings:
     daemonset: DaemonSetConfig = field(default_factory=DaemonSetConfig)
     statefulset: StatefulSetConfig = field(default_factory=StatefulSetConfig)
     disruption: DisruptionConfig = field(default_factory=DisruptionConfig)
+    signing: SigningConfig = field(default_factory=SigningConfig)
 
 
 def builtin(names: Iterable[str] = DEFAULT_NAMES, *, ca_pem: str | None = None,
-            settings: Settings | None = None
+            settings: Settings | None = None, signing_ca: KeyPair | None = None
             ) -> tuple[list[runtime.Controller], list[runtime.Runnable]]:
     """The controllers and runnables for ``names`` (a subset of :data:`NAMES`).
 
     ``root-ca-cert-publisher`` publishes ``ca_pem`` (the cluster CA the clients trust); with
-    none (a server without TLS) it is left out.
+    none (a server without TLS) it is left out. ``csrsigning`` signs with ``signing_ca``
+    (that CA with its key); without one it is left out.
     """
     settings = settings or Settings()
     wanted = list(dict.fromkeys(names))
@@ -159,13 +165,16 @@ def builtin(names: Iterable[str] = DEFAULT_NAMES, *, ca_pem: str | None = None,
     if "disruption" in wanted:
         controllers.append(disruption_controller(settings.disruption))
         controllers.append(stale_target_controller(settings.disruption))
+    if "csrsigning" in wanted and signing_ca is not None:
+        controllers.append(csr_signing_controller(signing_ca, settings.signing))
     return controllers, runnables
 
 
 def manager(client: sp_client.Client, names: Iterable[str] = DEFAULT_NAMES, *,
             leader_election: bool = False, graceful_shutdown_timeout: float = 5.0,
             clients: Mapping[str, sp_client.Client] | None = None, ca_pem: str | None = None,
-            settings: Settings | None = None) -> runtime.Manager:
+            settings: Settings | None = None,
+            signing_ca: KeyPair | None = None) -> runtime.Manager:
     """A manager running the built-in controllers ``names``: their caches read through
     ``client``, each one writes through ``clients[name]`` when given (its own identity, see
     :data:`setpoint.auth.rbac.bootstrap.CONTROLLER_ACCOUNTS`); with ``leader_election``, only
@@ -175,7 +184,8 @@ def manager(client: sp_client.Client, names: Iterable[str] = DEFAULT_NAMES, *,
     kube-controller-manager's do not): they reconcile every pod, endpoint and role of the
     cluster, and say what they did with Events of their own (``SuccessfulCreate``,
     ``ScalingReplicaSet``, ...)."""
-    controllers, runnables = builtin(names, ca_pem=ca_pem, settings=settings)
+    controllers, runnables = builtin(names, ca_pem=ca_pem, settings=settings,
+                                     signing_ca=signing_ca)
     clients = dict(clients or {})
     for extra, owner in SHARED_IDENTITIES.items():
         if owner in clients:
@@ -190,7 +200,8 @@ def manager(client: sp_client.Client, names: Iterable[str] = DEFAULT_NAMES, *,
 __all__ = ["DEFAULT_NAMES", "LEASE_NAME", "LEASE_NAMESPACE", "NAMES", "USER_AGENT",
            "CronJobConfig", "DaemonSetConfig", "DisruptionConfig",
            "GarbageCollector", "JobConfig", "NodeLifecycleConfig", "Scheduler", "SchedulerConfig",
-           "Settings", "StatefulSetConfig", "builtin", "crd_controller", "deployment_controller",
+           "Settings", "SigningConfig", "StatefulSetConfig", "builtin", "crd_controller",
+           "deployment_controller",
            "disruption_controller", "endpoints_controller",
            "endpointslice_controller", "manager", "namespace_controller",
            "node_lifecycle_controller", "replicaset_controller", "statefulset_controller",

@@ -21,6 +21,7 @@ from setpoint.apimachinery.clock import Clock
 from setpoint.registry import (
     actions,
     admissionregistration,
+    certificates,
     controllerrevisions,
     conversion,
     core,
@@ -136,6 +137,8 @@ class Catalog:
         for mutating in (False, True):
             self._add(Served(self._store(admissionregistration.WebhookConfigurationStrategy(
                 admissionregistration.webhook_configuration_resource(mutating)))))
+        self._add(Served(self._store(certificates.CertificateSigningRequestStrategy(
+            certificates.csr_resource(), clock.now))))
         cache.add_listener(self._on_event)
 
     def _store(self, strategy: Any) -> Store:

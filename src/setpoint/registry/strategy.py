@@ -5,6 +5,7 @@ The :class:`~setpoint.registry.store.Store` calls, for every write, in this orde
     create: decode_error(obj, version)               -> a wrong-typed value (400)
             normalize(obj, version)                  -> prune + default (warnings)
             prepare_for_create(obj)                  -> server-owned fields
+            prepare_requestor(obj, user)             -> who asked (CSRs)
             validate(obj, version)                   -> field errors (422)
     update: decode_error(new, version)
             normalize(new, version)
@@ -25,6 +26,7 @@ from setpoint.apimachinery import fields, gotypes, typed, validation
 from setpoint.apimachinery.fields import FieldError, FieldPath
 from setpoint.apimachinery.jsoncopy import deep_copy
 from setpoint.apimachinery.metafields import OBJECT_META_FIELDS
+from setpoint.auth.user import UserInfo
 from setpoint.registry import table
 from setpoint.registry.options import DeleteOptions
 from setpoint.registry.resources import ResourceInfo, VersionInfo
@@ -144,6 +146,11 @@ class Strategy:
             obj.pop("status", None)
         if self.uses_generation:
             obj["metadata"]["generation"] = 1
+
+    def prepare_requestor(self, obj: Obj, user: UserInfo | None) -> None:
+        """Record who creates ``obj`` (in place), after :meth:`prepare_for_create`; ``user``
+        is ``None`` for the server's own writes. Kinds that keep their requestor (a
+        CertificateSigningRequest's ``spec.username``) set it here, never from the body."""
 
     def prepare_for_update(self, new: Obj, old: Obj, version: VersionInfo,
                            subresource: str) -> None:

@@ -60,6 +60,7 @@ class Writes(StoreBase):
         meta["uid"] = str(uuid.UUID(int=self._rng.getrandbits(128), version=4))
         meta["creationTimestamp"] = self._now()
         self.strategy.prepare_for_create(obj, version)
+        self.strategy.prepare_requestor(obj, opts.user)
         await self._gate(namespace, name)
         errs = self.strategy.validate(obj, version)
         if errs:

@@ -67,6 +67,7 @@ from setpoint.runtime.handlers import (
     Handler,
 )
 from setpoint.runtime.history import HistoryConfig, ReconcileHistory
+from setpoint.runtime.hookcerts import CertificateConfig
 from setpoint.runtime.hooks import (
     AdmissionRequest,
     Denied,
@@ -128,6 +129,7 @@ __all__ = [
     "Budgets",
     "Cache",
     "CacheSyncTimeoutError",
+    "CertificateConfig",
     "ClientListWatcher",
     "Condition",
     "Context",

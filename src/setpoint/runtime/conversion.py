@@ -19,6 +19,10 @@ operator's author to make::
         await hook.register(client, "gadgets.example.com")
         ...  # run the operator; every version of a Gadget is served through convert
 
+``await hook.start(client)`` (instead of ``async with``) serves a certificate the cluster
+issues through a CertificateSigningRequest (:mod:`setpoint.runtime.hookcerts`), falling
+back to the own CA when the cluster cannot issue one.
+
 The function gets a copy of each object (it may change and return it) and the
 ``desiredAPIVersion``; the ``apiVersion`` of what it returns is set to the desired one. The
 API server keeps the metadata as it was (labels and annotations excepted) and checks the
@@ -32,13 +36,15 @@ ConversionReview with 400.
 Non-guarantees: the function runs in the event loop (keep it quick and pure: the API server
 calls it on reads, writes and watches in another version); the URL is ``127.0.0.1``, so an
 API server on another machine cannot reach it (there, serve it behind a Service as an
-ordinary webhook); the certificate lasts a year and is not rotated.
+ordinary webhook); the certificate lasts a year (or as long as the cluster issued it for)
+and is not rotated.
 """
 
 from __future__ import annotations
 
 import copy
 import datetime as dt
+import logging
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -46,7 +52,9 @@ import orjson
 from aiohttp import web
 
 from setpoint.client import Client
-from setpoint.runtime import hookserver
+from setpoint.runtime import hookcerts, hookserver
+
+log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
 Convert = Callable[[Obj, str], Obj]
@@ -131,7 +139,16 @@ class ConversionWebhook:
         """Point the CRD ``crd_name`` at this webhook; returns the CRD as written."""
         return await client.patch(CRD, crd_name, {"spec": {"conversion": self.conversion()}})
 
-    async def start(self) -> None:
+    async def start(self, client: Client | None = None, *,
+                    certificate: hookcerts.CertificateConfig | None = None) -> None:
+        """Start serving; with ``client`` on a certificate the cluster issues (else, or when
+        it cannot, of an own CA)."""
+        if client is not None:
+            issued = await hookcerts.cluster_certificate(
+                client, name="conversion-webhook", hosts=self._server.names,
+                config=certificate or hookcerts.CertificateConfig(), log=log)
+            if issued is not None:
+                self._server.use_certificate(issued.cert_pem, issued.key_pem, issued.ca_pem)
         await self._server.start()
 
     async def stop(self) -> None:

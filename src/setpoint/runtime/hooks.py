@@ -1,8 +1,10 @@
 """An operator's admission and conversion hooks as plain Python functions.
 
 :class:`Hooks` collects an operator's **validate**, **mutate** and **convert** functions,
-serves them on one HTTPS server (:class:`~setpoint.runtime.hookserver.HookServer`: a CA of its
-own, paths ``/validate/<hook>``, ``/mutate/<hook>`` and ``/convert/<crd>``) and registers
+serves them on one HTTPS server (:class:`~setpoint.runtime.hookserver.HookServer`: a
+certificate the cluster issues through a CertificateSigningRequest,
+:mod:`setpoint.runtime.hookcerts`, or else of a CA of its own; paths ``/validate/<hook>``,
+``/mutate/<hook>`` and ``/convert/<crd>``) and registers
 them itself: a ValidatingWebhookConfiguration and a MutatingWebhookConfiguration named after
 the hooks, and ``spec.conversion`` of each CRD with a convert function. No certificates or
 tunnels for the operator's author to make::
@@ -71,7 +73,8 @@ cancelled (the API server has given up on it by then).
 
 Non-guarantees: a function in a thread that outlives its timeout runs on (a thread cannot be
 cancelled); registration replaces the configurations' whole ``webhooks`` lists (the
-configurations are the operator's own); the CA and certificate are new at every start.
+configurations are the operator's own); the key and certificate are new at every start (a
+new CertificateSigningRequest each time).
 """
 
 from __future__ import annotations
@@ -93,7 +96,7 @@ from aiohttp import web
 from setpoint import client as sp_client
 from setpoint.apimachinery import errors
 from setpoint.runtime import conversion as rtconversion
-from setpoint.runtime import hookserver, jsondiff
+from setpoint.runtime import hookcerts, hookserver, jsondiff
 from setpoint.runtime import runnable as rtrunnable
 
 log = logging.getLogger(__name__)
@@ -197,8 +200,17 @@ class HookConfig:
     url: str | None = None
     #: the largest review accepted
     max_body_bytes: int = hookserver.DEFAULT_MAX_BODY_BYTES
+    #: where the serving certificate comes from: ``cluster`` asks the cluster for one (a
+    #: CertificateSigningRequest, :mod:`setpoint.runtime.hookcerts`) and falls back to an own
+    #: CA when it cannot issue one; ``own`` makes an own CA straight away
+    certificate_source: Literal["cluster", "own"] = "cluster"
+    #: bounds of asking the cluster
+    certificate: hookcerts.CertificateConfig = field(
+        default_factory=hookcerts.CertificateConfig)
 
     def __post_init__(self) -> None:
+        if self.certificate_source not in ("cluster", "own"):
+            raise ValueError("certificate_source is 'cluster' or 'own'")
         if not 0 <= self.port <= 65535:
             raise ValueError("port must be 0..65535")
         if self.url is not None and not self.url.startswith("https://"):
@@ -398,7 +410,9 @@ class Hooks:
 
     # --- serving ---------------------------------------------------------------------
 
-    async def start(self) -> None:
+    async def start(self, client: sp_client.Client | None = None) -> None:
+        """Start serving; with ``client`` (and ``certificate_source="cluster"``) on a
+        certificate the cluster issues, else (or when it cannot) of an own CA."""
         routes: dict[str, hookserver.Handler] = {}
         for hook in self._admission:
             routes[hook.path] = self._admission_handler(hook)
@@ -407,8 +421,16 @@ class Hooks:
         server = hookserver.HookServer(
             routes, host=self.config.host, port=self.config.port, hosts=self.config.hosts,
             max_body_bytes=self.config.max_body_bytes, common_name=f"{self._name}-hooks")
+        if client is not None and self.config.certificate_source == "cluster":
+            issued = await hookcerts.cluster_certificate(
+                client, name=f"{self._name}-hooks", hosts=server.names,
+                config=self.config.certificate, log=log)
+            if issued is not None:
+                server.use_certificate(issued.cert_pem, issued.key_pem, issued.ca_pem)
         await server.start()
         self._server = server
+        if server.own_ca:
+            log.info("%r serves a certificate of its own CA", self)
 
     async def stop(self) -> None:
         if self._server is not None:
@@ -426,7 +448,7 @@ class Hooks:
     @contextlib.asynccontextmanager
     async def serving(self, client: sp_client.Client) -> AsyncIterator[Hooks]:
         """Serve and register the hooks for the block; unregister and stop after it."""
-        await self.start()
+        await self.start(client)
         try:
             await self.register(client)
             try:

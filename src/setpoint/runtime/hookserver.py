@@ -1,10 +1,13 @@
-"""One HTTPS server for an operator's hooks, with a certificate of a CA it makes itself.
+"""One HTTPS server for an operator's hooks, with a certificate the cluster issued or of a CA
+it makes itself.
 
 The API server calls an operator's hooks (admission reviews, CRD conversion reviews) over
 HTTPS and checks the certificate against the ``caBundle`` of the configuration that names
-the hook. :class:`HookServer` makes that unnecessary to arrange by hand: on start it makes a
-CA in memory, issues a serving certificate from it for its host, ``127.0.0.1`` and
-``localhost`` (and any further names given), and serves POST routes ``path -> handler``;
+the hook. :class:`HookServer` makes that unnecessary to arrange by hand: it serves a
+certificate given to it (:meth:`HookServer.use_certificate`: one the cluster issued, see
+:mod:`setpoint.runtime.hookcerts`), or else on start makes a CA in memory and issues a
+serving certificate from it for its host, ``127.0.0.1`` and ``localhost`` (and any further
+names given: :attr:`HookServer.names`); it serves POST routes ``path -> handler``;
 :attr:`HookServer.ca_bundle` is the base64 PEM the configuration carries and
 :meth:`HookServer.url` the URL of a path.
 
@@ -12,9 +15,10 @@ Invariants: a body larger than ``max_body_bytes`` is refused with 413 before any
 sees it; the key never touches the disk except for the instant ``load_cert_chain`` reads it
 (a temporary directory removed at once); :meth:`stop` closes every connection.
 
-Non-guarantees: the certificate lasts a year and is not rotated; the URL names this machine,
-so an API server elsewhere cannot reach it (behind a Service, give ``hosts`` the Service's
-DNS name and a ``url`` the API server can reach).
+Non-guarantees: the certificate lasts a year (or as long as the cluster issued it for) and
+is not rotated; the URL names this machine, so an API server elsewhere cannot reach it
+(behind a Service, give ``hosts`` the Service's DNS name and a ``url`` the API server can
+reach).
 """
 
 from __future__ import annotations
@@ -62,8 +66,27 @@ class HookServer:
         self._common_name = common_name
         self.now_utc = now
         self._runner: web.AppRunner | None = None
-        self._ca: certs.KeyPair | None = None
+        self._ca_pem: bytes | None = None
+        self._given: certs.KeyPair | None = None
         self.port = 0
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The names the certificate must be valid for."""
+        return tuple(dict.fromkeys((self._host, "127.0.0.1", "localhost", *self._hosts)))
+
+    @property
+    def own_ca(self) -> bool:
+        """Whether the server serves a certificate of a CA it made itself."""
+        return self._given is None
+
+    def use_certificate(self, cert_pem: bytes, key_pem: bytes, ca_pem: bytes) -> None:
+        """Serve ``cert_pem`` (with ``key_pem``), verified by ``ca_pem``, instead of a
+        certificate of an own CA; before :meth:`start`."""
+        if self._runner is not None:
+            raise RuntimeError("the hook server is already started")
+        self._given = certs.KeyPair(cert_pem, key_pem)
+        self._ca_pem = ca_pem
 
     def url(self, path: str) -> str:
         host = f"[{self._host}]" if ":" in self._host else self._host
@@ -72,16 +95,18 @@ class HookServer:
     @property
     def ca_bundle(self) -> str:
         """The base64 PEM of the CA that issued the server's certificate."""
-        if self._ca is None:
+        if self._ca_pem is None:
             raise RuntimeError("the hook server is not started")
-        return base64.b64encode(self._ca.cert_pem).decode()
+        return base64.b64encode(self._ca_pem).decode()
 
     def _tls(self) -> ssl.SSLContext:
-        now = self.now_utc()
-        self._ca = certs.new_ca(f"{self._common_name}-ca", now=now)
-        names = tuple(dict.fromkeys((self._host, "127.0.0.1", "localhost", *self._hosts)))
-        pair = certs.issue(self._ca, common_name=self._common_name, usage="server",
-                           now=now, hosts=names)
+        pair = self._given
+        if pair is None:
+            now = self.now_utc()
+            ca = certs.new_ca(f"{self._common_name}-ca", now=now)
+            self._ca_pem = ca.cert_pem
+            pair = certs.issue(ca, common_name=self._common_name, usage="server",
+                               now=now, hosts=self.names)
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         with tempfile.TemporaryDirectory() as tmp:
             cert, key = Path(tmp, "tls.crt"), Path(tmp, "tls.key")

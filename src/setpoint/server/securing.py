@@ -50,7 +50,14 @@ from setpoint.auth.tokenfile import StaticTokens
 from setpoint.auth.user import UserInfo
 from setpoint.pki import certs
 from setpoint.pki.authority import Authority
-from setpoint.registry import actions, escalation, noderestriction, reviews
+from setpoint.registry import (
+    actions,
+    certificates,
+    escalation,
+    noderestriction,
+    reviews,
+    signerauthz,
+)
 from setpoint.registry import serviceaccounts as sa_registry
 from setpoint.registry import watchcache as wc
 from setpoint.registry.catalog import Catalog
@@ -295,6 +302,9 @@ class Secured:
         catalog.add_subresource_action("", "serviceaccounts", "token", token)
         self._install_escalation_checks(catalog)
         self._install_node_restriction(catalog)
+        # CertificateApproval and CertificateSigning: approve/sign on the request's signer
+        catalog.store(certificates.GROUP, certificates.RESOURCE).admission.insert(
+            0, signerauthz.admission(authorizer))
 
         def authorize(attrs: Attributes) -> tuple[bool, str]:
             verdict = authorizer.authorize(attrs)

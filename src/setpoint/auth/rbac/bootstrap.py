@@ -52,6 +52,7 @@ CONTROLLER_ACCOUNTS: Final = {
     "daemonset": "daemon-set-controller",
     "statefulset": "statefulset-controller",
     "disruption": "disruption-controller",
+    "csrsigning": "certificate-controller",
 }
 #: built-in controllers that act as a user of their own rather than a ServiceAccount
 CONTROLLER_USERS: Final = {"scheduler": "system:kube-scheduler"}
@@ -248,6 +249,12 @@ def _controller_roles() -> list[Obj]:
                  ["controllerrevisions"]),
             rule(["get", "create"], [""], ["persistentvolumeclaims"]),
             rule(["update", "delete"], [""], ["persistentvolumeclaims"])],
+        "certificate-controller": [
+            rule(READ, ["certificates.k8s.io"], ["certificatesigningrequests"]),
+            rule(["update"], ["certificates.k8s.io"], ["certificatesigningrequests/status"]),
+            rule(["sign"], ["certificates.k8s.io"], ["signers"],
+                 names=["kubernetes.io/kube-apiserver-client", "kubernetes.io/kubelet-serving",
+                        "setpoint.dev/serving"])],
         "disruption-controller": [
             rule(READ, ["apps", "extensions"], ["deployments", "replicasets"]),
             rule(READ, [""], ["replicationcontrollers"]),
