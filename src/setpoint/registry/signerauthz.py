@@ -9,6 +9,11 @@ verb ``approve`` on resource ``signers`` of group ``certificates.k8s.io`` with t
 .certificates.k8s.io "<name>" is forbidden: user not permitted to approve requests with
 signerName "<signer>"``.
 
+Kubernetes' ``ClusterTrustBundleAttest``: creating a ClusterTrustBundle with a
+``spec.signerName``, or an update changing its signer or its certificates, needs verb
+``attest`` on that signer likewise; otherwise 403: ``clustertrustbundles.certificates.k8s.io
+"<name>" is forbidden: user not permitted to attest for signerName "<signer>"``.
+
 Invariants: the server's own writes (no user) are not checked; the signer name checked is
 the stored one (the spec cannot change on these paths).
 """
@@ -22,7 +27,7 @@ from setpoint.apimachinery import errors
 from setpoint.auth.attributes import Attributes
 from setpoint.auth.rbac.authorizer import Authorizer
 from setpoint.auth.user import UserInfo
-from setpoint.registry import certificates
+from setpoint.registry import certificates, clustertrustbundles
 from setpoint.registry.options import AdmissionAttributes
 
 Obj = dict[str, Any]
@@ -69,5 +74,31 @@ def admission(authorizer: Authorizer) -> Admission:
             if before != after and not authorized_for_signer(authorizer, attrs.user, "sign",
                                                              signer):
                 raise _forbidden(attrs.name, "sign", signer)
+
+    return admit
+
+
+def attest_admission(authorizer: Authorizer) -> Admission:
+    """The admission hook of the ClusterTrustBundle store."""
+
+    async def admit(new: Any, old: Any, attrs: AdmissionAttributes) -> None:
+        if attrs.user is None or not isinstance(new, dict):
+            return
+        if attrs.operation not in ("CREATE", "UPDATE"):
+            return
+        spec, before = new.get("spec") or {}, (old or {}).get("spec") or {}
+        if attrs.operation == "UPDATE" and isinstance(old, dict) and \
+                spec.get("signerName") == before.get("signerName") and \
+                spec.get("trustBundle") == before.get("trustBundle"):
+            return
+        signer = spec.get("signerName")
+        if not isinstance(signer, str) or not signer:
+            return
+        if not authorized_for_signer(authorizer, attrs.user, "attest", signer):
+            raise errors.Forbidden(
+                f'{clustertrustbundles.RESOURCE}.{certificates.GROUP} "{attrs.name}" is '
+                f'forbidden: user not permitted to attest for signerName "{signer}"',
+                details={"name": attrs.name, "group": certificates.GROUP,
+                         "kind": clustertrustbundles.RESOURCE})
 
     return admit
