@@ -103,12 +103,30 @@ class Watcher:
         self._waiter: asyncio.Future[None] | None = None
         self._alarm: asyncio.TimerHandle | None = None
         self._alarm_at = 0.0
+        # where a caught-up watcher's events go without waking its reader (see set_sink)
+        self._sink: Callable[[hist.Entry], bool] | None = None
         self.closed = False
         self.lagged = False
+
+    def set_sink(self, sink: Callable[[hist.Entry], bool] | None) -> None:
+        """Hand live events to ``sink`` instead of queueing them, while the reader is
+        parked waiting in :meth:`next_until` with nothing queued or held back.
+
+        ``sink(entry)`` returns whether it took the event (sent it, or decided not to send
+        it); an event it does not take is queued and the reader woken, as without a sink,
+        and the sink is not asked again until the reader has caught up and parked. So the
+        reader and the sink together see every event once, in revision order, provided the
+        reader has finished with each event it took before it waits for the next."""
+        self._sink = sink
 
     def _offer(self, entry: hist.Entry) -> None:
         if self.closed:
             return
+        sink = self._sink
+        if sink is not None and not self._live and not self._replay:
+            waiter = self._waiter
+            if waiter is not None and not waiter.done() and sink(entry):
+                return
         if len(self._live) >= self._buffer:
             self._lag()
             return
@@ -129,6 +147,7 @@ class Watcher:
         if self.closed:
             return
         self.closed = True
+        self._sink = None
         self._replay.clear()
         self._live.clear()
         self._cache._unsubscribe(self)

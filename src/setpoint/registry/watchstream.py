@@ -12,8 +12,14 @@ them into API-level events for one request's selectors and version:
 * objects are converted to the watch's version when first read; with a conversion webhook
   the selectors see the converted objects, and a failed conversion ends the watch.
 
-Invariants: events come in revision order, each at most once; :meth:`WatchStream.bookmark_revision`
-never reports a revision ahead of an event not yet delivered.
+* a caller may also take events without waiting for them (:meth:`WatchStream.set_sink`): while
+  its reader is parked and caught up, an event whose conversion needs no webhook is classified
+  and handed to the sink in the cache's fan-out, so that a thousand caught-up watchers cost no
+  task wake-up per event; whatever the sink declines goes to the reader as before.
+
+Invariants: events come in revision order, each at most once, whether through the sink or
+:meth:`WatchStream.next_event`; :meth:`WatchStream.bookmark_revision` never reports a revision
+ahead of an event not yet delivered.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from typing import Any, Protocol
 
 from setpoint.apimachinery import selectors
 from setpoint.registry import conversion
+from setpoint.registry import history as hist
 from setpoint.registry import watchcache as wc
 from setpoint.registry.options import ListOptions, WatchOptions
 from setpoint.registry.strategy import Strategy
@@ -114,6 +121,29 @@ class WatchStream:
 
     def close(self) -> None:
         self._watcher.close()
+
+    def set_sink(self, sink: Callable[[WatchEvent], bool] | None) -> None:
+        """Hand this watch's events to ``sink`` from the cache's fan-out while its reader is
+        parked in :meth:`next_event` with nothing pending (see
+        :meth:`~setpoint.registry.watchcache.Watcher.set_sink`). ``sink(event)`` returns
+        whether it sent the event; when it did not (its connection is backed up or closing),
+        the event goes to :meth:`next_event` instead, and so do the events after it until the
+        reader has caught up. Events the selectors filter out are taken without calling
+        ``sink``; events that need a conversion webhook always go to the reader."""
+        self._watcher.set_sink(None if sink is None else lambda entry: self._direct(entry, sink))
+
+    def _direct(self, entry: hist.Entry, sink: Callable[[WatchEvent], bool]) -> bool:
+        if not self._store.conversion.immediate:
+            return False
+        event = entry.event()
+        try:
+            kind = self._classify(event)
+        except Exception:  # the reader meets the same failure and ends the watch with it
+            return False
+        if kind is not None and not sink(WatchEvent(self, kind, event)):
+            return False
+        self.last_revision = max(self.last_revision, event.revision)
+        return True
 
     def pending_replay(self) -> int:
         return self._watcher.pending_replay()

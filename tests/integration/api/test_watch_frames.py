@@ -204,8 +204,12 @@ async def test_watchers_of_one_form_share_the_encoded_event() -> None:
             assert server.cache is not None
             entry = next(e for e in server.cache._history if e.revision == int(last))
             assert entry.frames is not None
-            assert sorted(key[:3] for key in entry.frames) == [("ADDED", "v2", "json"),
-                                                               ("ADDED", "v2", "partial")]
+            # one frame per form: the line the watch's task writes, the chunk written from
+            # the cache's fan-out to a caught-up connection, or both
+            forms = {key[2] if isinstance(key[2], str) else key[2][1] for key in entry.frames}
+            assert forms == {"json", "partial"}
+            assert all(key[:2] == ("ADDED", "v2") for key in entry.frames)
+            assert len(entry.frames) <= 4
         finally:
             for response in responses:
                 response.close()
