@@ -60,6 +60,8 @@ class WatchConfig:
     rng: random.Random = field(default_factory=random.Random)
     #: open streams, closed all at once on shutdown
     active: weakref.WeakSet[WatchStream] = field(default_factory=weakref.WeakSet)
+    #: events written to a caught-up watch's connection from the cache's fan-out
+    sent_from_fanout: int = 0
 
     def close_all(self) -> None:
         for stream in list(self.active):
@@ -163,6 +165,7 @@ async def serve_watch(request: web.Request, store: Store, namespace: str | None,
                 transport.write(data)
             except Exception:  # the task meets the closed connection and ends the watch
                 return False
+            config.sent_from_fanout += 1
             return True
 
         stream.set_sink(send_now)
