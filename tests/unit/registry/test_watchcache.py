@@ -322,7 +322,8 @@ async def test_a_sink_is_not_asked_while_the_reader_holds_an_event(backend: Memo
         await cache.wait_fresh()
         assert offered == [first.mod_revision]  # nobody parked: queued for the reader
         got = await watcher.next(1)
-        assert got is not None and got.revision == second.mod_revision
+        assert got is not None
+        assert got.revision == second.mod_revision
         watcher.close()
         third = await backend.create(PREFIX + "ns/c", b'{"metadata":{}}')
         await cache.wait_fresh()
