@@ -46,6 +46,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
+import weakref
 from collections.abc import Callable, Hashable, Iterator
 from typing import Any, Final
 
@@ -76,6 +77,21 @@ def resource_prefix(key: str) -> str:
     """``/registry/<group>/<resource>/`` of a key."""
     parts = key.split("/", 4)
     return "/".join(parts[:4]) + "/"
+
+
+class SharedKey:
+    """A key that many watchers use for the same frame of an event, interned by the cache
+    (:meth:`WatchCache.shared_key`): equal keys are one object, hashed and compared by
+    identity, so a thousand watchers look their frame up without hashing or comparing their
+    selectors. Held by the watchers that use it; forgotten when none does."""
+
+    __slots__ = ("__weakref__", "key")
+
+    def __init__(self, key: Hashable) -> None:
+        self.key = key
+
+    def __repr__(self) -> str:
+        return f"SharedKey({self.key!r})"
 
 
 class Watcher:
@@ -225,6 +241,15 @@ class Watcher:
             return make()
         return self._cache._history.frame(event.origin, key, make)
 
+    def shared_frame(self, entry: hist.Entry, key: Hashable, make: Callable[[], bytes]
+                     ) -> bytes:
+        """:meth:`frame` of a history entry, under a key from :meth:`shared_key`."""
+        return self._cache._history.frame(entry, key, make)
+
+    def shared_key(self, key: Hashable) -> SharedKey:
+        """The one :class:`SharedKey` of ``key`` among the cache's watchers (see there)."""
+        return self._cache.shared_key(key)
+
     def verdict(self, event: CacheEvent, key: Hashable, decide: Callable[[], str | None]
                 ) -> str | None:
         """``decide()``, shared with the other watchers asking the same ``key`` of the same
@@ -269,6 +294,8 @@ class WatchCache:
         self._ready = asyncio.Event()
         self._ready_at = 0  # the store's revision at start: ready once it is applied
         self._listeners: list[Callable[[CacheEvent], None]] = []
+        self._shared_keys: weakref.WeakValueDictionary[Hashable, SharedKey] = \
+            weakref.WeakValueDictionary()
 
     # --- lifecycle -----------------------------------------------------------------------
 
@@ -578,6 +605,14 @@ class WatchCache:
         watchers = self._watchers.get(resource_prefix(watcher.prefix + "x"))
         if watchers is not None:
             watchers.discard(watcher)
+
+    def shared_key(self, key: Hashable) -> SharedKey:
+        """The :class:`SharedKey` of ``key``: the same object for equal keys while any
+        watcher holds it."""
+        shared = self._shared_keys.get(key)
+        if shared is None:
+            shared = self._shared_keys[key] = SharedKey(key)
+        return shared
 
     def watcher_count(self) -> int:
         return sum(len(w) for w in self._watchers.values())

@@ -122,28 +122,55 @@ class WatchStream:
     def close(self) -> None:
         self._watcher.close()
 
-    def set_sink(self, sink: Callable[[WatchEvent], bool] | None) -> None:
-        """Hand this watch's events to ``sink`` from the cache's fan-out while its reader is
-        parked in :meth:`next_event` with nothing pending (see
-        :meth:`~setpoint.registry.watchcache.Watcher.set_sink`). ``sink(event)`` returns
-        whether it sent the event; when it did not (its connection is backed up or closing),
-        the event goes to :meth:`next_event` instead, and so do the events after it until the
-        reader has caught up. Events the selectors filter out are taken without calling
-        ``sink``; events that need a conversion webhook always go to the reader."""
-        self._watcher.set_sink(None if sink is None else lambda entry: self._direct(entry, sink))
+    def set_sink(self, write: Callable[[bytes], bool] | None, form: Hashable = None,
+                 make: Callable[[str, Obj], bytes] | None = None) -> None:
+        """Send this watch's events through ``write`` from the cache's fan-out while its
+        reader is parked in :meth:`next_event` with nothing pending (see
+        :meth:`~setpoint.registry.watchcache.Watcher.set_sink`); ``None`` stops that.
 
-    def _direct(self, entry: hist.Entry, sink: Callable[[WatchEvent], bool]) -> bool:
-        if not self._store.conversion.immediate:
-            return False
+        What is written for an event is ``make(type, object)``, made once per event for
+        every watch with the same selectors, version, strategy and ``form`` (``form`` must
+        name everything else the bytes depend on), so a fan-out to many such watches costs
+        one decision and one encoding per event and one lookup and ``write`` per watch.
+        ``write(data)`` returns whether it sent ``data``; when it did not (the connection is
+        backed up or closing), the event goes to :meth:`next_event` instead, and so do the
+        events after it until the reader has caught up. Events the selectors filter out
+        are taken without a write; events that need a conversion webhook always go to the
+        reader."""
+        if write is None or make is None:
+            self._watcher.set_sink(None)
+            return
+        shared = self._watcher.shared_key((self._verdict_key, form))
+
+        def sink(entry: hist.Entry) -> bool:
+            if not self._store.conversion.immediate:
+                return False
+            frames = entry.frames
+            data = frames.get(shared) if frames is not None else None
+            if data is None:
+                try:
+                    data = self._made(entry, shared, make)
+                except Exception:  # the reader meets the same failure and ends the watch
+                    return False
+            if data and not write(data):
+                return False
+            if entry.revision > self.last_revision:
+                self.last_revision = entry.revision
+            return True
+
+        self._watcher.set_sink(sink)
+
+    def _made(self, entry: hist.Entry, shared: Hashable, make: Callable[[str, Obj], bytes]
+              ) -> bytes:
+        """The bytes of ``entry`` for the watches of ``shared`` (kept on the entry for the
+        next of them); empty when the selectors filter the event out (not kept: the
+        decision itself is shared, see :meth:`_classify`)."""
         event = entry.event()
-        try:
-            kind = self._classify(event)
-        except Exception:  # the reader meets the same failure and ends the watch with it
-            return False
-        if kind is not None and not sink(WatchEvent(self, kind, event)):
-            return False
-        self.last_revision = max(self.last_revision, event.revision)
-        return True
+        kind = self._classify(event)
+        if kind is None:
+            return b""
+        made = WatchEvent(self, kind, event)
+        return self._watcher.shared_frame(entry, shared, lambda: make(kind, made.object))
 
     def pending_replay(self) -> int:
         return self._watcher.pending_replay()

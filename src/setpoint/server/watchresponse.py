@@ -154,13 +154,11 @@ async def serve_watch(request: web.Request, store: Store, namespace: str | None,
     if output.kind in ("json", "partial") and transport is not None:
         make: Callable[[str, Obj], bytes] = _line if output.kind == "json" else (
             lambda kind, obj: _line(kind, table.partial_metadata(obj)))
-        chunked = ("chunk", output.kind)
 
-        def send_now(event: WatchEvent) -> bool:
-            """Write ``event`` from the fan-out, when the connection can take it now."""
+        def send_now(data: bytes) -> bool:
+            """Write ``data`` from the fan-out, when the connection can take it now."""
             if transport.is_closing() or transport.get_write_buffer_size() >= DIRECT_LIMIT:
                 return False
-            data = event.frame(chunked, lambda kind, obj: _chunk(make(kind, obj)))
             try:
                 transport.write(data)
             except Exception:  # the task meets the closed connection and ends the watch
@@ -168,7 +166,8 @@ async def serve_watch(request: web.Request, store: Store, namespace: str | None,
             config.sent_from_fanout += 1
             return True
 
-        stream.set_sink(send_now)
+        stream.set_sink(send_now, ("chunk", output.kind),
+                        lambda kind, obj: _chunk(make(kind, obj)))
     try:
         while True:
             if need_initial_end and stream.pending_replay() == 0:
