@@ -151,7 +151,9 @@ async def serve_watch(request: web.Request, store: Store, namespace: str | None,
                                   "metadata": meta})
 
     transport = request.transport
-    if output.kind in ("json", "partial") and transport is not None:
+    # the fan-out writes chunks itself: only where aiohttp would write the same bytes
+    if output.kind in ("json", "partial") and transport is not None and response.chunked \
+            and not response.compression:
         make: Callable[[str, Obj], bytes] = _line if output.kind == "json" else (
             lambda kind, obj: _line(kind, table.partial_metadata(obj)))
 
