@@ -152,6 +152,14 @@ class Gauge(_Family):
     def dec(self, *labels: str, amount: float = 1.0) -> None:
         self.inc(*labels, amount=-amount)
 
+    def bind(self, *labels: str) -> BoundGauge:
+        """The series of ``labels`` (made to exist at 0), to set or move without looking its
+        labels up each time. After :meth:`clear` the series is exported again from the bound
+        gauge's next move; a :meth:`set_function` of the same labels takes precedence."""
+        key = self._key(labels)
+        self._values.setdefault(key, 0.0)
+        return BoundGauge(self._values, key)
+
     def set_function(self, func: Callable[[], float], *labels: str) -> None:
         """Compute the series' value at each render (replaces a set value)."""
         key = self._key(labels)
@@ -171,6 +179,25 @@ class Gauge(_Family):
     def samples(self) -> Iterable[str]:
         for key in sorted({*self._values, *self._functions}):
             yield f"{self.name}{_labels(self.label_names, key)} {format_value(self.value(*key))}"
+
+
+class BoundGauge:
+    """One series of a :class:`Gauge`."""
+
+    __slots__ = ("_key", "_values")
+
+    def __init__(self, values: dict[LabelValues, float], key: LabelValues) -> None:
+        self._values = values
+        self._key = key
+
+    def set(self, value: float) -> None:
+        self._values[self._key] = float(value)
+
+    def inc(self, amount: float = 1.0) -> None:
+        self._values[self._key] = self._values.get(self._key, 0.0) + amount
+
+    def dec(self, amount: float = 1.0) -> None:
+        self.inc(-amount)
 
 
 class _Series:

@@ -423,6 +423,8 @@ def _validate_common(meta: Mapping[str, Any], path: FieldPath, errs: list[FieldE
 
 def _same_time(new: Any, old: Any) -> bool:
     """Semantic equality of two timestamps: equal instants are equal however written."""
+    if new == old:  # the same text is the same instant (or the same non-timestamp)
+        return True
     if isinstance(new, str) and isinstance(old, str):
         try:
             parsed_new: datetime = timeutil.parse_time(new)

@@ -6,8 +6,12 @@ every failure to an :mod:`setpoint.apimachinery.errors` exception:
 
 - an error response → the exception its Status names (:mod:`setpoint.client.responses`);
 - a connection failure (refused, reset, TLS handshake, connect timeout, truncated body) →
-  ``ServiceUnavailable``, raised ``from`` the aiohttp error;
+  ``ServiceUnavailable``, raised ``from`` the underlying error;
 - a request that outlives ``request_timeout`` → ``Timeout``.
+
+Plain request-response calls (:meth:`Transport.request`) go through
+:class:`setpoint.client.http1.Pool`, a lean HTTP/1.1 client, unless a proxy is configured or
+the caller injected a session; streams (watches) and those cases use aiohttp.
 
 Invariants: every response is released before :meth:`Transport.request` returns or raises,
 and :meth:`Transport.stream` hands the caller an open response that the caller must close.
@@ -26,6 +30,7 @@ import contextlib
 import os
 import ssl
 import tempfile
+import urllib.parse
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, NoReturn
@@ -34,10 +39,14 @@ import aiohttp
 
 from setpoint.apimachinery import clock as clocks
 from setpoint.apimachinery import errors
-from setpoint.client import auth, kubeconfig, responses
+from setpoint.client import auth, http1, kubeconfig, responses
 from setpoint.client import config as cfg
 
 Params = Mapping[str, str]
+
+# what stays unescaped in a path (already-escaped sequences included) and a query value
+_PATH_SAFE = "/:@!$&'()*+,;=-._~%"
+_QUERY_SAFE = "/:,"
 
 
 @contextlib.contextmanager
@@ -126,6 +135,24 @@ class Transport:
         self._owns_session = session is None
         self._credentials = auth.Credentials(config, clock=clock)
         self._closed = False
+        # plain request-response calls go through the lean pool unless a proxy is configured
+        # or the caller brought its own session (which then carries every request)
+        self._lean = session is None and config.proxy_url is None
+        self._pool: http1.Pool | None = None
+        self._tls: ssl.SSLContext | None = None
+        self._tls_made = False
+        split = urllib.parse.urlsplit(config.server)
+        self._prefix = split.path.rstrip("/")
+        self._host = split.hostname or ""
+        self._port = split.port or (443 if split.scheme == "https" else 80)
+        self._authority = split.netloc.rpartition("@")[2]
+
+    def _tls_context(self) -> ssl.SSLContext | None:
+        """The config's TLS context, made once for the session and the pool."""
+        if not self._tls_made:
+            self._tls = ssl_context(self.config)
+            self._tls_made = True
+        return self._tls
 
     @property
     def session(self) -> aiohttp.ClientSession:
@@ -133,12 +160,26 @@ class Transport:
         if self._closed:
             raise RuntimeError("the client is closed")
         if self._session is None:
-            self._session = create_session(self.config)
+            self._session = create_session(self.config, context=self._tls_context())
         return self._session
+
+    def _lean_pool(self) -> http1.Pool:
+        if self._closed:
+            raise RuntimeError("the client is closed")
+        if self._pool is None:
+            self._pool = http1.Pool(
+                self._host, self._port, ssl_context=self._tls_context(),
+                server_hostname=self.config.tls_server_name, authority=self._authority,
+                max_connections=self.config.max_connections,
+                connect_timeout=self.config.connect_timeout)
+        return self._pool
 
     async def close(self) -> None:
         """Close the session if it was created here. Idempotent."""
         self._closed = True
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
         session, self._session = self._session, None
         if session is not None and self._owns_session:
             await session.close()
@@ -153,7 +194,8 @@ class Transport:
         return headers
 
     def _failure(self, method: str, path: str, error: Exception) -> errors.ApiError:
-        if isinstance(error, aiohttp.ClientError):
+        if isinstance(error, aiohttp.ClientError | http1.ProtocolError | ssl.SSLError) or (
+                isinstance(error, OSError) and not isinstance(error, TimeoutError)):
             detail = str(error) or type(error).__name__
             return errors.ServiceUnavailable(
                 f"{method} {self.config.server}{path}: connection failed: {detail}")
@@ -172,6 +214,8 @@ class Transport:
                       accept: str = "application/json") -> Any:
         """Send one request and return its decoded JSON body (``None`` when empty)."""
         headers = await self._headers(content_type, accept)
+        if self._lean:
+            return await self._request_lean(method, path, params, body, headers)
         timeout = aiohttp.ClientTimeout(total=self.config.request_timeout,
                                         connect=self.config.connect_timeout)
         try:
@@ -187,6 +231,25 @@ class Transport:
                 raise
             raise self._failure(method, path, e) from e
         return responses.decode(payload, f"{method} {path}")
+
+    async def _request_lean(self, method: str, path: str, params: Params | None,
+                            body: bytes | None, headers: dict[str, str]) -> Any:
+        target = self._prefix + urllib.parse.quote(path, safe=_PATH_SAFE)
+        if params:
+            target += "?" + urllib.parse.urlencode(params, quote_via=urllib.parse.quote,
+                                                   safe=_QUERY_SAFE)
+        try:
+            async with asyncio.timeout(self.config.request_timeout):
+                response = await self._lean_pool().request(method, target, headers, body)
+        except (OSError, ssl.SSLError, http1.ProtocolError) as e:
+            raise self._failure(method, path, e) from e
+        if response.status >= 400:
+            if response.status == 401:
+                self._credentials.invalidate()
+            raise responses.error_from_response(
+                response.status, response.body, reason_phrase=response.reason,
+                retry_after=response.headers.get("retry-after"))
+        return responses.decode(response.body, f"{method} {path}")
 
     async def stream(self, method: str, path: str, *, params: Params | None = None,
                      accept: str = "application/json") -> aiohttp.ClientResponse:

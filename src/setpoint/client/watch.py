@@ -23,6 +23,10 @@ Invariants:
 - The HTTP response is closed as soon as the stream ends, raises, is cancelled, or the
   ``async with`` block exits; :meth:`Watch.aclose` is idempotent.
 
+Several events often arrive in one read; :meth:`Watch.next_nowait` hands out those already
+buffered without awaiting (the informer's driver reads a busy stream so, with no task or
+timer per event).
+
 Non-guarantees: no automatic reconnect or relist (that is the informer's job), and a
 ``Watch`` is single-use. Iterating without ``async with`` and abandoning the loop early leaves
 the connection open until :meth:`Watch.aclose` or garbage collection.
@@ -161,10 +165,25 @@ class Watch:
 
     async def aclose(self) -> None:
         """Close the connection; the iterator then ends. Idempotent."""
+        self._close()
+
+    def _close(self) -> None:
         self._done = True
         response, self._response = self._response, None
         if response is not None:
             response.close()
+
+    def next_nowait(self) -> WatchEvent | None:
+        """The next event if it has already arrived (its line is buffered), without waiting
+        or reading; ``None`` if the next one needs a read. Raises as iterating does (an
+        ``ERROR`` event, a malformed line), and then the watch is closed."""
+        if not self._ready:
+            return None
+        try:
+            return self._event(self._ready.popleft())
+        except BaseException:
+            self._close()
+            raise
 
     def _event(self, line: bytes) -> WatchEvent:
         event = parse_event(line)

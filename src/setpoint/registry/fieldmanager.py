@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import collections
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -41,6 +41,7 @@ from setpoint.apimachinery import errors, fieldpath, typed
 from setpoint.apimachinery.fieldpath import FieldSet, Path
 from setpoint.apimachinery.jsoncopy import deep_copy
 from setpoint.apimachinery.typed import TypeSpec
+from setpoint.registry.fieldscodec import FieldsCodec
 
 Obj = dict[str, Any]
 
@@ -113,8 +114,10 @@ def manager_from_user_agent(user_agent: str | None) -> str:
 # --- encoding ------------------------------------------------------------------------------------
 
 
-def decode(entries: Any) -> Managers:
-    """The managers of a ``metadata.managedFields`` list; ``ValueError`` when malformed."""
+def decode(entries: Any, fields_of: Callable[[Any], FieldSet] = fieldpath.from_fields_v1
+           ) -> Managers:
+    """The managers of a ``metadata.managedFields`` list; ``ValueError`` when malformed.
+    ``fields_of`` reads an entry's ``fieldsV1`` (a :class:`FieldsCodec`'s, to share)."""
     if entries is None:
         return {}
     if not isinstance(entries, list):
@@ -135,15 +138,17 @@ def decode(entries: Any) -> Managers:
         subresource = entry.get("subresource") or ""
         if not isinstance(manager, str) or not isinstance(subresource, str):
             raise ValueError(f"invalid managed fields entry {i}")
-        fields = fieldpath.from_fields_v1(entry.get("fieldsV1") or {})
+        fields = fields_of(entry.get("fieldsV1") or {})
         stamp = entry.get("time")
         out[_key(manager, operation, api_version, subresource)] = Entry(
             fields, api_version, stamp if isinstance(stamp, str) else None)
     return out
 
 
-def encode(managers: Managers) -> list[Obj]:
-    """The ``metadata.managedFields`` list, in Kubernetes' order."""
+def encode(managers: Managers,
+           fields_v1_of: Callable[[FieldSet], Obj] = fieldpath.to_fields_v1) -> list[Obj]:
+    """The ``metadata.managedFields`` list, in Kubernetes' order (``fields_v1_of`` writes an
+    entry's ``fieldsV1``)."""
     def order(item: tuple[ManagerKey, Entry]) -> tuple[Any, ...]:
         k, e = item
         return (k.operation, e.time or "", k.manager, e.api_version, k.subresource)
@@ -155,7 +160,7 @@ def encode(managers: Managers) -> list[Obj]:
         if e.time is not None:
             entry["time"] = e.time
         entry["fieldsType"] = "FieldsV1"
-        entry["fieldsV1"] = fieldpath.to_fields_v1(e.fields)
+        entry["fieldsV1"] = fields_v1_of(e.fields)
         if k.subresource:
             entry["subresource"] = k.subresource
         out.append(entry)
@@ -329,6 +334,8 @@ class FieldManager:
         self.updater = Updater(spec)
         self.api_version = api_version
         self.status_subresource = status_subresource
+        # the fieldsV1 of the managers' entries, both ways (see registry/fieldscodec.py)
+        self._codec = FieldsCodec()
         # creates: the fields a created object sets -> the encoded fieldsV1 its creator owns
         # (None: none). Objects of one resource mostly share a few shapes; bounded.
         self._created: collections.OrderedDict[FieldSet, bytes | None] = \
@@ -340,13 +347,14 @@ class FieldManager:
             sent = _meta(new).get("managedFields")
             if sent:
                 try:
-                    managers = decode(sent)
+                    managers = decode(sent, self._codec.decode)
                 except ValueError:
                     managers = {}
                 if managers:
                     return managers
         try:
-            return decode(_meta(live).get("managedFields")) if live is not None else {}
+            return decode(_meta(live).get("managedFields"), self._codec.decode) \
+                if live is not None else {}
         except ValueError:
             return {}
 
@@ -374,7 +382,7 @@ class FieldManager:
             meta.pop("managedFields", None)
             return
         _cap(out)
-        _store(meta, out)
+        _store(meta, out, self._codec)
 
     def _record_create(self, new: Obj, manager: str, now: str) -> None:
         """:meth:`update` of a create whose client sent no managedFields: the creator owns
@@ -440,7 +448,7 @@ class FieldManager:
         if manager == KUBECTL and LAST_APPLIED in (_meta(merged).get("annotations") or {}):
             _set_last_applied(merged, config)
         _cap(out)
-        _store(merged.setdefault("metadata", {}), out)
+        _store(merged.setdefault("metadata", {}), out, self._codec)
         return merged
 
     def _last_applied_allowance(self, manager: str, live: Obj) -> FieldSet | None:
@@ -480,9 +488,10 @@ def _without_managed_fields(obj: Obj) -> Obj:
     return obj
 
 
-def _store(meta: Obj, managers: Managers) -> None:
+def _store(meta: Obj, managers: Managers, codec: FieldsCodec | None = None) -> None:
     if managers:
-        meta["managedFields"] = encode(managers)
+        meta["managedFields"] = encode(managers, codec.encode if codec is not None
+                                       else fieldpath.to_fields_v1)
     else:
         meta.pop("managedFields", None)
 

@@ -15,13 +15,13 @@ from the ``node-role.kubernetes.io/<role>`` labels).
 
 from __future__ import annotations
 
-import copy
 import ipaddress
 from datetime import datetime
 from typing import Any
 
 from setpoint.apimachinery import fields, validation
 from setpoint.apimachinery.fields import ErrorType, FieldError, FieldPath
+from setpoint.apimachinery.jsoncopy import deep_copy
 from setpoint.apimachinery.jsonshape import as_dict, as_list
 from setpoint.registry import podspec, table
 from setpoint.registry.resources import ResourceInfo, VersionInfo
@@ -116,10 +116,10 @@ class NodeStrategy(TypedStrategy):
         if subresource == "status":
             status = new.get("status")
             new.clear()
-            new.update(copy.deepcopy(old))
+            new.update(deep_copy(old))
             new["status"] = status if status is not None else {}
         else:
-            new["status"] = copy.deepcopy(old.get("status", {}))
+            new["status"] = deep_copy(old.get("status", {}))
 
     def validate(self, obj: Obj, version: VersionInfo) -> list[FieldError]:
         errs = super().validate(obj, version)

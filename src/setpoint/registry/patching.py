@@ -25,7 +25,7 @@ from setpoint.apimachinery import errors, patch
 from setpoint.apimachinery.jsoncopy import deep_copy
 from setpoint.registry.options import WriteOptions, WriteResult
 from setpoint.registry.resources import VersionInfo
-from setpoint.registry.storebase import Obj, _check_name
+from setpoint.registry.storebase import Obj, StaleStart, _check_name, start_again
 from setpoint.registry.writing import Writes
 from setpoint.storage import interface as st
 
@@ -115,9 +115,9 @@ class Patching(Writes):
         version = self._version(version_name)
         self.check_patch_type(patch_type, opts)
         async with self._writes.hold(self.info.key(namespace, name)):
-            async for _ in self._attempts():
+            async for attempt in self._attempts():
                 try:
-                    kv, current = await self._current(namespace, name)
+                    kv, current, cached = await self._start(namespace, name, attempt)
                 except errors.NotFound:
                     if patch_type == PATCH_APPLY and not subresource:
                         try:
@@ -125,37 +125,48 @@ class Patching(Writes):
                         except errors.AlreadyExists:
                             continue  # created meanwhile: apply to what is there now
                     raise
-                base = deep_copy(await self._output(current, version))
-                applying = patch_type == PATCH_APPLY
-                if applying:
-                    patched = self._server_side_apply(namespace, base, body, name, version, opts,
-                                                      subresource)
-                else:
-                    patched = apply_patch(base, patch_type, body, name=name,
-                                          group=self.info.group, resource=self.info.resource,
-                                          merge_keys=self._merge_keys)
-                if isinstance(patched, dict):
-                    self._check_depth(patched, name, current)
-                meta = self._check_type(patched, version, "patch")
-                _check_name(meta, name)
-                # The patched object carries the resourceVersion it was computed from, unless the
-                # patch set one: a different one is the client's precondition, and fails now. The
-                # same one may be the client's too; when the write loses its compare-and-swap,
-                # the next attempt patches the newer object, and only a resourceVersion the patch
-                # itself set still differs then (Kubernetes: a patch is unconditional unless it
-                # names a resourceVersion).
-                precondition = meta.get("resourceVersion")
-                if precondition and self._body_revision(precondition, name) != kv.mod_revision:
-                    raise self._conflict(name)
-                self._check_namespace(meta, namespace)
-                warnings = self.strategy.warnings(version)
-                self._normalize(patched, version, opts, warnings, is_patch=True)
                 try:
-                    return await self._write_update(kv, current, patched, version, opts,
-                                                    subresource, warnings, applied=applying)
+                    return await self._patch_once(kv, current, namespace, name, patch_type,
+                                                  body, version, opts, subresource, cached)
                 except st.RevisionConflict:
                     continue
+                except (errors.ApiError, StaleStart) as e:
+                    if start_again(e, cached):
+                        continue  # computed from the cache's copy: again from storage
+                    raise
             raise self._conflict(name)
+
+    async def _patch_once(self, kv: st.KeyValue, current: Obj, namespace: str | None,
+                          name: str, patch_type: str, body: Any, version: VersionInfo,
+                          opts: WriteOptions, subresource: str, cached: bool) -> WriteResult:
+        """One attempt of :meth:`patch`, from ``current`` at ``kv``'s revision."""
+        base = deep_copy(await self._output(current, version))
+        applying = patch_type == PATCH_APPLY
+        if applying:
+            patched = self._server_side_apply(namespace, base, body, name, version, opts,
+                                              subresource)
+        else:
+            patched = apply_patch(base, patch_type, body, name=name,
+                                  group=self.info.group, resource=self.info.resource,
+                                  merge_keys=self._merge_keys)
+        if isinstance(patched, dict):
+            self._check_depth(patched, name, current)
+        meta = self._check_type(patched, version, "patch")
+        _check_name(meta, name)
+        # The patched object carries the resourceVersion it was computed from, unless the
+        # patch set one: a different one is the client's precondition, and fails now. The
+        # same one may be the client's too; when the write loses its compare-and-swap, the
+        # next attempt patches the newer object, and only a resourceVersion the patch itself
+        # set still differs then (Kubernetes: a patch is unconditional unless it names a
+        # resourceVersion).
+        precondition = meta.get("resourceVersion")
+        if precondition and self._body_revision(precondition, name) != kv.mod_revision:
+            raise self._conflict(name)
+        self._check_namespace(meta, namespace)
+        warnings = self.strategy.warnings(version)
+        self._normalize(patched, version, opts, warnings, is_patch=True)
+        return await self._write_update(kv, current, patched, version, opts, subresource,
+                                        warnings, applied=applying, cached=cached)
 
     def _server_side_apply(self, namespace: str | None, live: Obj | None, body: Any,
                            name: str, version: VersionInfo, opts: WriteOptions,

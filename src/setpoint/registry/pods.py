@@ -27,12 +27,12 @@ Kubernetes' canonical form.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 from typing import Any
 
 from setpoint.apimachinery import fields
 from setpoint.apimachinery.fields import FieldError, FieldPath
+from setpoint.apimachinery.jsoncopy import deep_copy
 from setpoint.apimachinery.jsonshape import as_dict, as_list
 from setpoint.registry import podprinting, podspec, table
 from setpoint.registry.options import DeleteOptions
@@ -170,7 +170,7 @@ def _without_seconds(toleration: Any) -> Obj:
 def validate_spec_update(new: Obj, old: Obj, path: FieldPath) -> list[FieldError]:
     """Kubernetes' pod update rules for ``spec`` (both already defaulted)."""
     errs: list[FieldError] = []
-    munged = copy.deepcopy(new)
+    munged = deep_copy(new)
     for group in ("containers", "initContainers"):
         new_list, old_list = as_list(munged.get(group)), as_list(old.get(group))
         if len(new_list) == len(old_list):
@@ -249,7 +249,7 @@ class PodStrategy(TypedStrategy):
             status = new.get("status")
             meta = new.get("metadata")
             new.clear()
-            new.update(copy.deepcopy(old))
+            new.update(deep_copy(old))
             new["status"] = status if status is not None else {}
             if isinstance(meta, dict):  # labels and annotations may change through /status
                 for key in ("labels", "annotations"):
@@ -258,7 +258,7 @@ class PodStrategy(TypedStrategy):
                     else:
                         new["metadata"].pop(key, None)
             return
-        new["status"] = copy.deepcopy(old.get("status", {}))
+        new["status"] = deep_copy(old.get("status", {}))
 
     def validate(self, obj: Obj, version: VersionInfo) -> list[FieldError]:
         errs = super().validate(obj, version)

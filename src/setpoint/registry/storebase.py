@@ -43,6 +43,7 @@ from setpoint.apimachinery import (
     typed,
 )
 from setpoint.apimachinery.clock import Clock
+from setpoint.apimachinery.jsoncopy import deep_copy
 from setpoint.registry import conversion, fieldmanager, keylocks, storageerrors
 from setpoint.registry import watchcache as wc
 from setpoint.registry.options import (
@@ -368,10 +369,31 @@ class StoreBase:
             raise self._not_found(name)
         return kv, wc.decode(kv.value, kv.mod_revision)
 
+    async def _start(self, namespace: str | None, name: str, attempt: int
+                     ) -> tuple[st.KeyValue, Obj, bool]:
+        """What a read-modify-write starts from: ``(kv, current, cached)``.
+
+        The first attempt starts from a copy of the watch cache's object when the cache
+        holds the key (as kube-apiserver's GuaranteedUpdate does): no storage read, no
+        decoding. The cache may lag storage, so what is computed from it is only a guess:
+        the compare-and-swap refuses a stale one, and the caller starts again from storage
+        (``attempt`` > 0) on any error the guess led to, before answering it (see
+        :class:`StaleStart`). A cached start's ``kv`` has no value (``b""``) and
+        ``create_revision`` 0; callers use its key and ``mod_revision`` only.
+        """
+        if attempt == 0:
+            key = self.info.key(namespace, name)
+            cached = self._cache.get(key)
+            revision = _cached_revision(cached)
+            if cached is not None and revision:
+                return st.KeyValue(key, b"", 0, revision), deep_copy(cached), True
+        kv, current = await self._current(namespace, name)
+        return kv, current, False
+
     async def _write_update(self, kv: st.KeyValue, current: Obj, new: Obj,
                             version: VersionInfo, opts: WriteOptions, subresource: str,
-                            warnings: builtins.list[str], *, applied: bool = False
-                            ) -> WriteResult:
+                            warnings: builtins.list[str], *, applied: bool = False,
+                            cached: bool = False) -> WriteResult:
         """Prepare, validate and compare-and-swap ``new`` over ``current`` (storage form).
 
         Raises :class:`RevisionConflict` when the object moved on; callers retry or 409.
@@ -413,6 +435,8 @@ class StoreBase:
         await self._admit("UPDATE", new, old, version, opts, subresource)
         # a stale value is rewritten (key rotation), and one in an old storage version
         if new == old and not kv.stale and not migrates:
+            if cached:
+                await self._confirm_unchanged(kv)
             if not opts.dry_run and self._deletion_done(current):
                 # an earlier write removed the last finalizer but its delete did not happen
                 # (storage failed in between): a client that repeats the write finishes it
@@ -438,6 +462,16 @@ class StoreBase:
             await self._finish_deletion(key, written.mod_revision, stored)
         return WriteResult(await self._output_owned(stored, version), warnings=warnings)
 
+    async def _confirm_unchanged(self, kv: st.KeyValue) -> None:
+        """A no-op write computed from the cache's object: storage must still hold that
+        revision, in the form it would write (else :class:`StaleStart`)."""
+        try:
+            stored = await self._backend.get(kv.key)
+        except st.StorageError as e:
+            raise storageerrors.api_error(e) from e
+        if stored is None or stored.mod_revision != kv.mod_revision or stored.stale:
+            raise StaleStart
+
     def _deletion_done(self, obj: Obj) -> bool:
         """Marked for deletion and nothing keeps it: the object is to be removed."""
         meta = obj.get("metadata") or {}
@@ -460,6 +494,29 @@ class StoreBase:
 
 
 # --- small pure helpers ----------------------------------------------------------------------
+
+
+class StaleStart(Exception):
+    """A write computed from the watch cache's object found it out of date: start again
+    from storage (see :meth:`StoreBase._start`)."""
+
+
+def start_again(error: BaseException, cached: bool) -> bool:
+    """Whether ``error``, raised by a write computed from the watch cache's copy
+    (``cached``), calls for another attempt from storage: any refusal the copy may have led
+    to does, a failure of storage itself does not (the write's outcome is storage's answer,
+    as it is for a write that started from storage), except that the key is gone."""
+    if not cached:
+        return False
+    cause = error.__cause__
+    return not isinstance(cause, st.StorageError) or isinstance(cause, st.KeyNotFound)
+
+
+def _cached_revision(obj: Obj | None) -> int:
+    """The revision of an object the watch cache holds (0 when it has none)."""
+    meta = obj.get("metadata") if obj is not None else None
+    value = meta.get("resourceVersion") if isinstance(meta, dict) else None
+    return int(value) if isinstance(value, str) and value.isascii() and value.isdigit() else 0
 
 
 @contextlib.asynccontextmanager

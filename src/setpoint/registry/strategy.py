@@ -19,12 +19,12 @@ serves a single-version resource whose objects need no conversion.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any
 
 from setpoint.apimachinery import fields, gotypes, typed, validation
 from setpoint.apimachinery.fields import FieldError, FieldPath
+from setpoint.apimachinery.jsoncopy import deep_copy
 from setpoint.apimachinery.metafields import OBJECT_META_FIELDS
 from setpoint.auth.user import UserInfo
 from setpoint.registry import table
@@ -159,13 +159,13 @@ class Strategy:
             if subresource == "status":
                 status = new.get("status")
                 new.clear()
-                new.update(copy.deepcopy(old))
+                new.update(deep_copy(old))
                 if status is None:
                     new.pop("status", None)
                 else:
                     new["status"] = status
             elif "status" in old:
-                new["status"] = copy.deepcopy(old["status"])
+                new["status"] = deep_copy(old["status"])
             else:
                 new.pop("status", None)
         if self.uses_generation:

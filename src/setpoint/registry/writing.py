@@ -26,10 +26,12 @@ from setpoint.registry.options import WriteOptions, WriteResult
 from setpoint.registry.storebase import (
     SERVER_OWNED_META,
     Obj,
+    StaleStart,
     StoreBase,
     _check_name,
     allocated,
     encode,
+    start_again,
 )
 from setpoint.storage import interface as st
 
@@ -95,20 +97,24 @@ class Writes(StoreBase):
                 "metadata.resourceVersion", 0,
                 "must be specified for an update")])
         async with self._writes.hold(self.info.key(namespace, name)):
-            async for _ in self._attempts():
-                kv, current = await self._current(namespace, name)
-                if requested and requested != kv.mod_revision:
-                    raise self._conflict(name)
-                self._check_depth(body, name, current)
-                new = deep_copy(body)
-                warnings = self.strategy.warnings(version)
-                self._normalize(new, version, opts, warnings)
+            async for attempt in self._attempts():
+                kv, current, cached = await self._start(namespace, name, attempt)
                 try:
+                    if requested and requested != kv.mod_revision:
+                        raise self._conflict(name)
+                    self._check_depth(body, name, current)
+                    new = deep_copy(body)
+                    warnings = self.strategy.warnings(version)
+                    self._normalize(new, version, opts, warnings)
                     return await self._write_update(kv, current, new, version, opts, subresource,
-                                                    warnings)
+                                                    warnings, cached=cached)
                 except st.RevisionConflict as e:
-                    if requested:
+                    if requested and not cached:
                         raise self._conflict(name) from e
+                except (errors.ApiError, StaleStart) as e:
+                    if start_again(e, cached):
+                        continue  # computed from the cache's copy: again from storage
+                    raise
             raise self._conflict(name)
 
     async def guaranteed_update(self, namespace: str | None, name: str, version_name: str,

@@ -37,6 +37,9 @@ pydantic is optional).
 """
 
 # Only this module imports names from the others: it is the package's public surface.
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+from typing import Any as _Any
+
 from setpoint.runtime.budgets import (
     BreakerOpenError,
     Budget,
@@ -54,7 +57,6 @@ from setpoint.runtime.conditions import (
     set_conditions,
 )
 from setpoint.runtime.context import Context
-from setpoint.runtime.conversion import ConversionWebhook
 from setpoint.runtime.engine import Engine
 from setpoint.runtime.events import EventRecorder
 from setpoint.runtime.fairness import PriorityConfig
@@ -67,15 +69,6 @@ from setpoint.runtime.handlers import (
     Handler,
 )
 from setpoint.runtime.history import HistoryConfig, ReconcileHistory
-from setpoint.runtime.hookcerts import CertificateConfig
-from setpoint.runtime.hooks import (
-    AdmissionRequest,
-    Denied,
-    HookConfig,
-    Hooks,
-    Verdict,
-    hooks_in,
-)
 from setpoint.runtime.informer import ClientListWatcher, Informer, SharedInformers
 from setpoint.runtime.informercache import Cache, Handlers
 from setpoint.runtime.leaderelection import LeaderElectionConfig, LeaderElector
@@ -117,6 +110,36 @@ from setpoint.runtime.registry import Registry, controllers_in
 from setpoint.runtime.runnable import Runnable, RunnableContext
 from setpoint.runtime.sharding import ShardCoordinator, ShardingConfig
 from setpoint.runtime.triggers import Trigger, current_triggers
+
+if _TYPE_CHECKING:
+    from setpoint.runtime.conversion import ConversionWebhook
+    from setpoint.runtime.hookcerts import CertificateConfig
+    from setpoint.runtime.hooks import (
+        AdmissionRequest,
+        Denied,
+        HookConfig,
+        Hooks,
+        Verdict,
+        hooks_in,
+    )
+
+# Imported on first use: the hook server (its TLS material, cryptography, aiohttp's web
+# server) is a fifth of the package's import time, and most operators serve no hooks.
+_LAZY = {"ConversionWebhook": "setpoint.runtime.conversion",
+         "CertificateConfig": "setpoint.runtime.hookcerts",
+         **dict.fromkeys(("AdmissionRequest", "Denied", "HookConfig", "Hooks", "Verdict",
+                          "hooks_in"), "setpoint.runtime.hooks")}
+
+
+def __getattr__(name: str) -> _Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
 
 __all__ = [
     "AdmissionRequest",

@@ -39,12 +39,13 @@ import asyncio
 import contextlib
 import logging
 import random
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
 from setpoint import client as sp_client
 from setpoint.client import api as client_api
+from setpoint.client import watch as client_watch
 from setpoint.runtime import clock as rtclock
 from setpoint.runtime import deadlines, listwatch
 from setpoint.runtime import informercache as rtcache
@@ -110,19 +111,45 @@ class ClientListWatcher:
         page["items"] = [self._to_metadata(item) for item in page.get("items") or ()]
         return page
 
-    async def watch(self, *, resource_version: str,
-                    timeout_seconds: int) -> AsyncIterator[Obj]:
-        async with self.client.watch(
-                self.resource, namespace=self._namespace_arg,
-                label_selector=self.label_selector, field_selector=self.field_selector,
-                resource_version=resource_version or None,
-                timeout_seconds=timeout_seconds,
-                accept=PARTIAL_ACCEPT if self.metadata_only else None) as events:
-            async for event in events:
-                obj = event.object
-                if self.metadata_only and event.type != "BOOKMARK":
-                    obj = self._to_metadata(obj)
-                yield {"type": event.type, "object": obj}
+    def watch(self, *, resource_version: str, timeout_seconds: int) -> WatchStream:
+        watch = self.client.watch(
+            self.resource, namespace=self._namespace_arg,
+            label_selector=self.label_selector, field_selector=self.field_selector,
+            resource_version=resource_version or None, timeout_seconds=timeout_seconds,
+            accept=PARTIAL_ACCEPT if self.metadata_only else None)
+        return WatchStream(watch, self._to_metadata if self.metadata_only else None)
+
+
+class WatchStream:
+    """A client :class:`~setpoint.client.watch.Watch` as the watcher's stream of
+    ``{"type", "object"}`` dicts (objects reduced to their metadata by ``reduce``, bookmarks
+    excepted); the request is sent on the first read. Implements the driver's
+    :class:`~setpoint.runtime.listwatch.Buffered` (events already received are handed out
+    without awaiting)."""
+
+    def __init__(self, watch: sp_client.Watch,
+                 reduce: Callable[[Obj], dict[str, Any]] | None = None) -> None:
+        self._watch = watch
+        self._reduce = reduce
+
+    def _dict(self, event: client_watch.WatchEvent) -> dict[str, Any]:
+        obj: Obj = event.object
+        if self._reduce is not None and event.type != client_watch.BOOKMARK:
+            obj = self._reduce(obj)
+        return {"type": event.type, "object": obj}
+
+    def __aiter__(self) -> WatchStream:
+        return self
+
+    async def __anext__(self) -> dict[str, Any]:
+        return self._dict(await anext(self._watch))
+
+    def next_nowait(self) -> dict[str, Any] | None:
+        event = self._watch.next_nowait()
+        return self._dict(event) if event is not None else None
+
+    async def aclose(self) -> None:
+        await self._watch.aclose()
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,9 @@ Invariants:
 - All waiting is on the injected :class:`~setpoint.runtime.clock.AsyncClock` (backoff,
   inactivity, resync), so a fake clock controls every delay; randomness (backoff jitter, the
   watch timeout asked of the server) comes from the injected ``random.Random``.
-- At most one task is alive: the pending read of the open stream. It survives a resync
+- At most one task is alive: the pending read of the open stream. A stream that is
+  :class:`Buffered` (the client's is) hands out events it already holds without one: a
+  task and a timer are made only when the next event needs a read. It survives a resync
   (the stream is kept), is cancelled when the stream is abandoned, and the stream is closed
   (``aclose``) before any list, re-watch or backoff, and when the generator is closed.
 - Reconnect backoff is client-go's reflector backoff: 0.8 s doubling to 30 s, multiplied by
@@ -32,7 +34,7 @@ import asyncio
 import contextlib
 import logging
 import random
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -127,12 +129,31 @@ async def _next(stream: AsyncIterator[Obj]) -> Obj:
     return await anext(stream)
 
 
+class Buffered(Protocol):
+    """A watch stream that can hand out an event already received without awaiting."""
+
+    def next_nowait(self) -> Obj | None:
+        """The next event if it is already here, else ``None`` (the next one needs a read).
+        Raises what reading it would raise."""
+
+
 class _Stream:
     """The open watch stream and its one pending read."""
 
     def __init__(self, stream: AsyncIterator[Obj]) -> None:
         self.stream = stream
         self.read: asyncio.Task[Obj] | None = None
+        #: when the pending read started (silence is measured from there)
+        self.waiting_since = 0.0
+        nowait = getattr(stream, "next_nowait", None)
+        self._nowait: Callable[[], Obj | None] | None = nowait if callable(nowait) else None
+
+    def ready_event(self) -> Obj | None:
+        """An event already received, taken without a task or a timer (``None`` when a read
+        is pending or the stream cannot say)."""
+        if self.read is not None or self._nowait is None:
+            return None
+        return self._nowait()
 
     def pending_read(self) -> tuple[asyncio.Task[Obj], bool]:
         """The read in progress, and whether it was just started."""
@@ -174,6 +195,27 @@ async def _wait(clock: rtclock.AsyncClock, task: asyncio.Task[Obj], deadline: fl
         woken.cancel()
 
 
+async def _read(stream: _Stream, clock: rtclock.AsyncClock, config: WatcherConfig,
+                next_resync: float) -> tuple[watcher.Input, float]:
+    """Wait for the stream's next event, its inactivity timeout or the resync, whichever
+    comes first; the input for the state machine and the next resync time."""
+    read, started = stream.pending_read()
+    if started:
+        stream.waiting_since = clock.monotonic()
+    await _wait(clock, read, min(stream.waiting_since + config.inactivity_timeout, next_resync))
+    if read.done():
+        stream.read = None
+        try:
+            return watcher.WatchEventReceived(read.result()), next_resync
+        except StopAsyncIteration:
+            return watcher.WatchEnded(), next_resync
+        except Exception as e:
+            return watcher.WatchFailed(e), next_resync
+    if config.resync_period is not None and clock.monotonic() >= next_resync:
+        return watcher.ResyncDue(), clock.monotonic() + config.resync_period
+    return watcher.InactivityTimeout(), next_resync
+
+
 async def run_watcher(lw: ListWatcher, *, clock: rtclock.AsyncClock,
                       config: WatcherConfig | None = None,
                       rng: random.Random | None = None
@@ -188,7 +230,6 @@ async def run_watcher(lw: ListWatcher, *, clock: rtclock.AsyncClock,
     backoff = ReconnectBackoff(config.backoff, clock, rng)
     _, state, action = watcher.initial(config.initial_list == "consistent")
     stream: _Stream | None = None
-    waiting_since = clock.monotonic()  # when the pending read started
     period = config.resync_period
     next_resync = clock.monotonic() + period if period is not None else float("inf")
     try:
@@ -220,24 +261,17 @@ async def run_watcher(lw: ListWatcher, *, clock: rtclock.AsyncClock,
                                               timeout_seconds=timeout))
                 if stream is None:  # pragma: no cover - step() never asks for it
                     raise RuntimeError(f"{action!r} without an open stream")
-                read, started = stream.pending_read()
-                if started:
-                    waiting_since = clock.monotonic()
-                await _wait(clock, read, min(waiting_since + config.inactivity_timeout,
-                                             next_resync))
-                if read.done():
-                    stream.read = None
-                    try:
-                        inp = watcher.WatchEventReceived(read.result())
-                    except StopAsyncIteration:
-                        inp = watcher.WatchEnded()
-                    except Exception as e:
-                        inp = watcher.WatchFailed(e)
-                elif period is not None and clock.monotonic() >= next_resync:
-                    next_resync = clock.monotonic() + period
-                    inp = watcher.ResyncDue()
+                try:
+                    # already received (a busy stream delivers several per read): no task,
+                    # no timer, and the stream is not silent
+                    ready = stream.ready_event()
+                except Exception as e:
+                    inp = watcher.WatchFailed(e)
                 else:
-                    inp = watcher.InactivityTimeout()
+                    if ready is not None:
+                        inp = watcher.WatchEventReceived(ready)
+                    else:
+                        inp, next_resync = await _read(stream, clock, config, next_resync)
             events, state, action = watcher.step(state, inp)
             for event in events:
                 yield event

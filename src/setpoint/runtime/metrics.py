@@ -24,6 +24,7 @@ Non-guarantees: series are never removed: one per controller and queue name, whi
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Final
 
 # the writer, re-exported: runtime code and operators name these from here
@@ -81,36 +82,48 @@ class ControllerMetrics:
             "controller_runtime_reconcile_triggers_total",
             "Reconciliations per controller and cause (a reconcile counts once per distinct "
             "cause merged into it)", ("controller", "cause"))
-        for result in RESULTS:  # exported at 0 from the start, as controller-runtime does
-            self.total.touch(controller, result)
-        for cause in rttriggers.CAUSES:
-            self.by_cause.touch(controller, cause)
-        self.errors.touch(controller)
-        self.terminal_errors.touch(controller)
-        self.time.touch(controller)
-        self.active.set(0, controller)
+        # every series exported at 0 from the start, as controller-runtime does; bound
+        # once, so a reconcile looks no label up
+        self._total = {result: self.total.bind(controller, result) for result in RESULTS}
+        self._by_cause = {cause: self.by_cause.bind(controller, cause)
+                          for cause in rttriggers.CAUSES}
+        self._errors = self.errors.bind(controller)
+        self._terminal_errors = self.terminal_errors.bind(controller)
+        self._time = self.time.bind(controller)
+        self._active = self.active.bind(controller)
+        self._max_concurrent = self.max_concurrent.bind(controller)
 
     def set_workers(self, workers: int) -> None:
-        self.max_concurrent.set(workers, self.controller)
+        self._max_concurrent.set(workers)
 
     def worker_started(self) -> None:
-        self.active.inc(self.controller)
+        self._active.inc()
 
     def worker_finished(self) -> None:
-        self.active.dec(self.controller)
+        self._active.dec()
 
     def triggered(self, triggers: tuple[rttriggers.Trigger, ...]) -> None:
-        for cause in {t.cause for t in triggers}:
-            self.by_cause.inc(self.controller, cause)
+        if len(triggers) == 1:
+            causes: Iterable[str] = (triggers[0].cause,)
+        else:
+            causes = {t.cause for t in triggers}
+        for cause in causes:
+            series = self._by_cause.get(cause)
+            if series is None:  # a cause outside CAUSES: its own series, made on first use
+                series = self._by_cause[cause] = self.by_cause.bind(self.controller, cause)
+            series.inc()
 
     def reconciled(self, result: str, seconds: float) -> None:
-        self.total.inc(self.controller, result)
-        self.time.observe(seconds, self.controller)
+        series = self._total.get(result)
+        if series is None:
+            series = self._total[result] = self.total.bind(self.controller, result)
+        series.inc()
+        self._time.observe(seconds)
 
     def error(self, *, terminal: bool) -> None:
-        self.errors.inc(self.controller)
+        self._errors.inc()
         if terminal:
-            self.terminal_errors.inc(self.controller)
+            self._terminal_errors.inc()
 
 
 class WorkQueueMetrics(rtqueue.QueueMetrics):
@@ -144,11 +157,11 @@ class WorkQueueMetrics(rtqueue.QueueMetrics):
             "workqueue_longest_running_processor_seconds",
             "How many seconds has the longest running processor for workqueue been running.",
             label_names)
-        self.depth.set(0, *self.labels)
-        self.adds.touch(*self.labels)
-        self.retries.touch(*self.labels)
-        self.queue_latency.touch(*self.labels)
-        self.work_duration.touch(*self.labels)
+        self._depth = self.depth.bind(*self.labels)
+        self._adds = self.adds.bind(*self.labels)
+        self._retries = self.retries.bind(*self.labels)
+        self._queue_latency = self.queue_latency.bind(*self.labels)
+        self._work_duration = self.work_duration.bind(*self.labels)
         self.unfinished.set(0, *self.labels)
         self.longest.set(0, *self.labels)
 
@@ -158,19 +171,19 @@ class WorkQueueMetrics(rtqueue.QueueMetrics):
         self.longest.set_function(queue.longest_running_processor_seconds, *self.labels)
 
     def on_add(self) -> None:
-        self.adds.inc(*self.labels)
+        self._adds.inc()
 
     def on_depth(self, depth: int) -> None:
-        self.depth.set(depth, *self.labels)
+        self._depth.set(depth)
 
     def on_queue_latency(self, seconds: float) -> None:
-        self.queue_latency.observe(seconds, *self.labels)
+        self._queue_latency.observe(seconds)
 
     def on_work_duration(self, seconds: float) -> None:
-        self.work_duration.observe(seconds, *self.labels)
+        self._work_duration.observe(seconds)
 
     def on_retry(self) -> None:
-        self.retries.inc(*self.labels)
+        self._retries.inc()
 
 
 class LeaderMetrics:

@@ -208,8 +208,13 @@ class ReconcileEvents:
                            ref.get("uid", ""))
         skey: SeriesKey = (okey, reason, _note_key(entry))
         mono = self._clock.monotonic()
-        observed = timeutil.format_micro_time(self._clock.now())
         series = self._live(skey, mono)
+        if series is None and okey not in self._budgets and self._writes.refill(mono) < 1:
+            # an object with nothing to count into while the controller's writes are spent
+            # (a bulk load): dropped, as below, without making it a budget first
+            self.dropped += 1
+            return
+        observed = timeutil.format_micro_time(self._clock.now())
         budget = self._budget(okey, mono)
         fresh = False  # a new series, its write already taken from the budgets
         if series is None:

@@ -162,3 +162,38 @@ def test_every_real_date_is_a_time(moment: datetime) -> None:
 @pytest.mark.parametrize(("text", "expected"), TIME_CASES, ids=[c[0] for c in TIME_CASES])
 def test_time_error(text: str, expected: str | None) -> None:
     assert go.time_error(text) == expected
+
+
+_EDGES = ["00", "01", "09", "10", "12", "13", "19", "20", "23", "24", "28", "29", "30", "31",
+          "32", "59", "60", "99", "٣1", "1x", "-1"]
+_BASE = "2024-02-28T10:20:30Z"
+
+
+def _variants() -> list[str]:
+    """The server's form with each field (and each separator) replaced by its edge cases."""
+    out = []
+    for start in (5, 8, 11, 14, 17):
+        out += [_BASE[:start] + edge + _BASE[start + 2:] for edge in _EDGES]
+    for index, others in ((4, "/"), (7, "/"), (10, "t "), (13, "."), (16, "."), (19, "z+")):
+        out += [_BASE[:index] + c + _BASE[index + 1:] for c in others]
+    return [*out, "٣024-02-28T10:20:30Z", "2024-02-30T10:20:30Z", "2023-02-29T10:20:30Z"]
+
+
+@pytest.mark.parametrize("text", _variants())
+def test_plain_time_edges_are_decided_as_the_expression_decides(text: str) -> None:
+    _plain_as_expression(text)
+
+
+@given(hs.text(min_size=20, max_size=20))
+def test_plain_times_are_decided_as_the_expression_decides(text: str) -> None:
+    _plain_as_expression(text)
+
+
+def _plain_as_expression(text: str) -> None:
+    # the check without RE2 takes exactly what the expression takes of the server's own form
+    plain = go._plain_utc_time(text)
+    assert plain == (len(text) == 20 and text.endswith("Z")
+                     and bool(go._TIME_FAST.fullmatch(text)))
+    if plain:
+        assert go.time_error(text) == (None if go._day_fits(text)
+                                       else f'parsing time "{text}": day out of range')

@@ -58,3 +58,22 @@ def test_bound_series_count_into_the_family() -> None:
     text = registry.render()
     assert 'r_total{code="200"} 4' in text
     assert 's_seconds_bucket{code="200",le="1"} 1' in text
+
+
+def test_a_bound_gauge_moves_its_series_and_survives_a_clear() -> None:
+    registry = prometheus.MetricsRegistry()
+    workers = registry.gauge("w", "W", ("controller",))
+    bound = workers.bind("a")
+    assert 'w{controller="a"} 0' in registry.render()  # exists from the start
+    bound.inc()
+    bound.inc(2)
+    bound.dec()
+    workers.inc("a")
+    assert workers.value("a") == 3
+    bound.set(7)
+    assert 'w{controller="a"} 7' in registry.render()
+    workers.clear()
+    assert 'w{controller="a"}' not in registry.render()
+    bound.dec()
+    assert workers.value("a") == -1
+    assert 'w{controller="a"} -1' in registry.render()

@@ -331,6 +331,12 @@ UPDATE: list[tuple[str, dict[str, Any], dict[str, Any], list[str]]] = [
     ("creation-timestamp-removed", BASE, {k: v for k, v in BASE.items()
                                           if k != "creationTimestamp"},
      ["metadata.creationTimestamp: Invalid value: \"null\": field is immutable"]),
+    # the same text is the same value, whether or not it is a timestamp
+    ("same-unparsed-timestamp", {**BASE, "creationTimestamp": "yesterday"},
+     {**BASE, "creationTimestamp": "yesterday"}, []),
+    ("changed-unparsed-timestamp", {**BASE, "creationTimestamp": "yesterday"},
+     {**BASE, "creationTimestamp": "today"},
+     ['metadata.creationTimestamp: Invalid value: "today": field is immutable']),
     ("set-deletion-timestamp", BASE, {**BASE, "deletionTimestamp": NOW},
      [f'metadata.deletionTimestamp: Invalid value: "{NOW}": field is immutable']),
     ("clear-deletion-timestamp", {**BASE, "deletionTimestamp": NOW}, BASE,

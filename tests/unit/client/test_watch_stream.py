@@ -292,3 +292,46 @@ async def test_closing_the_client_breaks_open_watches(fake: FakeAPI) -> None:
         await client.close()
         with pytest.raises((errors.ServiceUnavailable, StopAsyncIteration)):
             await asyncio.wait_for(anext(events), 5)
+
+
+
+class OneRead:
+    """A response whose body arrives in the reads given, then stays silent."""
+
+    def __init__(self, *reads: bytes) -> None:
+        self.reads = list(reads)
+        self.content = self
+        self.closed = False
+
+    async def readany(self) -> bytes:
+        if not self.reads:
+            await asyncio.Event().wait()
+        return self.reads.pop(0)
+
+    def close(self) -> None:
+        self.closed = True
+
+
+async def test_next_nowait_hands_out_what_one_read_brought() -> None:
+    response = OneRead(event("ADDED", "a", "1") + bookmark("2") + event("MODIFIED", "a", "3")
+                       + expired(), b"never read")
+
+    async def opener() -> Any:
+        return response, "v1", "ConfigMap"
+
+    events = watch.Watch(opener, inactivity_timeout=10)
+    assert events.next_nowait() is None  # nothing read yet
+    first = await anext(events)  # one read brings all four lines
+    second, third = events.next_nowait(), events.next_nowait()
+    assert second is not None
+    assert third is not None
+    assert [(e.type, e.resource_version) for e in (first, second, third)] == [
+        ("ADDED", "1"), ("BOOKMARK", "2"), ("MODIFIED", "3")]
+    assert third.object["kind"] == "ConfigMap"  # filled in, as iterating does
+    assert events.resource_version == "3"
+    with pytest.raises(errors.Expired):  # the ERROR, raised as iterating raises it
+        events.next_nowait()
+    assert response.closed  # and the watch is closed
+    assert events.next_nowait() is None
+    assert [ev async for ev in events] == []
+    assert response.reads == [b"never read"]

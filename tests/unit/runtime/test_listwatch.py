@@ -12,7 +12,7 @@ import contextlib
 import random
 from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -23,7 +23,15 @@ from setpoint.runtime import listwatch as lw
 from setpoint.runtime import watcher as w
 from setpoint.runtime.clock import FakeAsyncClock
 
-pytestmark = pytest.mark.usefixtures("no_leaked_tasks")
+pytestmark = pytest.mark.usefixtures("no_leaked_tasks", "stream_kind")
+
+
+@pytest.fixture(params=["async", "buffered"])
+def stream_kind(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every scenario twice: streams read only by awaiting, and streams that hand out what
+    they already hold without awaiting (as the client's watch does)."""
+    monkeypatch.setattr(Scripted, "buffered", request.param == "buffered")
+    return str(request.param)
 
 
 def obj(name: str, rv: str) -> dict[str, Any]:
@@ -63,9 +71,56 @@ SILENT = Silent()
 StreamItem = dict[str, Any] | Exception | Silent | Pause
 
 
+class BufferedStream:
+    """A scripted stream that, like the client's, hands out what is at the head of its script
+    without awaiting (:meth:`next_nowait`: an event, or the exception it raises); a silence
+    or a pause needs a read."""
+
+    def __init__(self, api: Scripted, script: builtins.list[StreamItem]) -> None:
+        self.api = api
+        self.script = builtins.list(script)
+        self.taken_nowait = 0
+        self.closed = False
+
+    def __aiter__(self) -> BufferedStream:
+        return self
+
+    async def __anext__(self) -> dict[str, Any]:
+        while self.script:
+            item = self.script.pop(0)
+            if isinstance(item, Silent):
+                await asyncio.Event().wait()
+            elif isinstance(item, Pause):
+                await rtclock.sleep(self.api.clock, item.seconds)
+            elif isinstance(item, Exception):
+                raise item
+            else:
+                return item
+        raise StopAsyncIteration
+
+    def next_nowait(self) -> dict[str, Any] | None:
+        if not self.script or isinstance(self.script[0], Silent | Pause):
+            return None
+        item = self.script.pop(0)
+        if isinstance(item, Exception):
+            raise item
+        self.taken_nowait += 1
+        return item
+
+    async def aclose(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.api.closed += 1
+
+
 @dataclass
 class Scripted:
-    """A ListWatcher answering from scripts, recording (call, resourceVersion, token, time)."""
+    """A ListWatcher answering from scripts, recording (call, resourceVersion, token, time).
+
+    With ``buffered`` (every scenario runs both ways), its streams are
+    :class:`BufferedStream` s, as the client's are."""
+
+    buffered: ClassVar[bool] = False
 
     clock: FakeAsyncClock
     lists: list[dict[str, Any] | Exception]
@@ -74,6 +129,7 @@ class Scripted:
     limits: list[int] = field(default_factory=list)
     timeouts: list[int] = field(default_factory=list)
     closed: int = 0
+    streams: builtins.list[BufferedStream] = field(default_factory=builtins.list)
 
     async def list(self, *, resource_version: str, limit: int,
                    continue_token: str | None) -> dict[str, Any]:
@@ -90,7 +146,12 @@ class Scripted:
               timeout_seconds: int) -> AsyncIterator[dict[str, Any]]:
         self.calls.append(("watch", resource_version, None, self.clock.monotonic()))
         self.timeouts.append(timeout_seconds)
-        return self._stream(self.watches.pop(0) if self.watches else [SILENT])
+        script = self.watches.pop(0) if self.watches else [SILENT]
+        if self.buffered:
+            stream = BufferedStream(self, script)
+            self.streams.append(stream)
+            return stream
+        return self._stream(script)
 
     async def _stream(self, script: builtins.list[StreamItem]) -> AsyncIterator[dict[str, Any]]:
         try:
@@ -147,6 +208,8 @@ async def test_paginated_list_then_watch(clock: FakeAsyncClock) -> None:
     assert api.timeouts == [300]  # the minimum, with no jitter
     assert clock.monotonic() == 0  # nothing waited
     assert api.closed == 1
+    if api.buffered:  # both events were taken as they were, with no read task
+        assert [stream.taken_nowait for stream in api.streams] == [2]
 
 
 async def test_consistent_first_list(clock: FakeAsyncClock) -> None:

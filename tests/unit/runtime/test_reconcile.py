@@ -50,3 +50,21 @@ async def test_func_reconciler() -> None:
     assert await reconciler.reconcile(Request("ns", "a")) == Result.done()
     assert await reconciler.reconcile(Request("ns", "b")) == Result.after(1)
     assert seen == [Request("ns", "a"), Request("ns", "b")]
+
+
+def test_the_hook_names_are_imported_on_first_use() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, setpoint.runtime as r\n"
+            "assert 'setpoint.runtime.hooks' not in sys.modules\n"
+            "assert 'setpoint.runtime.conversion' not in sys.modules\n"
+            "from setpoint.runtime import Hooks, ConversionWebhook, hooks_in\n"
+            "from setpoint.runtime import hooks, conversion\n"
+            "assert Hooks is hooks.Hooks and hooks_in is hooks.hooks_in\n"
+            "assert ConversionWebhook is conversion.ConversionWebhook\n"
+            "assert set(r.__all__) <= set(dir(r)) | set(r._LAZY)\n"
+            "try:\n    r.NoSuchName\nexcept AttributeError:\n    print('ok')\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=False)
+    assert done.stdout == "ok\n", done.stderr
