@@ -17,10 +17,10 @@ A JSON or metadata-only watch that has caught up is written to from the watch ca
 (:meth:`~setpoint.registry.store.WatchStream.set_sink`): the event's chunk (its size line,
 the shared frame and the chunk's end, encoded once per event and form) goes straight to the
 connection's transport in one write, which over TLS is one record, without waking the
-watch's task. That happens only while the transport holds less than :data:`DIRECT_LIMIT`
-unsent bytes and is not closing; otherwise the event goes to the task, which writes it and
-waits for the client to read (so a client that does not read is still bounded by the
-watcher's queue and the history, and is ended as before).
+watch's task. That happens only while the transport has not asked to pause writing (it
+does at :data:`DIRECT_LIMIT` unsent bytes) and is not closing; otherwise the event goes to
+the task, which writes it and waits for the client to read (so a client that does not read
+is still bounded by the watcher's queue and the history, and is ended as before).
 """
 
 from __future__ import annotations
@@ -157,9 +157,15 @@ async def serve_watch(request: web.Request, store: Store, namespace: str | None,
         make: Callable[[str, Obj], bytes] = _line if output.kind == "json" else (
             lambda kind, obj: _line(kind, table.partial_metadata(obj)))
 
+        # the transport asks aiohttp's protocol to pause once DIRECT_LIMIT bytes are unsent
+        # (uvloop's TLS transport would wait for 512 KiB): reading that flag is cheaper than
+        # asking a TLS transport for its buffer's size at every event
+        transport.set_write_buffer_limits(high=DIRECT_LIMIT)
+        protocol = request.protocol
+
         def send_now(data: bytes) -> bool:
             """Write ``data`` from the fan-out, when the connection can take it now."""
-            if transport.is_closing() or transport.get_write_buffer_size() >= DIRECT_LIMIT:
+            if protocol.writing_paused or transport.is_closing():
                 return False
             try:
                 transport.write(data)
