@@ -546,8 +546,10 @@ class WatchCache:
         return keys, [bucket[k] for k in keys]
 
     def count(self, prefix: str) -> int:
-        bucket = self._objects.get(resource_prefix(prefix + "x"), {})
-        if prefix == resource_prefix(prefix + "x"):
+        """Objects under ``prefix``: without a scan when it is a whole resource's."""
+        whole = resource_prefix(prefix + "x")
+        bucket = self._objects.get(whole, {})
+        if prefix == whole:
             return len(bucket)
         return sum(1 for k in bucket if k.startswith(prefix))
 
