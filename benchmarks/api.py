@@ -6,9 +6,11 @@ Phases, all in one run against one server process started here (port 0, fresh da
 2. list them all, several times (best and median time);
 3. watch delivery: one watcher, then W watchers (``--watchers 1,1000``), all on one object
    (a field selector on its name); U updates of it, one at a time; the delay from each
-   update being acknowledged to each watcher receiving its event (p50/p99), and the
-   server's CPU time per delivered event (from ``/proc``). The first count is the baseline
-   of the same run;
+   update being acknowledged to each watcher receiving its event (p50/p99; 0 when the
+   event arrived first: the server writes caught-up watchers' events before it answers the
+   update), the delay from the update's request being sent to each receipt (p50/p99), and
+   the server's CPU time per delivered event (from ``/proc``). The first count is the
+   baseline of the same run;
 4. the server's peak RSS (VmHWM from /proc).
 
 The ceilings, same run, same load generator, same concurrency (and, less sensitive to
@@ -195,6 +197,7 @@ class RawWatch(asyncio.Protocol):
 class Delivery:
     watchers: int
     delays: list[float]
+    from_request: list[float]  # from the update's request being sent
     cpu_seconds: float  # the server's, over the updates
     updates: int
 
@@ -239,9 +242,11 @@ async def watch_delivery(session: aiohttp.ClientSession, url: str,
         await asyncio.wait_for(all_ready.wait(), 60)
         await asyncio.sleep(0.2)
         delays: list[float] = []
+        from_request: list[float] = []
         cpu_before = cpu_seconds(pid)
         for u in range(updates):
             patch = orjson.dumps({"spec": {"size": 1_000_000 + watchers * updates + u}})
+            sent = time.perf_counter()
             async with session.patch(PATH + "/item-000000", data=patch, headers={
                     "Content-Type": "application/merge-patch+json"}) as r:
                 obj = orjson.loads(await r.read())
@@ -254,11 +259,12 @@ async def watch_delivery(session: aiohttp.ClientSession, url: str,
             if len(got) < watchers:
                 raise RuntimeError(f"{len(got)} of {watchers} watchers got the event")
             delays.extend(max(0.0, t - acked) for t in got)
+            from_request.extend(t - sent for t in got)
         cpu = cpu_seconds(pid) - cpu_before
     finally:
         for transport in connections:
             transport.close()
-    return Delivery(watchers, delays, cpu, updates)
+    return Delivery(watchers, delays, from_request, cpu, updates)
 
 
 async def get_json(session: aiohttp.ClientSession, path: str) -> tuple[int, Any]:
@@ -559,6 +565,7 @@ async def measure(args: argparse.Namespace, tmp: Path,
     first = next(iter(figures.values()))
     for d in first.deliveries:
         names += [f"watch delivery p50 / p99 (ms, {d.watchers:,} watchers)",
+                  "  from the update's request p50 / p99 (ms)",
                   "  server CPU per update / per delivery (µs)"]
     names += ["server peak RSS (MiB)", "API / storage ceiling"]
 
@@ -577,6 +584,8 @@ async def measure(args: argparse.Namespace, tmp: Path,
             per_update = d.cpu_seconds / max(d.updates, 1) * 1e6
             per_delivery = d.cpu_seconds / max(len(d.delays), 1) * 1e6
             cells += [f"{pct(d.delays, 50) * 1e3:.1f} / {pct(d.delays, 99) * 1e3:.1f}",
+                      f"{pct(d.from_request, 50) * 1e3:.1f} / "
+                      f"{pct(d.from_request, 99) * 1e3:.1f}",
                       f"{per_update:,.0f} / {per_delivery:,.1f}"]
         cells += [f"{f.rss:.0f}", f"{raw_seconds / f.seconds * 100:.0f} %"]
         return cells

@@ -46,6 +46,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
+import weakref
 from collections.abc import Callable, Hashable, Iterator
 from typing import Any, Final
 
@@ -78,6 +79,21 @@ def resource_prefix(key: str) -> str:
     return "/".join(parts[:4]) + "/"
 
 
+class SharedKey:
+    """A key that many watchers use for the same frame of an event, interned by the cache
+    (:meth:`WatchCache.shared_key`): equal keys are one object, hashed and compared by
+    identity, so a thousand watchers look their frame up without hashing or comparing their
+    selectors. Held by the watchers that use it; forgotten when none does."""
+
+    __slots__ = ("__weakref__", "key")
+
+    def __init__(self, key: Hashable) -> None:
+        self.key = key
+
+    def __repr__(self) -> str:
+        return f"SharedKey({self.key!r})"
+
+
 class Watcher:
     """One subscriber: a replay list, then a bounded live queue.
 
@@ -103,12 +119,30 @@ class Watcher:
         self._waiter: asyncio.Future[None] | None = None
         self._alarm: asyncio.TimerHandle | None = None
         self._alarm_at = 0.0
+        # where a caught-up watcher's events go without waking its reader (see set_sink)
+        self._sink: Callable[[hist.Entry], bool] | None = None
         self.closed = False
         self.lagged = False
+
+    def set_sink(self, sink: Callable[[hist.Entry], bool] | None) -> None:
+        """Hand live events to ``sink`` instead of queueing them, while the reader is
+        parked waiting in :meth:`next_until` with nothing queued or held back.
+
+        ``sink(entry)`` returns whether it took the event (sent it, or decided not to send
+        it); an event it does not take is queued and the reader woken, as without a sink,
+        and the sink is not asked again until the reader has caught up and parked. So the
+        reader and the sink together see every event once, in revision order, provided the
+        reader has finished with each event it took before it waits for the next."""
+        self._sink = sink
 
     def _offer(self, entry: hist.Entry) -> None:
         if self.closed:
             return
+        sink = self._sink
+        if sink is not None and not self._live and not self._replay:
+            waiter = self._waiter
+            if waiter is not None and not waiter.done() and sink(entry):
+                return
         if len(self._live) >= self._buffer:
             self._lag()
             return
@@ -129,6 +163,7 @@ class Watcher:
         if self.closed:
             return
         self.closed = True
+        self._sink = None
         self._replay.clear()
         self._live.clear()
         self._cache._unsubscribe(self)
@@ -206,6 +241,15 @@ class Watcher:
             return make()
         return self._cache._history.frame(event.origin, key, make)
 
+    def shared_frame(self, entry: hist.Entry, key: Hashable, make: Callable[[], bytes]
+                     ) -> bytes:
+        """:meth:`frame` of a history entry, under a key from :meth:`shared_key`."""
+        return self._cache._history.frame(entry, key, make)
+
+    def shared_key(self, key: Hashable) -> SharedKey:
+        """The one :class:`SharedKey` of ``key`` among the cache's watchers (see there)."""
+        return self._cache.shared_key(key)
+
     def verdict(self, event: CacheEvent, key: Hashable, decide: Callable[[], str | None]
                 ) -> str | None:
         """``decide()``, shared with the other watchers asking the same ``key`` of the same
@@ -250,6 +294,8 @@ class WatchCache:
         self._ready = asyncio.Event()
         self._ready_at = 0  # the store's revision at start: ready once it is applied
         self._listeners: list[Callable[[CacheEvent], None]] = []
+        self._shared_keys: weakref.WeakValueDictionary[Hashable, SharedKey] = \
+            weakref.WeakValueDictionary()
 
     # --- lifecycle -----------------------------------------------------------------------
 
@@ -561,6 +607,14 @@ class WatchCache:
         watchers = self._watchers.get(resource_prefix(watcher.prefix + "x"))
         if watchers is not None:
             watchers.discard(watcher)
+
+    def shared_key(self, key: Hashable) -> SharedKey:
+        """The :class:`SharedKey` of ``key``: the same object for equal keys while any
+        watcher holds it."""
+        shared = self._shared_keys.get(key)
+        if shared is None:
+            shared = self._shared_keys[key] = SharedKey(key)
+        return shared
 
     def watcher_count(self) -> int:
         return sum(len(w) for w in self._watchers.values())

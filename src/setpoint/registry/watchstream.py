@@ -12,8 +12,14 @@ them into API-level events for one request's selectors and version:
 * objects are converted to the watch's version when first read; with a conversion webhook
   the selectors see the converted objects, and a failed conversion ends the watch.
 
-Invariants: events come in revision order, each at most once; :meth:`WatchStream.bookmark_revision`
-never reports a revision ahead of an event not yet delivered.
+* a caller may also take events without waiting for them (:meth:`WatchStream.set_sink`): while
+  its reader is parked and caught up, an event whose conversion needs no webhook is classified
+  and handed to the sink in the cache's fan-out, so that a thousand caught-up watchers cost no
+  task wake-up per event; whatever the sink declines goes to the reader as before.
+
+Invariants: events come in revision order, each at most once, whether through the sink or
+:meth:`WatchStream.next_event`; :meth:`WatchStream.bookmark_revision` never reports a revision
+ahead of an event not yet delivered.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from typing import Any, Protocol
 
 from setpoint.apimachinery import selectors
 from setpoint.registry import conversion
+from setpoint.registry import history as hist
 from setpoint.registry import watchcache as wc
 from setpoint.registry.options import ListOptions, WatchOptions
 from setpoint.registry.strategy import Strategy
@@ -114,6 +121,56 @@ class WatchStream:
 
     def close(self) -> None:
         self._watcher.close()
+
+    def set_sink(self, write: Callable[[bytes], bool] | None, form: Hashable = None,
+                 make: Callable[[str, Obj], bytes] | None = None) -> None:
+        """Send this watch's events through ``write`` from the cache's fan-out while its
+        reader is parked in :meth:`next_event` with nothing pending (see
+        :meth:`~setpoint.registry.watchcache.Watcher.set_sink`); ``None`` stops that.
+
+        What is written for an event is ``make(type, object)``, made once per event for
+        every watch with the same selectors, version, strategy and ``form`` (``form`` must
+        name everything else the bytes depend on), so a fan-out to many such watches costs
+        one decision and one encoding per event and one lookup and ``write`` per watch.
+        ``write(data)`` returns whether it sent ``data``; when it did not (the connection is
+        backed up or closing), the event goes to :meth:`next_event` instead, and so do the
+        events after it until the reader has caught up. Events the selectors filter out
+        are taken without a write; events that need a conversion webhook always go to the
+        reader."""
+        if write is None or make is None:
+            self._watcher.set_sink(None)
+            return
+        shared = self._watcher.shared_key((self._verdict_key, form))
+
+        def sink(entry: hist.Entry) -> bool:
+            if not self._store.conversion.immediate:
+                return False
+            frames = entry.frames
+            data = frames.get(shared) if frames is not None else None
+            if data is None:
+                try:
+                    data = self._made(entry, shared, make)
+                except Exception:  # the reader meets the same failure and ends the watch
+                    return False
+            if data and not write(data):
+                return False
+            if entry.revision > self.last_revision:
+                self.last_revision = entry.revision
+            return True
+
+        self._watcher.set_sink(sink)
+
+    def _made(self, entry: hist.Entry, shared: Hashable, make: Callable[[str, Obj], bytes]
+              ) -> bytes:
+        """The bytes of ``entry`` for the watches of ``shared`` (kept on the entry for the
+        next of them); empty when the selectors filter the event out (not kept: the
+        decision itself is shared, see :meth:`_classify`)."""
+        event = entry.event()
+        kind = self._classify(event)
+        if kind is None:
+            return b""
+        made = WatchEvent(self, kind, event)
+        return self._watcher.shared_frame(entry, shared, lambda: make(kind, made.object))
 
     def pending_replay(self) -> int:
         return self._watcher.pending_replay()

@@ -12,6 +12,15 @@ old resourceVersion is a 410 ``Expired`` there, as kube-apiserver sends it). Str
 (the client resumes from its last resourceVersion). Bookmarks go out after ``bookmark_interval``
 of silence when the client allows them; kopf reconnects after 70 s without a byte. A client
 that closes its stream simply ends the watch (clients stop watches by disconnecting).
+
+A JSON or metadata-only watch that has caught up is written to from the watch cache's fan-out
+(:meth:`~setpoint.registry.store.WatchStream.set_sink`): the event's chunk (its size line,
+the shared frame and the chunk's end, encoded once per event and form) goes straight to the
+connection's transport in one write, which over TLS is one record, without waking the
+watch's task. That happens only while the transport has not asked to pause writing (it
+does at :data:`DIRECT_LIMIT` unsent bytes) and is not closing; otherwise the event goes to
+the task, which writes it and waits for the client to read (so a client that does not read
+is still bounded by the watcher's queue and the history, and is ended as before).
 """
 
 from __future__ import annotations
@@ -19,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import random
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +46,9 @@ from setpoint.server import negotiation
 Obj = dict[str, Any]
 
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+#: a connection holding this many unsent bytes gets its events from the watch's task, which
+#: waits for the client to read (aiohttp's own threshold for waiting)
+DIRECT_LIMIT = 0x10000
 
 
 @dataclass(slots=True)
@@ -47,6 +60,8 @@ class WatchConfig:
     rng: random.Random = field(default_factory=random.Random)
     #: open streams, closed all at once on shutdown
     active: weakref.WeakSet[WatchStream] = field(default_factory=weakref.WeakSet)
+    #: events written to a caught-up watch's connection from the cache's fan-out
+    sent_from_fanout: int = 0
 
     def close_all(self) -> None:
         for stream in list(self.active):
@@ -55,6 +70,11 @@ class WatchConfig:
 
 def _line(event_type: str, obj: Obj) -> bytes:
     return orjson.dumps({"type": event_type, "object": obj}) + b"\n"
+
+
+def _chunk(line: bytes) -> bytes:
+    """``line`` as one chunk of a chunked HTTP/1.1 body."""
+    return b"%x\r\n%b\r\n" % (len(line), line)
 
 
 def _hashable(cells: list[Any]) -> tuple[Any, ...] | None:
@@ -130,6 +150,32 @@ async def serve_watch(request: web.Request, store: Store, namespace: str | None,
         return _line("BOOKMARK", {"kind": store.info.kind, "apiVersion": api_version,
                                   "metadata": meta})
 
+    transport = request.transport
+    # the fan-out writes chunks itself: only where aiohttp would write the same bytes
+    if output.kind in ("json", "partial") and transport is not None and response.chunked \
+            and not response.compression:
+        make: Callable[[str, Obj], bytes] = _line if output.kind == "json" else (
+            lambda kind, obj: _line(kind, table.partial_metadata(obj)))
+
+        # the transport asks aiohttp's protocol to pause once DIRECT_LIMIT bytes are unsent
+        # (uvloop's TLS transport would wait for 512 KiB): reading that flag is cheaper than
+        # asking a TLS transport for its buffer's size at every event
+        transport.set_write_buffer_limits(high=DIRECT_LIMIT)
+        protocol = request.protocol
+
+        def send_now(data: bytes) -> bool:
+            """Write ``data`` from the fan-out, when the connection can take it now."""
+            if protocol.writing_paused or transport.is_closing():
+                return False
+            try:
+                transport.write(data)
+            except Exception:  # the task meets the closed connection and ends the watch
+                return False
+            config.sent_from_fanout += 1
+            return True
+
+        stream.set_sink(send_now, ("chunk", output.kind),
+                        lambda kind, obj: _chunk(make(kind, obj)))
     try:
         while True:
             if need_initial_end and stream.pending_replay() == 0:

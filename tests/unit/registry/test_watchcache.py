@@ -6,8 +6,11 @@ import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from setpoint.apimachinery import errors
+from setpoint.registry import history as hist
 from setpoint.registry.watchcache import WatchCache
 from setpoint.storage import MemoryBackend
 
@@ -238,5 +241,92 @@ async def test_a_wait_ends_at_its_deadline_whatever_deadlines_came_before(
         assert event.revision == kv.mod_revision
         watcher.close()
         assert await watcher.next_until(loop.time() + 3600) is None
+    finally:
+        await stop(task)
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(accept=st.lists(st.booleans(), min_size=1, max_size=8),
+       pauses=st.lists(st.integers(min_value=0, max_value=3), min_size=1, max_size=8),
+       bursts=st.lists(st.integers(min_value=1, max_value=6), min_size=1, max_size=8))
+async def test_a_sink_and_the_reader_see_every_event_once_in_order(
+        accept: list[bool], pauses: list[int], bursts: list[int]) -> None:
+    """Events a sink takes from the fan-out and events the reader takes, together, are every
+    event once in revision order, whatever the sink declines and however slowly the reader
+    goes back to waiting."""
+    backend = MemoryBackend()
+    await backend.start()
+    cache, task = await run_cache(backend)
+    sent: list[int] = []
+    asked = 0
+
+    def sink(entry: hist.Entry) -> bool:
+        nonlocal asked
+        taken = accept[asked % len(accept)]
+        asked += 1
+        if taken:
+            sent.append(entry.revision)
+        return taken
+
+    async def read() -> None:
+        n = 0
+        while (event := await watcher.next()) is not None:
+            for _ in range(pauses[n % len(pauses)]):  # converting, draining the last write
+                await asyncio.sleep(0)
+            sent.append(event.revision)
+            n += 1
+
+    try:
+        watcher = cache.watch(PREFIX, cache.revision)
+        watcher.set_sink(sink)
+        reader = asyncio.create_task(read())
+        revisions: list[int] = []
+        for b, size in enumerate(bursts):
+            for i in range(size):
+                kv = await backend.create(f"{PREFIX}ns/o{b}-{i}", b'{"metadata":{}}')
+                revisions.append(kv.mod_revision)
+            await asyncio.sleep(0)
+        await cache.wait_fresh()
+        async with asyncio.timeout(5):
+            while len(sent) < len(revisions):  # noqa: ASYNC110 - the reader runs meanwhile
+                await asyncio.sleep(0)
+        watcher.close()
+        await reader
+        assert sent == revisions
+        if any(accept):
+            assert asked > 0  # the sink was offered events while the reader waited
+    finally:
+        await stop(task)
+        await backend.close()
+
+
+async def test_a_sink_is_not_asked_while_the_reader_holds_an_event(backend: MemoryBackend
+                                                                    ) -> None:
+    """The reader took an event and has not come back for the next: the next goes to the
+    reader's queue, not to the sink, so it cannot overtake the one in hand."""
+    cache, task = await run_cache(backend)
+    try:
+        watcher = cache.watch(PREFIX, cache.revision)
+        offered: list[int] = []
+        watcher.set_sink(lambda entry: offered.append(entry.revision) is None)
+        waiting = asyncio.create_task(watcher.next())
+        await asyncio.sleep(0)
+        first = await backend.create(PREFIX + "ns/a", b'{"metadata":{}}')
+        await cache.wait_fresh()
+        assert offered == [first.mod_revision]  # parked and caught up: the sink took it
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        second = await backend.create(PREFIX + "ns/b", b'{"metadata":{}}')
+        await cache.wait_fresh()
+        assert offered == [first.mod_revision]  # nobody parked: queued for the reader
+        got = await watcher.next(1)
+        assert got is not None
+        assert got.revision == second.mod_revision
+        watcher.close()
+        third = await backend.create(PREFIX + "ns/c", b'{"metadata":{}}')
+        await cache.wait_fresh()
+        assert third.mod_revision not in offered  # a closed watcher's sink is dropped
     finally:
         await stop(task)
