@@ -5,7 +5,7 @@ the same shape) holds ``spec.trustBundle``, PEM CA certificates, and optionally
 ``spec.signerName``, the signer whose certificates they verify. Validation is Kubernetes'
 ``ValidateClusterTrustBundle``:
 
-* ``spec.trustBundle`` is required: one or more ``CERTIFICATE`` PEM blocks without headers,
+* ``spec.trustBundle`` holds one or more ``CERTIFICATE`` PEM blocks without headers,
   each a CA certificate that parses, none twice, at most
   :data:`~setpoint.pki.trustbundle.MAX_TRUST_BUNDLE_BYTES` (:mod:`setpoint.pki.trustbundle`);
 * a bundle with a signer is named ``<signerName with '/' replaced by ':'>:<name>`` (the rest a
@@ -80,8 +80,8 @@ def name_check(signer: str) -> Any:
 
 def validate_trust_bundle(value: Any) -> list[FieldError]:
     path = SPEC.child("trustBundle")
-    if not isinstance(value, str) or not value:
-        return [fields.required(path)]
+    if not isinstance(value, str):
+        value = ""  # absent: Kubernetes' empty string, which holds no anchor
     if len(value.encode()) > trustbundle.MAX_TRUST_BUNDLE_BYTES:
         return [fields.too_long(path, trustbundle.MAX_TRUST_BUNDLE_BYTES)]
     return [fields.invalid(path, "<value omitted>", problem)

@@ -161,7 +161,8 @@ HEADERS = CERT.replace("-----BEGIN CERTIFICATE-----\n",
 
 
 @pytest.mark.parametrize(("name", "spec", "fragments"), [
-    ("example.com:widgets:x", {"signerName": SIGNER}, ("spec.trustBundle", "Required")),
+    ("example.com:widgets:x", {"signerName": SIGNER},
+     ("spec.trustBundle", "at least one trust anchor must be provided")),
     ("example.com:widgets:x", {"signerName": SIGNER, "trustBundle": "garbage"},
      ("spec.trustBundle", "at least one trust anchor must be provided")),
     ("example.com:widgets:x", {"signerName": SIGNER, "trustBundle": KEY_PEM},
@@ -204,4 +205,19 @@ async def test_the_signer_is_immutable_and_wrong_types_are_400(server: Server,
         body = bundle("typed", signer=None)
         body["spec"]["trustBundle"] = 42
         with pytest.raises(errors.BadRequest):
+            await admin.create(body)
+
+
+async def test_generated_names_follow_the_signer_prefix(server: Server, tmp_path: Path) -> None:
+    async with Client(load_kubeconfig(tmp_path / "kubeconfig")) as admin:
+        body = bundle("", signer=SIGNER)
+        body["metadata"] = {"generateName": "example.com:widgets:ca-"}
+        made = await admin.create(body)
+        assert made["metadata"]["name"].startswith("example.com:widgets:ca-")
+        # as in Kubernetes, the part after the prefix is a DNS subdomain even in a prefix
+        body["metadata"] = {"generateName": "example.com:widgets:"}
+        with invalid("metadata.generateName", "RFC 1123 subdomain"):
+            await admin.create(body)
+        body["metadata"] = {"generateName": "widgets-"}
+        with invalid("metadata.name", "must be named with prefix example.com:widgets:"):
             await admin.create(body)
