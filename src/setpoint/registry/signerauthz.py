@@ -10,12 +10,14 @@ verb ``approve`` on resource ``signers`` of group ``certificates.k8s.io`` with t
 signerName "<signer>"``.
 
 Kubernetes' ``ClusterTrustBundleAttest``: creating a ClusterTrustBundle with a
-``spec.signerName``, or an update changing its signer or its certificates, needs verb
-``attest`` on that signer likewise; otherwise 403: ``clustertrustbundles.certificates.k8s.io
-"<name>" is forbidden: user not permitted to attest for signerName "<signer>"``.
+``spec.signerName``, or any update of one but a change of its owner references or finalizers
+only (garbage collection, storage migration), needs verb ``attest`` on that signer likewise;
+otherwise 403: ``clustertrustbundles.certificates.k8s.io "<name>" is forbidden: user not
+permitted to attest for signerName "<signer>"``.
 
-Invariants: the server's own writes (no user) are not checked; the signer name checked is
-the stored one (the spec cannot change on these paths).
+Invariants: the server's own writes (no user) are not checked; the signer name checked for
+approval and signing is the stored one (the spec cannot change on these paths), for attest
+the new one (validation refuses a changed signer anyway).
 """
 
 from __future__ import annotations
@@ -78,6 +80,20 @@ def admission(authorizer: Authorizer) -> Admission:
     return admit
 
 
+#: metadata a garbage collector or a storage migration writes (Kubernetes'
+#: ``IsOnlyMutatingGCFields``), and what the server itself sets on every write
+_GC_FIELDS: Final = ("ownerReferences", "finalizers", "selfLink", "managedFields",
+                     "resourceVersion", "generation")
+
+
+def only_gc_fields_change(new: Obj, old: Obj) -> bool:
+    """Whether ``new`` differs from ``old`` in nothing but :data:`_GC_FIELDS`."""
+    def stripped(obj: Obj) -> Obj:
+        meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in _GC_FIELDS}
+        return {**obj, "metadata": meta}
+    return stripped(new) == stripped(old)
+
+
 def attest_admission(authorizer: Authorizer) -> Admission:
     """The admission hook of the ClusterTrustBundle store."""
 
@@ -86,12 +102,10 @@ def attest_admission(authorizer: Authorizer) -> Admission:
             return
         if attrs.operation not in ("CREATE", "UPDATE"):
             return
-        spec, before = new.get("spec") or {}, (old or {}).get("spec") or {}
         if attrs.operation == "UPDATE" and isinstance(old, dict) and \
-                spec.get("signerName") == before.get("signerName") and \
-                spec.get("trustBundle") == before.get("trustBundle"):
+                only_gc_fields_change(new, old):
             return
-        signer = spec.get("signerName")
+        signer = (new.get("spec") or {}).get("signerName")
         if not isinstance(signer, str) or not signer:
             return
         if not authorized_for_signer(authorizer, attrs.user, "attest", signer):

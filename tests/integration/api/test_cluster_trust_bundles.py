@@ -140,15 +140,23 @@ async def test_publishing_for_a_signer_needs_attest(server: Server, tmp_path: Pa
         # other domains stay forbidden
         with pytest.raises(errors.Forbidden, match="attest for signerName"):
             await carol.create(bundle("example.org:x:a", signer="example.org/x"))
-        # a metadata-only update of someone else's bundle needs no attest
+        # changing only finalizers (owner references) of someone else's bundle needs no
+        # attest, as the garbage collector does it
         admin_made = await admin.create(bundle("example.org:x:b", signer="example.org/x"))
-        admin_made["metadata"]["labels"] = {"a": "b"}
+        admin_made["metadata"]["finalizers"] = ["example.com/keep"]
         updated = await carol.update(admin_made)
-        assert updated["metadata"]["labels"] == {"a": "b"}
-        # changing the certificates does
+        assert updated["metadata"]["finalizers"] == ["example.com/keep"]
+        # any other change does: labels, the certificates
+        updated["metadata"]["labels"] = {"a": "b"}
+        with pytest.raises(errors.Forbidden, match="attest for signerName"):
+            await carol.update(updated)
+        updated["metadata"].pop("labels")
         updated["spec"]["trustBundle"] = OTHER_CA.cert_pem.decode()
         with pytest.raises(errors.Forbidden, match="attest for signerName"):
             await carol.update(updated)
+        updated["metadata"]["finalizers"] = []
+        updated["spec"]["trustBundle"] = CA.cert_pem.decode()
+        await carol.update(updated)
         made["spec"]["trustBundle"] = OTHER_CA.cert_pem.decode()
         assert (await carol.update(made))["spec"]["trustBundle"] == OTHER_CA.cert_pem.decode()
 
