@@ -16,8 +16,9 @@ Who may publish for a signer (``attest``) is :mod:`setpoint.registry.signerauthz
 selector ``spec.signerName`` is supported (how a workload finds its signer's bundles);
 columns are kubectl's: NAME SIGNERNAME.
 
-Non-guarantees: no protobuf encoding (JSON only); no OpenAPI schema (the recorded Kubernetes
-document has none for this beta kind).
+Non-guarantees: no protobuf encoding (JSON only); the OpenAPI schema is built from the Go
+shape here (the recorded Kubernetes document has none for this beta kind), without
+Kubernetes' descriptions.
 """
 
 from __future__ import annotations
