@@ -16,6 +16,7 @@ Watches are asked with ``timeoutSeconds=1`` so that none holds the fuzzer.
 from __future__ import annotations
 
 import base64
+import datetime as dt
 import http.client
 import json
 import os
@@ -32,6 +33,7 @@ from hypothesis import strategies as st
 
 from setpoint.client import config as client_config
 from setpoint.client import transport
+from setpoint.pki import certs
 from setpoint.pki import csr as pkicsr
 from tests.conftest import ServeProcess, start_serve
 from tests.integration.api.helpers import CRD_V1
@@ -95,6 +97,12 @@ KINDS = [  # (collection path under a namespace or cluster-wide, a valid object)
       "status": {"conditions": [{"type": "Approved", "status": "True", "reason": "r"}],
                  "certificate": base64.b64encode(b"-----BEGIN CERTIFICATE-----\nAAAA\n"
                                                  b"-----END CERTIFICATE-----\n").decode()}}),
+    ("/apis/certificates.k8s.io/v1beta1/clustertrustbundles",
+     {"apiVersion": "certificates.k8s.io/v1beta1", "kind": "ClusterTrustBundle",
+      "metadata": {"name": "setpoint.dev:serving:fuzz"},
+      "spec": {"signerName": "setpoint.dev/serving",
+               "trustBundle": certs.new_ca("fuzz", now=dt.datetime.now(dt.UTC))
+               .cert_pem.decode()}}),
 ]
 SUBRESOURCES = ["", "", "", "status", "scale", "finalize", "log", "x", "token", "binding",
                 "eviction"]

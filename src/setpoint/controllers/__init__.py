@@ -31,7 +31,9 @@ They are ordinary operators: they talk to the API server through a
 - ``statefulset``: a StatefulSet's pods, with stable names, started and stopped in order
   and updated from the highest ordinal down (:mod:`setpoint.controllers.statefulset`);
 - ``csrsigning``: approved CertificateSigningRequests of the built-in signers get
-  certificates from the cluster CA (:mod:`setpoint.controllers.csrsigning`);
+  certificates from the cluster CA (:mod:`setpoint.controllers.csrsigning`), and each of
+  its signers publishes that CA as a ClusterTrustBundle
+  (:mod:`setpoint.controllers.trustbundles`);
 - ``disruption``: the status of every PodDisruptionBudget, which the eviction subresource
   spends, and (as ``disruption-pods``, with the same identity) the reset of stale
   ``DisruptionTarget`` pod conditions (:mod:`setpoint.controllers.disruption`).
@@ -76,6 +78,8 @@ from setpoint.controllers.replicaset import replicaset_controller
 from setpoint.controllers.scheduler import Scheduler, SchedulerConfig
 from setpoint.controllers.serviceaccounts import root_ca_controller, service_account_controller
 from setpoint.controllers.statefulset import StatefulSetConfig, statefulset_controller
+from setpoint.controllers.trustbundles import NAME as TRUST_BUNDLE_PUBLISHER
+from setpoint.controllers.trustbundles import TrustBundlePublisher
 from setpoint.pki.certs import KeyPair
 
 #: every built-in controller, by the name ``setpoint serve --controllers`` takes
@@ -87,7 +91,8 @@ NAMES: Final = ("garbagecollector", "namespace", "crd", "clusterrole-aggregation
 #: the ones that run unless others are named (every one)
 DEFAULT_NAMES: Final = NAMES
 #: controllers that one name of :data:`NAMES` runs besides its own, and act as its identity
-SHARED_IDENTITIES: Final = {"disruption-pods": "disruption"}
+SHARED_IDENTITIES: Final = {"disruption-pods": "disruption",
+                             TRUST_BUNDLE_PUBLISHER: "csrsigning"}
 #: the Lease the built-in controllers of several servers compete for (in kube-system)
 LEASE_NAME: Final = "setpoint-controller-manager"
 LEASE_NAMESPACE: Final = "kube-system"
@@ -167,6 +172,7 @@ def builtin(names: Iterable[str] = DEFAULT_NAMES, *, ca_pem: str | None = None,
         controllers.append(stale_target_controller(settings.disruption))
     if "csrsigning" in wanted and signing_ca is not None:
         controllers.append(csr_signing_controller(signing_ca, settings.signing))
+        runnables.append(TrustBundlePublisher(signing_ca.cert_pem.decode()))
     return controllers, runnables
 
 

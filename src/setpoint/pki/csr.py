@@ -140,6 +140,10 @@ def _pem_blocks(data: bytes) -> list[tuple[str, bool, bytes]]:
         rest = rest[end + len(end_marker):]
 
 
+#: the PEM block reader other parsers of PEM fields share
+pem_blocks = _pem_blocks
+
+
 def _bounded(data: bytes) -> bytes:
     if len(data) > MAX_REQUEST_BYTES:
         raise CSRError(f"must be at most {MAX_REQUEST_BYTES} bytes")

@@ -22,6 +22,7 @@ from setpoint.registry import (
     actions,
     admissionregistration,
     certificates,
+    clustertrustbundles,
     controllerrevisions,
     conversion,
     core,
@@ -139,6 +140,8 @@ class Catalog:
                 admissionregistration.webhook_configuration_resource(mutating)))))
         self._add(Served(self._store(certificates.CertificateSigningRequestStrategy(
             certificates.csr_resource(), clock.now))))
+        self._add(Served(self._store(clustertrustbundles.ClusterTrustBundleStrategy(
+            clustertrustbundles.cluster_trust_bundle_resource()))))
         cache.add_listener(self._on_event)
 
     def _store(self, strategy: Any) -> Store:

@@ -1,29 +1,34 @@
 """A serving certificate for an operator's hooks, issued by the cluster through a
 CertificateSigningRequest.
 
-:func:`cluster_certificate` does what a person would do by hand: it makes a key in memory and
-a PKCS#10 request for the hook server's names, creates a CertificateSigningRequest for the
-serving signer (``setpoint.dev/serving``, which setpoint's controller manager runs), approves
-it when its own identity may (``approve`` on that signer), otherwise logs the ``kubectl
-certificate approve`` command someone who may must run and waits for them, then reads the
-certificate the signer writes. The CA bundle the webhook configurations then carry is the
-cluster CA: the ``ca.crt`` of ``kube-root-ca.crt`` in the client's namespace, or the CA the
-client itself trusts, whichever verifies the issued certificate.
+:func:`cluster_certificate` does what a person would do by hand. First it asks whether
+anything in the cluster signs for the serving signer (``setpoint.dev/serving``, which
+setpoint's controller manager runs): it lists ClusterTrustBundles with
+``fieldSelector=spec.signerName=setpoint.dev/serving`` (``certificates.k8s.io`` ``v1beta1``,
+then ``v1alpha1``; Kubernetes' KEP-3257), where a signer publishes the CA its certificates
+verify against. None there, the API not served (404) or not readable by this identity (403):
+it returns ``None`` at once, with a log line saying why (on a cluster without the signer,
+nobody would ever sign). Otherwise it makes a key in memory and a PKCS#10 request for the
+hook server's names, creates a CertificateSigningRequest for that signer, approves it when its
+own identity may (``approve`` on that signer), otherwise logs the ``kubectl certificate
+approve`` command someone who may must run and waits for them, then reads the certificate
+the signer writes. The CA bundle the webhook configurations then carry is the signer's
+bundles' PEM (every bundle of the signer, in name order), which must verify the certificate.
 
 It returns ``None`` (the caller then makes a CA of its own, and says so) when the cluster
-cannot issue one: no cluster CA the client can read (a server without TLS), no
-CertificateSigningRequest API (404), an identity that may not create requests (403), a
-request denied or failed, no certificate within :attr:`CertificateConfig.timeout` (a real
-cluster without the serving signer leaves the request pending for ever), or a certificate
-no CA the client can read verifies.
+cannot issue one: no bundle for the signer (as above), no CertificateSigningRequest API
+(404), an identity that may not create requests (403), a request denied or failed, no
+certificate within :attr:`CertificateConfig.timeout` (a signer that publishes its bundle but
+does not sign, or nobody approves), or a certificate the signer's bundles do not verify.
 
 Invariants: the private key never leaves memory (it is not in the request, nor written to
 the API); the request is deleted once the certificate is read or abandoned (the certificate
-is the hook server's alone); waiting is bounded by ``timeout``.
+is the hook server's alone); waiting is bounded by ``timeout``; nothing is asked of a signer
+that has no ClusterTrustBundle.
 
 Non-guarantees: the certificate is not renewed (it lasts ``expiration_seconds``; the hook
-server is restarted with the operator); polling, not a watch, finds the certificate (one
-GET per ``poll_interval``).
+server is restarted with the operator), nor is the CA bundle when the signer's bundles
+change; polling, not a watch, finds the certificate (one GET per ``poll_interval``).
 """
 
 from __future__ import annotations
@@ -43,9 +48,9 @@ from setpoint.apimachinery import errors
 from setpoint.pki import csr as pkicsr
 
 CSR: Final = ("certificates.k8s.io/v1", "CertificateSigningRequest")
-CONFIG_MAP: Final = ("v1", "ConfigMap")
 SERVING_SIGNER: Final = "setpoint.dev/serving"
-ROOT_CA: Final = "kube-root-ca.crt"
+#: the ClusterTrustBundle versions asked, in order (v1beta1 from Kubernetes 1.33)
+CTB_VERSIONS: Final = ("certificates.k8s.io/v1beta1", "certificates.k8s.io/v1alpha1")
 USAGES: Final = ("digital signature", "server auth")
 APPROVAL_REASON: Final = "SetpointHooksApproved"
 
@@ -56,7 +61,8 @@ Obj = dict[str, Any]
 class CertificateConfig:
     """Bounds of asking the cluster for a certificate."""
 
-    #: how long to wait for approval and signing before falling back to an own CA
+    #: how long to wait for approval and signing (once the signer's ClusterTrustBundle is
+    #: found) before falling back to an own CA
     timeout: float = 30.0
     #: how often the request is read while waiting
     poll_interval: float = 0.2
@@ -104,19 +110,31 @@ def _verifies(ca_pem: bytes, cert_pem: bytes) -> bool:
     return False
 
 
-async def _cluster_cas(client: sp_client.Client) -> list[bytes]:
-    """The cluster CAs this client can read: ``kube-root-ca.crt``, then the client's own."""
-    candidates: list[bytes] = []
-    try:
-        root = await client.get(CONFIG_MAP, ROOT_CA, namespace=client.config.namespace)
-        ca = (root.get("data") or {}).get("ca.crt")
-        if isinstance(ca, str):
-            candidates.append(ca.encode())
-    except errors.ApiError:
-        pass
-    if client.config.ca_data:
-        candidates.append(client.config.ca_data)
-    return candidates
+async def _signer_bundle(client: sp_client.Client, name: str,
+                         log: logging.Logger) -> bytes | None:
+    """The PEM of the serving signer's ClusterTrustBundles, or ``None`` (logged why)."""
+    why = ""
+    for version in CTB_VERSIONS:
+        try:
+            found = await client.list((version, "ClusterTrustBundle"),
+                                      field_selector=f"spec.signerName={SERVING_SIGNER}")
+        except (errors.NotFound, sp_client.NoMatchError) as e:
+            why = f"the cluster serves no ClusterTrustBundles ({e})"
+            continue
+        except errors.ApiError as e:
+            log.warning("%s: cannot list ClusterTrustBundles (%s: %s); the hooks use a CA of "
+                        "their own", name, type(e).__name__, e)
+            return None
+        items = sorted((i for i in found.get("items") or [] if isinstance(i, dict)),
+                       key=lambda i: str((i.get("metadata") or {}).get("name") or ""))
+        pems = [str((i.get("spec") or {}).get("trustBundle") or "") for i in items]
+        pem = "".join(p if p.endswith("\n") else p + "\n" for p in pems if p)
+        if pem:
+            return pem.encode()
+        why = f"no ClusterTrustBundle for signer {SERVING_SIGNER} (nothing signs for it)"
+        break
+    log.info("%s: %s; the hooks use a CA of their own", name, why)
+    return None
 
 
 async def _approve(client: sp_client.Client, obj: Obj, log: logging.Logger) -> bool:
@@ -136,10 +154,8 @@ async def cluster_certificate(client: sp_client.Client, *, name: str, hosts: tup
                               config: CertificateConfig,
                               log: logging.Logger) -> IssuedCertificate | None:
     """A certificate for ``hosts`` issued by the cluster (see the module doc), or ``None``."""
-    cas = await _cluster_cas(client)
-    if not cas:
-        log.info("%s: no cluster CA to verify a certificate the cluster issues (a server "
-                 "without TLS?); the hooks use a CA of their own", name)
+    bundle = await _signer_bundle(client, name, log)
+    if bundle is None:
         return None
     request_pem, key_pem = pkicsr.new_request(name, hosts)
     body = {"apiVersion": CSR[0], "kind": CSR[1],
@@ -156,7 +172,7 @@ async def cluster_certificate(client: sp_client.Client, *, name: str, hosts: tup
         return None
     request_name = str(created["metadata"]["name"])
     try:
-        return await _wait_issued(client, created, key_pem, cas, config, log)
+        return await _wait_issued(client, created, key_pem, bundle, config, log)
     except errors.ApiError as e:
         log.warning("CertificateSigningRequest %s: %s: %s; the hooks use a CA of their own",
                     request_name, type(e).__name__, e)
@@ -169,7 +185,7 @@ async def cluster_certificate(client: sp_client.Client, *, name: str, hosts: tup
 
 
 async def _wait_issued(client: sp_client.Client, created: Obj, key_pem: bytes,
-                       cas: list[bytes], config: CertificateConfig,
+                       bundle: bytes, config: CertificateConfig,
                        log: logging.Logger) -> IssuedCertificate | None:
     request_name = str(created["metadata"]["name"])
     if not await _approve(client, created, log):
@@ -204,11 +220,11 @@ async def _wait_issued(client: sp_client.Client, created: Obj, key_pem: bytes,
         log.warning("CertificateSigningRequest %s: the certificate is not base64; the hooks "
                     "use a CA of their own", request_name)
         return None
-    ca_pem = next((ca for ca in cas if _verifies(ca, cert_pem)), None)
-    if ca_pem is None:
-        log.warning("CertificateSigningRequest %s: no cluster CA this client can read "
-                    "verifies the certificate; the hooks use a CA of their own", request_name)
+    if not _verifies(bundle, cert_pem):
+        log.warning("CertificateSigningRequest %s: the ClusterTrustBundles of %s do not "
+                    "verify the certificate; the hooks use a CA of their own", request_name,
+                    SERVING_SIGNER)
         return None
     log.info("serving certificate issued by the cluster (CertificateSigningRequest %s)",
              request_name)
-    return IssuedCertificate(cert_pem, key_pem, ca_pem, request_name)
+    return IssuedCertificate(cert_pem, key_pem, bundle, request_name)

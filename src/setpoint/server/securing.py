@@ -53,6 +53,7 @@ from setpoint.pki.authority import Authority
 from setpoint.registry import (
     actions,
     certificates,
+    clustertrustbundles,
     escalation,
     noderestriction,
     reviews,
@@ -305,6 +306,9 @@ class Secured:
         # CertificateApproval and CertificateSigning: approve/sign on the request's signer
         catalog.store(certificates.GROUP, certificates.RESOURCE).admission.insert(
             0, signerauthz.admission(authorizer))
+        # ClusterTrustBundleAttest: attest on a bundle's signer
+        catalog.store(certificates.GROUP, clustertrustbundles.RESOURCE).admission.insert(
+            0, signerauthz.attest_admission(authorizer))
 
         def authorize(attrs: Attributes) -> tuple[bool, str]:
             verdict = authorizer.authorize(attrs)

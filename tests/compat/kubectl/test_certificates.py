@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from cryptography import x509
+from cryptography.hazmat.primitives import serialization
 
 from setpoint.pki import csr as pkicsr
 from tests.compat.conftest import Kubectl, eventually
@@ -125,3 +126,33 @@ def test_approval_without_approve_on_the_signer_is_forbidden(kubectl: Kubectl) -
             'permitted to approve requests with signerName "example.com/widgets"') in stderr
     row = kubectl.run("get", "csr", "bobs").stdout.splitlines()[1].split()
     assert row[-1] == "Pending"
+
+
+def test_get_cluster_trust_bundles_and_apply_one(kubectl: Kubectl) -> None:
+    def published() -> list[str]:
+        lines = kubectl.run("get", "clustertrustbundles").stdout.splitlines()
+        return lines if len(lines) > 3 else []
+    listing = eventually(published)
+    assert listing[0].split() == ["NAME", "SIGNERNAME"]
+    rows = sorted(tuple(line.split()) for line in listing[1:])
+    assert rows == [("kubernetes.io:kube-apiserver-client:cluster-ca",
+                     "kubernetes.io/kube-apiserver-client"),
+                    ("kubernetes.io:kubelet-serving:cluster-ca",
+                     "kubernetes.io/kubelet-serving"),
+                    ("setpoint.dev:serving:cluster-ca", "setpoint.dev/serving")]
+    shown = json.loads(kubectl.run("get", "clustertrustbundle",
+                                   "setpoint.dev:serving:cluster-ca", "-o", "json").stdout)
+    root = json.loads(kubectl.run("get", "configmap", "kube-root-ca.crt", "-n", "default",
+                                  "-o", "json").stdout)
+    assert shown["spec"]["trustBundle"] == root["data"]["ca.crt"]
+    ca = x509.load_pem_x509_certificate(shown["spec"]["trustBundle"].encode())
+    mine = {"apiVersion": "certificates.k8s.io/v1alpha1", "kind": "ClusterTrustBundle",
+            "metadata": {"name": "mine"},
+            "spec": {"trustBundle": ca.public_bytes(serialization.Encoding.PEM).decode()}}
+    kubectl.run("apply", "-f", "-", input=json.dumps(mine))
+    wrong = {**mine, "metadata": {"name": "example.com:x:mine"},
+             "spec": {**mine["spec"], "signerName": "example.org/x"}}
+    failed = kubectl.run("apply", "-f", "-", input=json.dumps(wrong), check=False)
+    assert failed.returncode != 0
+    assert ("ClusterTrustBundle for signerName example.org/x must be named with prefix "
+            "example.org:x:") in failed.stderr

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import datetime as dt
 import logging
 import ssl
 from pathlib import Path
@@ -19,6 +20,7 @@ from cryptography import x509
 
 from setpoint.apimachinery import errors
 from setpoint.client import Client, load_kubeconfig
+from setpoint.pki import certs
 from setpoint.runtime import (
     AdmissionRequest,
     ConversionWebhook,
@@ -41,6 +43,10 @@ from tests.integration.runtime.test_conversion_functions import (
 
 CSR = hookcerts.CSR
 CONTROLLERS = ("csrsigning", "root-ca-cert-publisher", "namespace", "serviceaccount")
+CTB = ("certificates.k8s.io/v1beta1", "ClusterTrustBundle")
+SERVING_BUNDLE = "setpoint.dev:serving:cluster-ca"
+BUNDLE_READER = {"apiGroups": ["certificates.k8s.io"], "resources": ["clustertrustbundles"],
+                 "verbs": ["list"]}
 
 
 def library_hooks(**options: Any) -> Hooks:
@@ -84,6 +90,7 @@ async def test_hooks_against_setpoint_serve_use_a_certificate_of_the_cluster_ca(
         async with Client(load_kubeconfig(serve.kubeconfig)) as client:
             await install_books(client)
             await _root_ca_published(client)
+            await _published(client, CTB, SERVING_BUNDLE)
             ca = await cluster_ca(client)
             async with library_hooks().serving(client) as hooks:
                 await assert_denies_untitled(client, "untitled")
@@ -100,10 +107,15 @@ async def test_hooks_against_setpoint_serve_use_a_certificate_of_the_cluster_ca(
 
 
 async def _root_ca_published(client: Client) -> None:
+    await _published(client, ("v1", "ConfigMap"), "kube-root-ca.crt", namespace="default")
+
+
+async def _published(client: Client, resource: tuple[str, str], name: str,
+                     namespace: str | None = None) -> None:
     async with asyncio.timeout(30):
         while True:
             try:
-                await client.get(("v1", "ConfigMap"), "kube-root-ca.crt", namespace="default")
+                await client.get(resource, name, namespace=namespace)
                 return
             except errors.NotFound:
                 await asyncio.sleep(0.1)
@@ -121,6 +133,7 @@ async def test_an_identity_that_may_not_approve_waits_for_someone_who_may(
                   "verbs": ["create", "get", "delete"]},
                  {"apiGroups": ["certificates.k8s.io"],
                   "resources": ["certificatesigningrequests/approval"], "verbs": ["update"]},
+                 BUNDLE_READER,
                  {"apiGroups": ["admissionregistration.k8s.io"],
                   "resources": ["validatingwebhookconfigurations"], "verbs": ["*"]},
                  {"apiGroups": ["example.com"], "resources": ["books"], "verbs": ["*"]},
@@ -180,7 +193,7 @@ async def test_an_identity_that_may_not_ask_falls_back_to_its_own_ca(
              "metadata": {"name": "hooks"}, "rules": [
                  {"apiGroups": ["admissionregistration.k8s.io"],
                   "resources": ["validatingwebhookconfigurations"], "verbs": ["*"]},
-                 {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}]},
+                 BUNDLE_READER]},
             {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
              "metadata": {"name": "hooks"},
              "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
@@ -243,12 +256,80 @@ async def test_a_conversion_webhook_started_with_a_client_serves_a_cluster_certi
             await hook.stop()
 
 
-async def test_a_request_nobody_signs_falls_back_after_the_timeout(
+async def test_a_cluster_certificate_verifies_against_the_signers_trust_bundle(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    # as on a real cluster without the serving signer: approved, never signed
+    async with control_plane(tmp_path, controllers=CONTROLLERS, secure=True) as cp:
+        await install_books(cp.client)
+        published = await cp.wait_for(CTB, SERVING_BUNDLE)
+        anchor = published["spec"]["trustBundle"].encode()
+        with caplog.at_level(logging.INFO, logger="setpoint.runtime.hooks"):
+            async with library_hooks().serving(cp.client) as hooks:
+                await assert_denies_untitled(cp.client, "untitled")
+                served = await served_certificate(hooks)
+                served.verify_directly_issued_by(x509.load_pem_x509_certificate(anchor))
+                configured = await cp.client.get(VALIDATING, "library-hooks")
+                assert base64.b64decode(configured["webhooks"][0]["clientConfig"]
+                                        ["caBundle"]) == anchor
+        assert any("serving certificate issued by the cluster" in r.getMessage()
+                   for r in caplog.records)
+
+
+async def test_without_the_signers_trust_bundle_nothing_is_asked(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # as on a real cluster without the serving signer: no bundle, so no request at all
     async with control_plane(tmp_path, controllers=("namespace", "serviceaccount"),
                              secure=True) as cp:
         await install_books(cp.client)
+        with caplog.at_level(logging.INFO, logger="setpoint.runtime.hooks"):
+            async with library_hooks().serving(cp.client) as hooks:
+                await assert_denies_untitled(cp.client, "untitled")
+                served = await served_certificate(hooks)
+                assert served.issuer.rfc4514_string() == "CN=library-hooks-ca"
+        messages = [r.getMessage() for r in caplog.records]
+        assert any("library-hooks: no ClusterTrustBundle for signer setpoint.dev/serving "
+                   "(nothing signs for it); the hooks use a CA of their own" in m
+                   for m in messages)
+        assert not any("CertificateSigningRequest" in m for m in messages)
+
+
+async def test_an_identity_that_may_not_list_trust_bundles_asks_nothing(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    async with control_plane(tmp_path, controllers=CONTROLLERS, secure=True) as cp:
+        await install_books(cp.client)
+        await cp.apply([
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+             "metadata": {"name": "hooks"}, "rules": [
+                 {"apiGroups": ["admissionregistration.k8s.io"],
+                  "resources": ["validatingwebhookconfigurations"], "verbs": ["*"]}]},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+             "metadata": {"name": "hooks"},
+             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                         "name": "hooks"},
+             "subjects": [{"kind": "ServiceAccount", "name": "hooks",
+                           "namespace": "default"}]}])
+        kubeconfig = await cp.service_account_kubeconfig("default/hooks")
+        async with Client(load_kubeconfig(kubeconfig)) as operator:
+            with caplog.at_level(logging.INFO, logger="setpoint.runtime.hooks"):
+                async with library_hooks().serving(operator) as hooks:
+                    await assert_denies_untitled(cp.client, "untitled")
+                    served = await served_certificate(hooks)
+                    assert served.issuer.rfc4514_string() == "CN=library-hooks-ca"
+        messages = [r.getMessage() for r in caplog.records]
+        assert any("library-hooks: cannot list ClusterTrustBundles (Forbidden" in m
+                   for m in messages)
+
+
+async def test_a_request_nobody_signs_falls_back_after_the_timeout(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # a bundle for the signer, but nothing signing: approved, never signed
+    async with control_plane(tmp_path, controllers=("namespace", "serviceaccount"),
+                             secure=True) as cp:
+        await install_books(cp.client)
+        stale = certs.new_ca("gone-signer", now=dt.datetime.now(dt.UTC))
+        await cp.client.create({"apiVersion": CTB[0], "kind": CTB[1],
+                                "metadata": {"name": SERVING_BUNDLE},
+                                "spec": {"signerName": "setpoint.dev/serving",
+                                         "trustBundle": stale.cert_pem.decode()}})
         config = HookConfig(certificate=hookcerts.CertificateConfig(timeout=1.0))
         with caplog.at_level(logging.INFO, logger="setpoint.runtime.hooks"):
             async with library_hooks(config=config).serving(cp.client) as hooks:

@@ -254,6 +254,12 @@ def _controller_roles() -> list[Obj]:
             rule(["update"], ["certificates.k8s.io"], ["certificatesigningrequests/status"]),
             rule(["sign"], ["certificates.k8s.io"], ["signers"],
                  names=["kubernetes.io/kube-apiserver-client", "kubernetes.io/kubelet-serving",
+                        "setpoint.dev/serving"]),
+            # each signer publishes its CA as a ClusterTrustBundle
+            rule(("get", "list", "watch", "create", "update"), ["certificates.k8s.io"],
+                 ["clustertrustbundles"]),
+            rule(["attest"], ["certificates.k8s.io"], ["signers"],
+                 names=["kubernetes.io/kube-apiserver-client", "kubernetes.io/kubelet-serving",
                         "setpoint.dev/serving"])],
         "disruption-controller": [
             rule(READ, ["apps", "extensions"], ["deployments", "replicasets"]),
