@@ -28,7 +28,7 @@ import builtins
 import contextlib
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 import orjson
 
@@ -100,6 +100,12 @@ SERVER_OWNED_META = ("uid", "creationTimestamp", "deletionTimestamp",
                      "deletionGracePeriodSeconds", "selfLink")
 
 
+#: the largest stored form of an object a create or update may write: twice the request body
+#: limit, room for what the server adds (managedFields, metadata) but not for what admission
+#: could otherwise pile up (each mutating webhook answer and policy mutation may add 3 MiB)
+MAX_STORED_BYTES: Final = 6 * 1024 * 1024
+
+
 def encode(obj: Obj) -> bytes:
     """The stored form: the object without its resourceVersion."""
     meta = obj.get("metadata")
@@ -108,6 +114,19 @@ def encode(obj: Obj) -> bytes:
         del meta["resourceVersion"]
         obj = {**obj, "metadata": meta}
     return orjson.dumps(obj)
+
+
+def encode_write(obj: Obj, limit: int = MAX_STORED_BYTES) -> bytes:
+    """:func:`encode` for a create or an update a client asked for: 413 when the stored form
+    would exceed ``limit`` bytes (the body was within its limit; admission made it grow).
+    Writes the server makes to finish a deletion are not bounded: they only add a little
+    metadata to an object that was stored."""
+    data = encode(obj)
+    if len(data) > limit:
+        raise errors.RequestEntityTooLarge(
+            f"Request entity too large: the object would be stored as {len(data)} bytes "
+            f"after admission; limit is {limit}")
+    return data
 
 
 class StoreBase:
@@ -450,7 +469,7 @@ class StoreBase:
         async with allocated(allocation):
             stored = await self.conversion.to_storage(new, version.name)
             try:
-                written = await self._backend.update(key, encode(stored), kv.mod_revision)
+                written = await self._backend.update(key, encode_write(stored), kv.mod_revision)
             except st.RevisionConflict:
                 raise  # the caller's to retry on a fresh read, not an API error
             except st.KeyNotFound as e:

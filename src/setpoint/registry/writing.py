@@ -30,7 +30,7 @@ from setpoint.registry.storebase import (
     StoreBase,
     _check_name,
     allocated,
-    encode,
+    encode_write,
     start_again,
 )
 from setpoint.storage import interface as st
@@ -74,7 +74,7 @@ class Writes(StoreBase):
         async with allocated(allocation):
             stored = await self.conversion.to_storage(obj, version.name)
             try:
-                kv = await self._backend.create(key, encode(stored))
+                kv = await self._backend.create(key, encode_write(stored))
             except st.KeyExists as e:
                 raise errors.already_exists(self.info.resource, self.info.group, name) from e
             except st.StorageError as e:

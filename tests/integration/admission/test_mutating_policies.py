@@ -368,3 +368,27 @@ async def test_policies_run_before_mutating_webhooks_and_again_if_needed(
     assert body["metadata"]["labels"] == {"stamped": "yes", "hooked": "yes",
                                           "copied": "yes"}
     assert len(webhook.received) == 1
+
+
+async def test_mutations_together_cannot_grow_an_object_past_the_stored_limit(
+        http: aiohttp.ClientSession) -> None:
+    # each mutation adds about 2.5 MB, within its own 3 MiB bound; three of them would make
+    # a 7.5 MB object out of a 0.8 MB request
+    grow = [mutation(f"[JSONPatch{{op: 'add', path: '/data/copy{i}', value: "
+                     "object.data.big + object.data.big + object.data.big}]", "JSONPatch")
+            for i in range(3)]
+    await install(http, policy("grow", *grow, matchConditions=[
+        {"name": "g", "expression": "object.metadata.name.startsWith('grow')"}]),
+        binding("grow", "grow"))
+    status, body, _ = await request(http, "POST", CONFIGMAPS,
+                                    configmap("grow", big="x" * 800_000))
+    assert status == 413, body
+    assert body["reason"] == "RequestEntityTooLarge"
+    assert "after admission; limit is 6291456" in body["message"]
+    status, _, _ = await request(http, "GET", f"{CONFIGMAPS}/grow")
+    assert status == 404
+    # within the limit the same policy applies
+    status, body, _ = await request(http, "POST", CONFIGMAPS,
+                                    configmap("grow-small", big="x" * 100_000))
+    assert status == 201, body
+    assert [len(body["data"][f"copy{i}"]) for i in range(3)] == [300_000] * 3
