@@ -35,9 +35,10 @@ run: plain etcd puts (``aetcd.Client.put``), and the backend's create transactio
 
 ``--controllers-mode inline`` runs the built-in controllers in the server's event loop instead
 of the child process ``setpoint serve`` uses by default (``benchmarks/controllers.py`` compares
-the two side by side). ``--profile DIR`` runs each server under ``py-spy record`` (installed
-in the venv) and prints the functions the server spent its samples in (self and cumulative),
-writing the raw stacks to ``DIR``; its timings are then those of a profiled server.
+the two side by side). ``--profile DIR`` runs each server under ``py-spy record`` (the ``bench``
+extra: ``pip install -e '.[bench]'``) and prints the functions the server spent its samples
+in (self and cumulative), writing the raw stacks to ``DIR``; its timings are then those of a
+profiled server.
 
 The load generator runs on uvloop; the watchers are raw connections that look for the
 event's resourceVersion without decoding the JSON, so that the client's own cost per event
