@@ -50,11 +50,12 @@ def test_policy_denies_a_custom_resource_with_kubernetes_message(kubectl: Kubect
 
 
 def test_update_is_denied_too(kubectl: Kubectl) -> None:
-    result = kubectl.run("patch", "gadget", "small", "-n", "test-ns", "--type=merge", "-p",
+    kubectl.run("create", "-n", "test-ns", "-f", "-", input=gadget("updated", 3))
+    result = kubectl.run("patch", "gadget", "updated", "-n", "test-ns", "--type=merge", "-p",
                          '{"spec": {"replicas": 7}}', check=False)
     assert result.returncode != 0
     assert DEMO_DENIAL in result.stderr
-    assert kubectl.json("get", "gadget", "small", "-n", "test-ns")["spec"]["replicas"] == 3
+    assert kubectl.json("get", "gadget", "updated", "-n", "test-ns")["spec"]["replicas"] == 3
 
 
 def test_get_lists_policies_and_bindings(kubectl: Kubectl) -> None:
