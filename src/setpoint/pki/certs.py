@@ -106,7 +106,9 @@ def new_ca(common_name: str, *, now: dt.datetime,
     return KeyPair(cert.public_bytes(serialization.Encoding.PEM), key_pem(key))
 
 
-def _san(hosts: Sequence[str]) -> list[x509.GeneralName]:
+def subject_alt_names(hosts: Sequence[str]) -> list[x509.GeneralName]:
+    """The SAN entries of ``hosts``: an IP address (bracketed IPv6 too) as an IP, anything
+    else as a DNS name; duplicates once, in order."""
     names: list[x509.GeneralName] = []
     for host in dict.fromkeys(hosts):
         try:
@@ -147,7 +149,7 @@ def issue(ca: KeyPair, *, common_name: str, usage: Usage | Sequence[Usage], now:
                .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(
                    ca_key.public_key()), critical=False))
     if hosts:
-        builder = builder.add_extension(x509.SubjectAlternativeName(_san(hosts)),
+        builder = builder.add_extension(x509.SubjectAlternativeName(subject_alt_names(hosts)),
                                         critical=False)
     cert = builder.sign(ca_key, hashes.SHA256())
     return KeyPair(cert.public_bytes(serialization.Encoding.PEM), key_pem(key))

@@ -209,20 +209,10 @@ def new_request(common_name: str, hosts: Sequence[str] = (),
     subject.append(x509.NameAttribute(NameOID.COMMON_NAME, common_name))
     builder = x509.CertificateSigningRequestBuilder().subject_name(x509.Name(subject))
     if hosts:
-        builder = builder.add_extension(x509.SubjectAlternativeName(_sans(hosts)),
+        builder = builder.add_extension(x509.SubjectAlternativeName(certs.subject_alt_names(hosts)),
                                         critical=False)
     request = builder.sign(key, hashes.SHA256())
     return request.public_bytes(serialization.Encoding.PEM), certs.key_pem(key)
-
-
-def _sans(hosts: Sequence[str]) -> list[x509.GeneralName]:
-    names: list[x509.GeneralName] = []
-    for host in dict.fromkeys(hosts):
-        try:
-            names.append(x509.IPAddress(ipaddress.ip_address(host.strip("[]"))))
-        except ValueError:
-            names.append(x509.DNSName(host))
-    return names
 
 
 #: Kubernetes' key usages that become X.509 KeyUsage bits
