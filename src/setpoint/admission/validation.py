@@ -21,6 +21,7 @@ from setpoint.admission.policy import declarations, param_kind
 from setpoint.apimachinery import fields, regexp
 from setpoint.apimachinery import validation as names
 from setpoint.apimachinery.fields import FieldError, FieldPath
+from setpoint.cel.functions import Library
 
 FAILURE_POLICIES: Final = ("Fail", "Ignore")
 MATCH_POLICIES: Final = ("Equivalent", "Exact")
@@ -210,11 +211,63 @@ def validate_match_resources(resources: Any, path: FieldPath) -> list[FieldError
 
 
 def _compile(source: str, decl: ex.Declarations, results: tuple[Any, ...],
-             path: FieldPath, errs: list[FieldError]) -> None:
+             path: FieldPath, errs: list[FieldError],
+             library: Library = ex.ADMISSION_LIBRARY) -> None:
     try:
-        ex.compile_expression(source, decl, results)
+        ex.compile_expression(source, decl, results, library)
     except ex.CompileError as e:
         errs.append(fields.invalid(path, source, e.detail))
+
+
+def _validate_failure_policy(spec: Mapping[str, Any], path: FieldPath,
+                             errs: list[FieldError]) -> None:
+    failure = spec.get("failurePolicy")
+    if failure is None:
+        errs.append(fields.required(path.child("failurePolicy")))
+    elif failure not in FAILURE_POLICIES:
+        errs.append(fields.not_supported(path.child("failurePolicy"), failure,
+                                         FAILURE_POLICIES))
+
+
+def _validate_match_constraints(constraints: Any, at: FieldPath,
+                                errs: list[FieldError]) -> None:
+    """A policy's ``matchConstraints``: required, with ``resourceRules``."""
+    if constraints is None:
+        errs.append(fields.required(at))
+        return
+    errs.extend(validate_match_resources(constraints, at))
+    if isinstance(constraints, dict) and not constraints.get("resourceRules"):
+        errs.append(fields.required(at.child("resourceRules")))
+
+
+def _validate_variables(steps: list[tuple[str, str, ex.Declarations]], path: FieldPath,
+                        errs: list[FieldError],
+                        library: Library = ex.ADMISSION_LIBRARY) -> None:
+    """A policy's ``variables``: each a CEL identifier with an expression that compiles in
+    ``library``, with the variables before it declared."""
+    for i, (name, source, var_decl) in enumerate(steps):
+        at = path.child("variables").index(i)
+        if not name.strip():
+            errs.append(fields.required(at.child("name"), "name is not specified"))
+        elif not _CEL_IDENTIFIER.match(name) or name in _CEL_RESERVED:
+            errs.append(fields.invalid(at.child("name"), name,
+                                       "name is not a valid CEL identifier"))
+        if not source.strip():
+            errs.append(fields.required(at.child("expression"), "expression is not specified"))
+        else:
+            _compile(source, var_decl, ex.ANY_RESULT, at.child("expression"), errs, library)
+
+
+def _validate_binding_target(spec: Mapping[str, Any], path: FieldPath,
+                             errs: list[FieldError]) -> None:
+    """A binding's ``policyName`` and ``paramRef``."""
+    policy = _text(spec.get("policyName"))
+    if not policy:
+        errs.append(fields.required(path.child("policyName")))
+    else:
+        for msg in names.is_dns1123_subdomain(policy):
+            errs.append(fields.invalid(path.child("policyName"), policy, msg))
+    _validate_param_ref(spec.get("paramRef"), path.child("paramRef"), errs)
 
 
 def _text(value: Any) -> str:
@@ -283,36 +336,16 @@ def validate_policy(obj: Mapping[str, Any]) -> list[FieldError]:
     if not isinstance(spec, dict):
         return [fields.required(path)] if spec is None else \
             [fields.type_invalid(path, spec, "must be an object")]
-    failure = spec.get("failurePolicy")
-    if failure is None:
-        errs.append(fields.required(path.child("failurePolicy")))
-    elif failure not in FAILURE_POLICIES:
-        errs.append(fields.not_supported(path.child("failurePolicy"), failure,
-                                         FAILURE_POLICIES))
+    _validate_failure_policy(spec, path, errs)
     if spec.get("paramKind") is not None:
         _validate_param_kind(spec.get("paramKind"), path.child("paramKind"), errs)
-    constraints = spec.get("matchConstraints")
-    if constraints is None:
-        errs.append(fields.required(path.child("matchConstraints")))
-    else:
-        errs.extend(validate_match_resources(constraints, path.child("matchConstraints")))
-        if isinstance(constraints, dict) and not constraints.get("resourceRules"):
-            errs.append(fields.required(path.child("matchConstraints").child("resourceRules")))
+    _validate_match_constraints(spec.get("matchConstraints"), path.child("matchConstraints"),
+                                errs)
     decl, _types, steps = declarations(spec)
     has_params = param_kind(spec) is not None
     _validate_match_conditions(spec.get("matchConditions"), decl, path.child("matchConditions"),
                                errs)
-    for i, (name, source, var_decl) in enumerate(steps):
-        at = path.child("variables").index(i)
-        if not name.strip():
-            errs.append(fields.required(at.child("name"), "name is not specified"))
-        elif not _CEL_IDENTIFIER.match(name) or name in _CEL_RESERVED:
-            errs.append(fields.invalid(at.child("name"), name,
-                                       "name is not a valid CEL identifier"))
-        if not source.strip():
-            errs.append(fields.required(at.child("expression"), "expression is not specified"))
-        else:
-            _compile(source, var_decl, ex.ANY_RESULT, at.child("expression"), errs)
+    _validate_variables(steps, path, errs)
     validations = _items(spec.get("validations"))
     audits = _items(spec.get("auditAnnotations"))
     if not validations and not audits:
@@ -426,13 +459,7 @@ def validate_binding(obj: Mapping[str, Any]) -> list[FieldError]:
     if not isinstance(spec, dict):
         return [fields.required(path)] if spec is None else \
             [fields.type_invalid(path, spec, "must be an object")]
-    policy = _text(spec.get("policyName"))
-    if not policy:
-        errs.append(fields.required(path.child("policyName")))
-    else:
-        for msg in names.is_dns1123_subdomain(policy):
-            errs.append(fields.invalid(path.child("policyName"), policy, msg))
-    _validate_param_ref(spec.get("paramRef"), path.child("paramRef"), errs)
+    _validate_binding_target(spec, path, errs)
     errs.extend(validate_match_resources(spec.get("matchResources"),
                                          path.child("matchResources")))
     at = path.child("validationActions")
@@ -529,12 +556,7 @@ def validate_mutating_policy(obj: Mapping[str, Any]) -> list[FieldError]:
     if not isinstance(spec, dict):
         return [fields.required(path)] if spec is None else \
             [fields.type_invalid(path, spec, "must be an object")]
-    failure = spec.get("failurePolicy")
-    if failure is None:
-        errs.append(fields.required(path.child("failurePolicy")))
-    elif failure not in FAILURE_POLICIES:
-        errs.append(fields.not_supported(path.child("failurePolicy"), failure,
-                                         FAILURE_POLICIES))
+    _validate_failure_policy(spec, path, errs)
     reinvocation = spec.get("reinvocationPolicy")
     if not reinvocation:
         errs.append(fields.required(path.child("reinvocationPolicy")))
@@ -545,31 +567,13 @@ def validate_mutating_policy(obj: Mapping[str, Any]) -> list[FieldError]:
         _validate_param_kind(spec.get("paramKind"), path.child("paramKind"), errs)
     constraints = spec.get("matchConstraints")
     at = path.child("matchConstraints")
-    if constraints is None:
-        errs.append(fields.required(at))
-    else:
-        errs.extend(validate_match_resources(constraints, at))
-        if isinstance(constraints, dict) and not constraints.get("resourceRules"):
-            errs.append(fields.required(at.child("resourceRules")))
+    _validate_match_constraints(constraints, at, errs)
+    if constraints is not None:
         _validate_mutating_operations(constraints, at, errs)
     decl, steps = mutation.declarations(spec)
     _validate_match_conditions(spec.get("matchConditions"), decl, path.child("matchConditions"),
                                errs)
-    for i, (name, source, var_decl) in enumerate(steps):
-        at = path.child("variables").index(i)
-        if not name.strip():
-            errs.append(fields.required(at.child("name"), "name is not specified"))
-        elif not _CEL_IDENTIFIER.match(name) or name in _CEL_RESERVED:
-            errs.append(fields.invalid(at.child("name"), name,
-                                       "name is not a valid CEL identifier"))
-        if not source.strip():
-            errs.append(fields.required(at.child("expression"), "expression is not specified"))
-        else:
-            try:
-                ex.compile_expression(source, var_decl, ex.ANY_RESULT,
-                                      mutationtypes.MUTATION_LIBRARY)
-            except ex.CompileError as e:
-                errs.append(fields.invalid(at.child("expression"), source, e.detail))
+    _validate_variables(steps, path, errs, mutationtypes.MUTATION_LIBRARY)
     mutations = spec.get("mutations")
     if not _items(mutations):
         errs.append(fields.required(path.child("mutations"),
@@ -586,13 +590,7 @@ def validate_mutating_binding(obj: Mapping[str, Any]) -> list[FieldError]:
     if not isinstance(spec, dict):
         return [fields.required(path)] if spec is None else \
             [fields.type_invalid(path, spec, "must be an object")]
-    policy = _text(spec.get("policyName"))
-    if not policy:
-        errs.append(fields.required(path.child("policyName")))
-    else:
-        for msg in names.is_dns1123_subdomain(policy):
-            errs.append(fields.invalid(path.child("policyName"), policy, msg))
-    _validate_param_ref(spec.get("paramRef"), path.child("paramRef"), errs)
+    _validate_binding_target(spec, path, errs)
     resources = spec.get("matchResources")
     errs.extend(validate_match_resources(resources, path.child("matchResources")))
     _validate_mutating_operations(resources, path.child("matchResources"), errs)
