@@ -22,9 +22,10 @@ def configmap(name: str, **meta: Any) -> dict[str, Any]:
 
 
 @contextlib.asynccontextmanager
-async def configmap_store(*, gc: bool = False) -> AsyncIterator[tuple[Store, MemoryBackend]]:
-    """A ConfigMap store (with the garbage collector's finalizers when ``gc``) and its
-    backend; the cache's task is stopped on exit."""
+async def configmap_store_with_cache(*, gc: bool = False) -> AsyncIterator[
+        tuple[Store, MemoryBackend, WatchCache, asyncio.Task[None]]]:
+    """A ConfigMap store (with the garbage collector's finalizers when ``gc``), its backend,
+    its watch cache and the task that runs the cache (stopped on exit if still running)."""
     backend = MemoryBackend()
     await backend.start()
     cache = WatchCache(backend)
@@ -36,9 +37,17 @@ async def configmap_store(*, gc: bool = False) -> AsyncIterator[tuple[Store, Mem
                       rng=random.Random(7),
                       deletion_finalizers=deletion.gc_finalizers if gc else None)
         await cache.wait_ready()
-        yield store, backend
+        yield store, backend, cache, task
     finally:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
         await backend.close()
+
+
+@contextlib.asynccontextmanager
+async def configmap_store(*, gc: bool = False) -> AsyncIterator[tuple[Store, MemoryBackend]]:
+    """A ConfigMap store (with the garbage collector's finalizers when ``gc``) and its
+    backend; the cache's task is stopped on exit."""
+    async with configmap_store_with_cache(gc=gc) as (store, backend, _, _):
+        yield store, backend

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import random
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -14,45 +13,21 @@ import orjson
 import pytest
 
 from setpoint.apimachinery import errors
-from setpoint.apimachinery.clock import FakeClock
-from setpoint.registry import core
 from setpoint.registry.options import WriteOptions
 from setpoint.registry.patching import PATCH_JSON, PATCH_MERGE
 from setpoint.registry.store import Store
-from setpoint.registry.watchcache import WatchCache
 from setpoint.storage import MemoryBackend
 
-from .storefixture import configmap
+from .storefixture import configmap, configmap_store_with_cache
 
 KEY = "/registry/core/configmaps/default/cm"
-
-
-@contextlib.asynccontextmanager
-async def store_with_cache() -> AsyncIterator[tuple[Store, MemoryBackend, WatchCache,
-                                                     asyncio.Task[None]]]:
-    backend = MemoryBackend()
-    await backend.start()
-    cache = WatchCache(backend)
-    task = asyncio.create_task(cache.run())
-    try:
-        info, strategy_cls = next((i, c) for i, c in core.builtin_resources()
-                                  if i.resource == "configmaps")
-        store = Store(strategy_cls(info), backend, cache, clock=FakeClock(),
-                      rng=random.Random(7))
-        await cache.wait_ready()
-        yield store, backend, cache, task
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-        await backend.close()
 
 
 async def stale(stack: contextlib.AsyncExitStack, data: dict[str, str]
                 ) -> tuple[Store, MemoryBackend, int]:
     """A store whose cache holds ``cm`` with ``{"k": "v"}`` while storage has moved on to
     ``data`` (the cache stopped following storage in between)."""
-    store, backend, cache, task = await stack.enter_async_context(store_with_cache())
+    store, backend, cache, task = await stack.enter_async_context(configmap_store_with_cache())
     created = await store.create("default", configmap("cm"), "v1", WriteOptions())
     await cache.wait_for(int(created.object["metadata"]["resourceVersion"]))
     task.cancel()
@@ -144,7 +119,7 @@ async def test_an_object_deleted_behind_the_cache_is_not_found(
 
 
 async def test_a_current_copy_answers_a_no_op_without_a_write() -> None:
-    async with store_with_cache() as (store, backend, cache, _):
+    async with configmap_store_with_cache() as (store, backend, cache, _):
         created = await store.create("default", configmap("cm"), "v1", WriteOptions())
         revision = int(created.object["metadata"]["resourceVersion"])
         await cache.wait_for(revision)
