@@ -40,6 +40,7 @@ from setpoint.admission import expressions as ex
 from setpoint.admission import mutationtypes as mt
 from setpoint.admission.policy import Compiled, param_kind
 from setpoint.apimachinery import patch, typed
+from setpoint.apimachinery.jsonshape import as_dict, objects_in
 from setpoint.cel import types as t
 from setpoint.cel.errors import EvalError
 from setpoint.cel.objects import StructValue, type_of
@@ -84,14 +85,6 @@ class Outcome:
     errors: list[str] = field(default_factory=list)
 
 
-def _dict(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def _list(value: Any) -> list[Mapping[str, Any]]:
-    return [v for v in value if isinstance(v, Mapping)] if isinstance(value, list) else []
-
-
 def declarations(spec: Mapping[str, Any]) -> tuple[
         ex.Declarations, list[tuple[str, str, ex.Declarations]]]:
     """The declarations of a policy's expressions after its variables, and each variable's
@@ -100,7 +93,7 @@ def declarations(spec: Mapping[str, Any]) -> tuple[
     has_params = param_kind(spec) is not None
     types: dict[str, t.Type] = {}
     steps: list[tuple[str, str, ex.Declarations]] = []
-    for var in _list(spec.get("variables")):
+    for var in objects_in(spec.get("variables")):
         name = str(var.get("name") or "")
         source = str(var.get("expression") or "")
         decl = ex.Declarations(has_params=has_params, variables=dict(types))
@@ -138,22 +131,22 @@ def _compile(source: Any, decl: ex.Declarations, results: tuple[t.Type, ...]) ->
 
 def _expression_of(mutation: Mapping[str, Any]) -> str:
     patch_type = mutation.get("patchType")
-    holder = _dict(mutation.get("applyConfiguration" if patch_type == "ApplyConfiguration"
+    holder = as_dict(mutation.get("applyConfiguration" if patch_type == "ApplyConfiguration"
                                 else "jsonPatch"))
     source = holder.get("expression")
     return source if isinstance(source, str) else ""
 
 
 def compile_policy(obj: Mapping[str, Any]) -> CompiledPolicy:
-    meta = _dict(obj.get("metadata"))
-    spec = _dict(obj.get("spec"))
+    meta = as_dict(obj.get("metadata"))
+    spec = as_dict(obj.get("spec"))
     decl, steps = declarations(spec)
     variables = tuple((name, _compile(source, d, ex.ANY_RESULT)) for name, source, d in steps)
     conditions = tuple(
         (str(c.get("name") or ""), _compile(c.get("expression"), decl, ex.BOOL_RESULT))
-        for c in _list(spec.get("matchConditions")))
+        for c in objects_in(spec.get("matchConditions")))
     mutations: list[Mutation] = []
-    for m in _list(spec.get("mutations")):
+    for m in objects_in(spec.get("mutations")):
         patch_type = str(m.get("patchType") or "")
         source = _expression_of(m)
         try:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from setpoint.admission import expressions as ex
+from setpoint.apimachinery.jsonshape import as_dict, objects_in
 from setpoint.cel import types as t
 from setpoint.cel.errors import EvalError
 
@@ -90,14 +91,6 @@ class Result:
     errors: list[str] = field(default_factory=list)
 
 
-def _dict(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def _list(value: Any) -> list[Mapping[str, Any]]:
-    return [v for v in value if isinstance(v, Mapping)] if isinstance(value, list) else []
-
-
 def _compile(source: Any, declarations: ex.Declarations,
              results: tuple[t.Type, ...]) -> Compiled:
     text = source if isinstance(source, str) else ""
@@ -122,7 +115,7 @@ def declarations(spec: Mapping[str, Any], *, object_type: t.Type = t.DYN,
     has_params = param_kind(spec) is not None
     types: dict[str, t.Type] = {}
     steps: list[tuple[str, str, ex.Declarations]] = []
-    for var in _list(spec.get("variables")):
+    for var in objects_in(spec.get("variables")):
         name = str(var.get("name") or "")
         source = str(var.get("expression") or "")
         decl = ex.Declarations(has_params=has_params, variables=dict(types),
@@ -138,17 +131,17 @@ def declarations(spec: Mapping[str, Any], *, object_type: t.Type = t.DYN,
 
 
 def compile_policy(obj: Mapping[str, Any]) -> CompiledPolicy:
-    meta = _dict(obj.get("metadata"))
-    spec = _dict(obj.get("spec"))
+    meta = as_dict(obj.get("metadata"))
+    spec = as_dict(obj.get("spec"))
     decl, _types, steps = declarations(spec)
     variables = tuple((name, _compile(source, d, ex.ANY_RESULT)) for name, source, d in steps)
     no_authz = ex.Declarations(has_params=decl.has_params, has_authorizer=False,
                                variables=decl.variables)
     conditions = tuple(
         (str(c.get("name") or ""), _compile(c.get("expression"), decl, ex.BOOL_RESULT))
-        for c in _list(spec.get("matchConditions")))
+        for c in objects_in(spec.get("matchConditions")))
     validations: list[Validation] = []
-    for v in _list(spec.get("validations")):
+    for v in objects_in(spec.get("validations")):
         message_expression = v.get("messageExpression")
         validations.append(Validation(
             _compile(v.get("expression"), decl, ex.BOOL_RESULT),
@@ -158,7 +151,7 @@ def compile_policy(obj: Mapping[str, Any]) -> CompiledPolicy:
             str(v.get("reason") or "Invalid")))
     audits = tuple((str(a.get("key") or ""),
                     _compile(a.get("valueExpression"), decl, ex.AUDIT_RESULT))
-                   for a in _list(spec.get("auditAnnotations")))
+                   for a in objects_in(spec.get("auditAnnotations")))
     failure = spec.get("failurePolicy")
     generation = meta.get("generation")
     return CompiledPolicy(

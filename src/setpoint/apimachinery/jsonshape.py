@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["as_dict", "as_list"]
+__all__ = ["as_dict", "as_list", "objects_in"]
 
 
 def as_dict(value: Any) -> dict[str, Any]:
@@ -25,3 +25,9 @@ def as_dict(value: Any) -> dict[str, Any]:
 def as_list(value: Any) -> list[Any]:
     """``value`` if it is a JSON array (a ``list``), else a new empty one."""
     return value if isinstance(value, list) else []
+
+
+def objects_in(value: Any) -> list[dict[str, Any]]:
+    """The JSON objects of ``value`` if it is a JSON array (anything else in it skipped),
+    else a new empty list."""
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []

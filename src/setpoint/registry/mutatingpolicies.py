@@ -47,7 +47,7 @@ from setpoint.apimachinery.jsoncopy import deep_copy
 from setpoint.registry import watchcache as wc
 from setpoint.registry.admissionregistration import GROUP, MUTATING_BINDINGS, MUTATING_POLICIES
 from setpoint.registry.options import AdmissionAttributes
-from setpoint.registry.policies import ConfigError, PolicyAdmission
+from setpoint.registry.policies import NAMESPACE_PREFIX, ConfigError, PolicyAdmission
 from setpoint.registry.webhooks import keep_identity
 
 log = logging.getLogger(__name__)
@@ -56,7 +56,6 @@ Obj = dict[str, Any]
 
 POLICY_PREFIX: Final = f"/registry/{GROUP}/{MUTATING_POLICIES}/"
 BINDING_PREFIX: Final = f"/registry/{GROUP}/{MUTATING_BINDINGS}/"
-NAMESPACE_PREFIX: Final = "/registry/core/namespaces/"
 ANNOTATION: Final = "mutation.policy.admission.k8s.io"
 #: where the object as the policies last left it is kept between the two hooks
 _STATE: Final = "mutatingpolicies"
