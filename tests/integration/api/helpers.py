@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 import orjson
+
+from setpoint.client import Client, load_kubeconfig
+from setpoint.server.server import Server
 
 CRD_V1: dict[str, Any] = {
     "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
@@ -77,3 +82,14 @@ async def install_widgets(http: aiohttp.ClientSession) -> None:
             return
         await asyncio.sleep(0.02)
     raise AssertionError("widgets were not served within 2 s")
+
+
+def user_client(server: Server, tmp_path: Path, user: str) -> Client:
+    """A client of the secured in-process ``server`` authenticated as ``user`` (no groups),
+    through a kubeconfig written under ``tmp_path``."""
+    secured = server.secured
+    assert secured is not None
+    path = tmp_path / f"{user}.kubeconfig"
+    path.write_text(json.dumps(secured.kubeconfig(server.url, name=user, user=user,
+                                                  groups=())))
+    return Client(load_kubeconfig(path))

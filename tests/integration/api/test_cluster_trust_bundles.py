@@ -6,7 +6,6 @@ kubectl's columns, and every hostile write a Kubernetes 4xx."""
 from __future__ import annotations
 
 import datetime as dt
-import json
 import re
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -21,6 +20,7 @@ from setpoint.server.securing import SecurityConfig
 from setpoint.server.server import Server, ServerConfig
 from setpoint.storage import StorageConfig
 from setpoint.testing import waiting
+from tests.integration.api.helpers import user_client
 
 Obj = dict[str, Any]
 CTB = ("certificates.k8s.io/v1beta1", "ClusterTrustBundle")
@@ -39,15 +39,6 @@ async def server(tmp_path: Path) -> AsyncIterator[Server]:
                           security=SecurityConfig(pki_dir=tmp_path / "pki"))
     async with Server(config) as srv:
         yield srv
-
-
-def user_client(server: Server, tmp_path: Path, user: str) -> Client:
-    secured = server.secured
-    assert secured is not None
-    path = tmp_path / f"{user}.kubeconfig"
-    path.write_text(json.dumps(secured.kubeconfig(server.url, name=user, user=user,
-                                                  groups=())))
-    return Client(load_kubeconfig(path))
 
 
 def bundle(name: str, pem: bytes | str = CA.cert_pem, *, signer: str | None = SIGNER,
