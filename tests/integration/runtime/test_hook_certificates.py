@@ -30,7 +30,7 @@ from setpoint.runtime import (
     hookcerts,
 )
 from setpoint.runtime.hooks import VALIDATING
-from setpoint.testing import control_plane
+from setpoint.testing import control_plane, waiting
 from tests.conftest import start_serve
 from tests.integration.runtime.conftest import BOOK, book, install_books
 from tests.integration.runtime.test_conversion_functions import (
@@ -112,13 +112,12 @@ async def _root_ca_published(client: Client) -> None:
 
 async def _published(client: Client, resource: tuple[str, str], name: str,
                      namespace: str | None = None) -> None:
-    async with asyncio.timeout(30):
-        while True:
-            try:
-                await client.get(resource, name, namespace=namespace)
-                return
-            except errors.NotFound:
-                await asyncio.sleep(0.1)
+    async def published() -> bool:
+        await client.get(resource, name, namespace=namespace)
+        return True
+
+    await waiting.eventually(published, timeout=30, retry_on=(errors.NotFound,),
+                             what=f"{name} published")
 
 
 async def test_an_identity_that_may_not_approve_waits_for_someone_who_may(
@@ -175,13 +174,14 @@ async def _serve_until_stopped(hooks: Hooks, client: Client) -> None:
 
 
 async def _wait_pending(client: Client) -> dict[str, Any]:
-    async with asyncio.timeout(30):
-        while True:
-            items = (await client.list(CSR))["items"]
-            if items:
-                item: dict[str, Any] = items[0]
-                return item
-            await asyncio.sleep(0.05)
+    async def first() -> dict[str, Any] | None:
+        items: list[dict[str, Any]] = (await client.list(CSR))["items"]
+        return items[0] if items else None
+
+    pending: dict[str, Any] | None = await waiting.eventually(first, timeout=30,
+                                                              what="a pending request")
+    assert pending is not None
+    return pending
 
 
 async def test_an_identity_that_may_not_ask_falls_back_to_its_own_ca(
