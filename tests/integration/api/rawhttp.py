@@ -76,8 +76,12 @@ class Connection:
 
     async def closed_by_server(self) -> bool:
         """Wait until the server closes the connection (True), reading and dropping whatever
-        it sends first."""
-        while await self.reader.read(65536):
+        it sends first. A reset counts as closed: a server that closes a socket with bytes of
+        ours still unread makes the kernel answer with a reset instead of an orderly end."""
+        try:
+            while await self.reader.read(65536):
+                pass
+        except ConnectionResetError:
             pass
         return True
 
