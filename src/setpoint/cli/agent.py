@@ -27,7 +27,6 @@ import asyncio
 import contextlib
 import logging
 import sys
-from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any, Final
 
@@ -36,6 +35,7 @@ from setpoint import process
 from setpoint.agent import ProcessRuntime, ProcessRuntimeConfig, RootDirInUse
 from setpoint.agent.proxy import ProxyConfig
 from setpoint.node import POD_RUNTIMES, AgentConfig, NodeAgent, default_node_name
+from setpoint.process import eventloop
 
 log = logging.getLogger("setpoint.agent")
 
@@ -162,14 +162,6 @@ async def run(agent: NodeAgent, *, shutdown_timeout: float,
     log.info("stopped; the pods' processes keep running for the next agent to adopt")
 
 
-def _event_loop_run(coro: Coroutine[Any, Any, None]) -> None:
-    try:
-        import uvloop
-    except ImportError:  # pragma: no cover - uvloop is a dependency where it exists
-        asyncio.run(coro)
-        return
-    uvloop.run(coro)
-
 
 async def stop_pods(config: AgentConfig) -> int:
     """Adopt what the process runtime recorded under ``config.root_dir`` and remove every pod
@@ -214,7 +206,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"setpoint agent: error: {e}", file=sys.stderr, flush=True)
         return 2
     try:
-        _event_loop_run(run(agent, shutdown_timeout=args.shutdown_timeout,
+        eventloop.run(run(agent, shutdown_timeout=args.shutdown_timeout,
                             lifeline=lifeline))
     except RootDirInUse as e:
         print(f"setpoint agent: error: {e}", file=sys.stderr, flush=True)

@@ -31,7 +31,7 @@ import asyncio
 import contextlib
 import logging
 import sys
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -42,6 +42,7 @@ from setpoint.controllers import csrsigning
 from setpoint.controllers.nodelifecycle import DEFAULT_GRACE_PERIOD, NodeLifecycleConfig
 from setpoint.controlplane import parse_controllers
 from setpoint.pki.certs import KeyPair
+from setpoint.process import eventloop
 
 log = logging.getLogger("setpoint.controller-manager")
 
@@ -161,14 +162,6 @@ async def run(config: sp_client.ClientConfig, names: Sequence[str], *, leader_el
     log.info("stopped")
 
 
-def _event_loop_run(coro: Coroutine[Any, Any, None]) -> None:
-    try:
-        import uvloop
-    except ImportError:  # pragma: no cover - uvloop is a dependency where it exists
-        asyncio.run(coro)
-        return
-    uvloop.run(coro)
-
 
 def main(args: argparse.Namespace) -> int:
     lifeline = process.Lifeline.from_environment()
@@ -193,7 +186,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"setpoint controller-manager: error: {e}", file=sys.stderr, flush=True)
         return 2
     try:
-        _event_loop_run(run(config, names, leader_election=args.leader_elect,
+        eventloop.run(run(config, names, leader_election=args.leader_elect,
                             graceful_shutdown_timeout=args.graceful_shutdown_timeout,
                             lifeline=lifeline, own=own, settings=settings,
                             signing=signing))

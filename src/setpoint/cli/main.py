@@ -23,7 +23,7 @@ import asyncio
 import logging
 import os
 import sys
-from collections.abc import Coroutine, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +45,7 @@ from setpoint.controllers.nodelifecycle import DEFAULT_GRACE_PERIOD
 from setpoint.node import default_node_name
 from setpoint.pki import files
 from setpoint.pki.authority import Authority
+from setpoint.process import eventloop
 from setpoint.registry import listbudget
 from setpoint.registry import watchcache as watch_cache
 from setpoint.registry.serviceips import (
@@ -450,14 +451,6 @@ async def _serve(plane_config: controlplane.ControlPlaneConfig,
             log.info("shutting down")
 
 
-def _run(coro: Coroutine[Any, Any, None]) -> None:
-    try:
-        import uvloop
-    except ImportError:  # pragma: no cover - uvloop is a dependency where it exists
-        asyncio.run(coro)
-        return
-    uvloop.run(coro)
-
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
@@ -483,7 +476,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_DATA_DIR_IN_USE
         raise_file_limit()
         try:
-            _run(_serve(config, args.shutdown_timeout))
+            eventloop.run(_serve(config, args.shutdown_timeout))
         except StorageUnavailable as e:
             print(f"setpoint serve: error: storage is unavailable: {e}", file=sys.stderr,
                   flush=True)

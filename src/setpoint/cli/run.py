@@ -55,7 +55,7 @@ import logging
 import os
 import sys
 import traceback
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -64,6 +64,7 @@ from typing import Any
 from setpoint import client as sp_client
 from setpoint import runtime
 from setpoint.apimachinery import errors
+from setpoint.process import eventloop
 from setpoint.runtime import manager as rtmanager
 
 log = logging.getLogger("setpoint.run")
@@ -393,14 +394,6 @@ async def run(config: RunConfig, controllers: Sequence[runtime.Controller],
         log.info("stopped")
 
 
-def _event_loop_run(coro: Coroutine[Any, Any, None]) -> None:
-    try:
-        import uvloop
-    except ImportError:  # pragma: no cover - uvloop is a dependency where it exists
-        asyncio.run(coro)
-        return
-    uvloop.run(coro)
-
 
 def main(args: argparse.Namespace) -> int:
     """Run the ``run`` subcommand; returns the exit code."""
@@ -416,7 +409,7 @@ def main(args: argparse.Namespace) -> int:
         hooks = hooks_of(module)
         # a module of hooks alone is an operator too
         controllers = runtime.controllers_in(vars(module)) if hooks else controllers_of(module)
-        _event_loop_run(run(config, controllers, budgets_of(module), hooks))
+        eventloop.run(run(config, controllers, budgets_of(module), hooks))
     except UsageError as e:
         print(f"setpoint run: error: {e}", file=sys.stderr, flush=True)
         return 2
