@@ -119,7 +119,24 @@ def decode_json(raw: bytes | str, limits: DecodeLimits = DEFAULT_LIMITS) -> Any:
         if "depth limit" in str(e) or "recursion" in str(e).lower():
             raise _depth_error(limits.max_depth) from e
         raise DecodeError(str(e)) from e
+    if type(raw) is bytes and _surely_within(raw, limits.max_depth):
+        return value
     return _bound_json(value, limits.max_depth)
+
+
+# every digit to "0", every other byte to " ": a long number is then a run of "0"s
+_DIGITS_ONLY = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
+_LONG_NUMBER = b"0" * 19
+
+
+def _surely_within(raw: bytes, max_depth: int) -> bool:
+    """Whether the JSON text ``raw`` surely decodes to a value that :func:`_bound_json` would
+    leave as it is, read from the bytes alone: no more than ``max_depth`` opening brackets in
+    all (so no deeper nesting), and no run of 19 digits (an integer beyond int64 has at
+    least 19). Brackets and digits inside strings count too, so a ``False`` only means the
+    walk must decide."""
+    return raw.count(b"{") + raw.count(b"[") <= max_depth and \
+        _LONG_NUMBER not in raw.translate(_DIGITS_ONLY)
 
 
 def _bound_json(value: Any, max_depth: int) -> Any:
@@ -430,7 +447,7 @@ def too_deep(value: Any, max_depth: int = MAX_DEPTH) -> fields.FieldPath | None:
     The top-level object is at depth 1, so ``{"spec": {}}`` is 2 deep. The walk is iterative
     and visits each container once.
     """
-    if not isinstance(value, dict | list):
+    if not _deeper_than(value, max_depth):
         return None
     path: list[str | int] = []  # keys leading to the container whose children stack[-1] yields
     stack: list[Iterator[tuple[str | int, Any]]] = [_children(value)]
@@ -447,6 +464,27 @@ def too_deep(value: Any, max_depth: int = MAX_DEPTH) -> fields.FieldPath | None:
             if path:
                 path.pop()
     return None
+
+
+def _deeper_than(value: Any, max_depth: int) -> bool:
+    """Whether some container in ``value`` is nested deeper than ``max_depth``: the quick
+    answer :func:`too_deep` gives first (almost every object is within the limit), without
+    the path."""
+    if not isinstance(value, _CONTAINERS):
+        return False
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        node, level = pop()
+        if level > max_depth:
+            return True
+        for child in (node.values() if isinstance(node, dict) else node):
+            if isinstance(child, _CONTAINERS):
+                push((child, level + 1))
+    return False
+
+
+_CONTAINERS = (dict, list)
 
 
 def depth(value: Any) -> int:

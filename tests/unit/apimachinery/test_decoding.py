@@ -362,3 +362,49 @@ YAML_VALUES = st.recursive(
 def test_objects_round_trip_through_block_yaml(value: dict[str, Any]) -> None:
     text = yaml.safe_dump(value, allow_unicode=True, default_flow_style=False)
     assert decoding.decode_yaml(text.encode()) == value
+
+
+# --- the quick paths agree with the walks ------------------------------------------------------
+
+WIDE_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=24)
+    | st.floats(allow_nan=False, allow_infinity=False),
+    lambda children: st.lists(children, max_size=3)
+    | st.dictionaries(st.text(max_size=6), children, max_size=3),
+    max_leaves=40)
+
+
+@given(WIDE_JSON, st.integers(1, 12))
+@settings(max_examples=400, deadline=None)
+def test_decoding_json_agrees_with_the_full_walk(value: Any, max_depth: int) -> None:
+    """Whether the bytes let the decoder skip its walk or not, the answer is the walk's:
+    the same value (integers beyond int64 as floats) or the same refusal."""
+    try:
+        raw = orjson.dumps(value)
+    except orjson.JSONEncodeError:  # an integer beyond 64 bits: not JSON orjson writes
+        return
+    limits = DecodeLimits(max_depth=max_depth)
+    try:
+        expected = decoding._bound_json(orjson.loads(raw), max_depth)
+    except DecodeError as e:
+        with pytest.raises(DecodeError, match=str(e)):
+            decoding.decode_json(raw, limits)
+        return
+    assert decoding.decode_json(raw, limits) == expected
+    assert decoding.decode_json(raw.decode(), limits) == expected
+
+
+@given(WIDE_JSON, st.integers(1, 12))
+@settings(max_examples=400, deadline=None)
+def test_too_deep_answers_as_depth_does(value: Any, max_depth: int) -> None:
+    path = decoding.too_deep(value, max_depth)
+    assert (path is None) == (decoding.depth(value) <= max_depth)
+
+
+def test_numbers_in_strings_and_many_brackets_still_take_the_walk() -> None:
+    # brackets and digits in strings only make the decoder walk; the walk then decides
+    assert decoding.decode_json(b'{"a": "' + b"[" * 200 + b'"}') == {"a": "[" * 200}
+    assert decoding.decode_json(b'{"a": "' + b"9" * 30 + b'", "b": 18446744073709551615}') == {
+        "a": "9" * 30, "b": 1.8446744073709552e19}
+    with pytest.raises(DecodeError, match="nested deeper"):
+        decoding.decode_json(b"[" * 129 + b"]" * 129)
