@@ -53,6 +53,7 @@ from setpoint.registry.customresource import CustomResourceStrategy
 from setpoint.registry.options import DeleteOptions
 from setpoint.registry.resources import ResourceInfo
 from setpoint.registry.store import Store
+from setpoint.registry.storebase import QuietAdmission
 from setpoint.schema.structural import Node
 from setpoint.storage import interface as st
 
@@ -149,9 +150,12 @@ class Catalog:
                       namespace_gate=self.check_namespace,
                       deletion_finalizers=deletion.gc_finalizers if self.garbage_collection
                       else None)
-        store.admission.extend((self.mutating_policies.admit, self.webhooks.mutate,
-                                self.mutating_policies.reinvoke, self.policies.admit,
-                                self.webhooks.validate))
+        mutating, webhooks, policies = self.mutating_policies, self.webhooks, self.policies
+        store.admission.extend((QuietAdmission(mutating.admit, mutating.quiet),
+                                QuietAdmission(webhooks.mutate, webhooks.quiet),
+                                QuietAdmission(mutating.reinvoke, mutating.quiet),
+                                QuietAdmission(policies.admit, policies.quiet),
+                                QuietAdmission(webhooks.validate, webhooks.quiet)))
         return store
 
     def _served_kind(self, api_version: str, kind: str) -> tuple[Served, str] | None:

@@ -120,6 +120,17 @@ class MutatingPolicyAdmission:
             found.sort(key=_name)
         return out
 
+    def quiet(self, group: str, resource: str) -> bool:
+        """Whether a write of ``group``/``resource`` has nothing to see here now, known
+        without a call: no configuration was written through this server nor is in the
+        cache, and the resource is not one whose writes switch enforcement on."""
+        if self._active or (group, resource) in matching.EXEMPT:
+            return False
+        if self._cache.count(POLICY_PREFIX):
+            self._active = True
+            return False
+        return True
+
     async def _ready(self, new: Obj | None, attrs: AdmissionAttributes) -> bool:
         if (attrs.group, attrs.resource) in matching.EXEMPT:
             if attrs.group == GROUP and attrs.resource in (MUTATING_POLICIES,

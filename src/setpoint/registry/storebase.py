@@ -66,6 +66,28 @@ NamespaceGate = Callable[[str, str, str], Awaitable[None]]
 Admission = Callable[[Obj | None, Obj | None, AdmissionAttributes], Awaitable[None]]
 
 
+class QuietAdmission:
+    """An admission hook that can tell, before a write's attributes are even built, that it
+    has nothing to do on writes of a ``(group, resource)`` now: dynamic admission while no
+    policy or webhook configuration exists. A store whose hooks are all quiet skips
+    admission altogether.
+
+    ``quiet`` must answer ``False`` whenever calling the hook could refuse, change or record
+    anything, and for the writes the hook must see to keep its own state (the writes of its
+    configuration objects).
+    """
+
+    __slots__ = ("admit", "quiet")
+
+    def __init__(self, admit: Admission, quiet: Callable[[str, str], bool]) -> None:
+        self.admit = admit
+        self.quiet = quiet
+
+    def __call__(self, new: Obj | None, old: Obj | None,
+                 attrs: AdmissionAttributes) -> Awaitable[None]:
+        return self.admit(new, old, attrs)
+
+
 class Allocation(Protocol):
     """What an :class:`Allocator` reserved for one write."""
 
@@ -339,7 +361,10 @@ class StoreBase:
                      version: VersionInfo, opts: WriteOptions | DeleteOptions,
                      subresource: str = "") -> None:
         """Run the admission hooks on a write that is about to be stored."""
-        if not self.admission:
+        group, resource = self.info.group, self.info.resource
+        hooks = [hook for hook in self.admission
+                 if type(hook) is not QuietAdmission or not hook.quiet(group, resource)]
+        if not hooks:
             return
         obj = new if new is not None else old
         meta = (obj or {}).get("metadata") or {}
@@ -374,7 +399,7 @@ class StoreBase:
                     raise self._invalid(str((obj.get("metadata") or {}).get("name") or ""),
                                         errs)
             attrs.revalidate = revalidate
-        for admit in self.admission:
+        for admit in hooks:
             await admit(new, old, attrs)
 
     # --- the update every write of an existing object ends in --------------------------
