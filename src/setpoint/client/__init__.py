@@ -1,6 +1,7 @@
 """``setpoint.client``: an async Kubernetes API client for setpoint and real clusters.
 
-It reads kubeconfig files and in-cluster service accounts, speaks JSON over aiohttp, resolves
+It reads kubeconfig files and in-cluster service accounts, speaks JSON over HTTP/1.1
+(its own lean keep-alive client; aiohttp for proxies and injected sessions), resolves
 resources through discovery, and raises the exceptions of
 :mod:`setpoint.apimachinery.errors`. Objects are plain dicts. Example::
 

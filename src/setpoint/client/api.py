@@ -31,9 +31,8 @@ from __future__ import annotations
 import enum
 from collections.abc import AsyncIterator, Mapping
 from types import TracebackType
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
-import aiohttp
 import orjson
 
 from setpoint.apimachinery import clock as clocks
@@ -42,6 +41,9 @@ from setpoint.client import config as cfg
 from setpoint.client import discovery as disc
 from setpoint.client import transport
 from setpoint.client import watch as watching
+
+if TYPE_CHECKING:
+    import aiohttp
 
 Obj = dict[str, Any]
 #: a JSON patch is a list of operations; every other patch is an object
@@ -410,7 +412,7 @@ class Client:
         ``application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io`` for events that carry
         only metadata (their objects then keep the ``kind`` the server gives them).
         """
-        async def opener() -> tuple[aiohttp.ClientResponse, str, str]:
+        async def opener() -> tuple[transport.BodyStream, str, str]:
             ref = await self.resolve(resource)
             path = ref.path(namespace=self._namespace(ref, namespace, collection=True))
             params = _params(watch=True, labelSelector=label_selector,

@@ -4,8 +4,9 @@
 from the caller's ``ssl.SSLContext``) and returns the whole response. It exists for speed: a
 controller's reconcile is mostly one small request (a status patch), and a general client
 spends several times the CPU of the request itself on per-request machinery (tracing hooks,
-cookie jars, header multidicts, URL objects, timers). Streaming responses (watches) and
-proxied requests stay with aiohttp (:mod:`setpoint.client.transport` decides).
+cookie jars, header multidicts, URL objects, timers). :meth:`Pool.stream` opens a response
+whose body is read as it arrives (a watch) on a connection of its own. Proxied requests stay
+with aiohttp (:mod:`setpoint.client.transport` decides).
 
 Invariants:
 
@@ -14,7 +15,12 @@ Invariants:
 - What the server sends is bounded: the status line and headers to ``max_header_bytes``, a
   body to ``max_body_bytes`` (``Content-Length``, chunked, or up to the close); more is a
   :class:`ProtocolError`. Header names are lower-cased; a repeated header keeps its last
-  value.
+  value. A streamed body has no total bound (a watch lasts as long as it lasts); what waits
+  unread is bounded instead: past :data:`STREAM_HIGH_WATER` bytes the connection stops
+  reading from the socket until the reader catches up.
+- A streamed response's connection is its own until :meth:`Stream.close`, which closes it
+  (it never returns to the pool) and frees its place among ``max_connections``;
+  :meth:`Pool.close` closes it too.
 - At most ``max_connections`` connections exist; a request that finds them all busy waits
   for one (first come, first served) within its own timeout.
 - An idle connection older than ``idle_timeout`` is closed rather than reused (servers drop
@@ -32,6 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
+import sys
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
@@ -44,6 +51,8 @@ MAX_HEADER_BYTES: Final = 64 * 1024
 MAX_BODY_BYTES: Final = 1024 * 1024 * 1024
 #: the longest chunk-size line of a chunked body (with extensions)
 MAX_CHUNK_LINE: Final = 1024
+#: unread bytes of a streamed body beyond which the connection stops reading the socket
+STREAM_HIGH_WATER: Final = 4 * 1024 * 1024
 
 
 class ProtocolError(Exception):
@@ -88,6 +97,8 @@ class _Parser:
     """An HTTP/1.1 response read incrementally; ``feed`` returns True when it is complete."""
 
     def __init__(self, max_header: int, max_body: int, head_request: bool) -> None:
+        """``max_body`` bounds the body received in all; a streamed body's reader takes what
+        arrived with :meth:`take_body`, and the parser then counts it no more."""
         self._buffer = bytearray()
         self._max_header = max_header
         self._max_body = max_body
@@ -145,12 +156,20 @@ class _Parser:
                 self._remaining = size
                 self._mode = "chunk-data" if size else "chunk-trailer"
             elif mode == "chunk-data":
-                if len(self._buffer) < self._remaining + 2:
+                # what arrived of the chunk moves to the body at once: a chunk announced
+                # larger than memory is bounded by the reader's pace, not buffered whole
+                if self._remaining:
+                    take = min(self._remaining, len(self._buffer))
+                    self._body += self._buffer[:take]
+                    del self._buffer[:take]
+                    self._remaining -= take
+                    if self._remaining:
+                        return False
+                if len(self._buffer) < 2:
                     return False
-                if self._buffer[self._remaining:self._remaining + 2] != b"\r\n":
+                if self._buffer[:2] != b"\r\n":
                     raise ProtocolError("a chunk does not end with CRLF")
-                self._body += self._buffer[:self._remaining]
-                del self._buffer[:self._remaining + 2]
+                del self._buffer[:2]
                 self._mode = "chunk-size"
             elif mode == "chunk-trailer":
                 if self._buffer.startswith(b"\r\n"):
@@ -225,20 +244,47 @@ class _Parser:
     def body(self) -> bytes:
         return bytes(self._body)
 
+    @property
+    def head_seen(self) -> bool:
+        """The final status line and headers have been read."""
+        return self._mode != "head"
+
+    @property
+    def buffered(self) -> int:
+        """Body bytes received and not yet taken."""
+        return len(self._body)
+
+    def take_body(self) -> bytes:
+        """The body bytes received since the last call (a streamed body's next piece)."""
+        taken = bytes(self._body)
+        self._body.clear()
+        return taken
+
 
 class _Connection(asyncio.Protocol):
+    """One connection. In an exchange its waiter resolves when the response is complete;
+    once streaming, whenever the body has news (bytes, its end, a failure)."""
+
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
         self._parser: _Parser | None = None
         self._waiter: asyncio.Future[None] | None = None
         self.closed = False
         self.idle_since = 0.0
+        self._streaming = False
+        #: a streamed response: its body is complete / the failure that ended it
+        self.complete = False
+        self.error: BaseException | None = None
+        self.paused = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's transports implement asyncio.Transport without subclassing it
         self.transport = cast(asyncio.Transport, transport)
 
     def data_received(self, data: bytes) -> None:
+        if self._streaming:
+            self._stream_received(data)
+            return
         parser, waiter = self._parser, self._waiter
         if parser is None or waiter is None or waiter.done():
             self.close()  # bytes nobody asked for: the connection is out of step
@@ -250,8 +296,43 @@ class _Connection(asyncio.Protocol):
             waiter.set_exception(e)
             self.close()
 
+    def _stream_received(self, data: bytes) -> None:
+        parser = self._parser
+        if parser is None or self.complete or self.error is not None:
+            self.close()  # bytes after the end: nobody reads them
+            return
+        try:
+            self.complete = parser.feed(data)
+        except ProtocolError as e:
+            self.error = e
+            self.close()
+        else:
+            if not self.complete and parser.buffered > STREAM_HIGH_WATER and \
+                    self.transport is not None and not self.paused:
+                self.paused = True
+                self.transport.pause_reading()
+        if parser.head_seen or self.error is not None:
+            self._wake()
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
+        if self._streaming:
+            parser = self._parser
+            if not self.complete and self.error is None:
+                if parser is not None and parser.eof():
+                    self.complete = True
+                else:
+                    detail = f": {exc}" if exc is not None else ""
+                    self.error = ConnectionLost(
+                        f"the connection closed before the response was complete{detail}",
+                        nothing_received=parser is None or not parser.received)
+            self._wake()
+            return
         parser, waiter = self._parser, self._waiter
         if waiter is None or waiter.done():
             return
@@ -282,6 +363,91 @@ class _Connection(asyncio.Protocol):
             self._parser = self._waiter = None
 
 
+    async def open_stream(self, data: bytes, parser: _Parser) -> None:
+        """Send the request and wait for the response's head; the connection then streams
+        (see :class:`Stream`)."""
+        assert self.transport is not None
+        self._parser, self._streaming = parser, True
+        self.transport.write(data)
+        while not parser.head_seen:
+            await self.wait()
+            if self.error is not None:
+                raise self.error
+            if self.complete and not parser.head_seen:  # pragma: no cover - eof() decides
+                raise ConnectionLost("the connection closed before the response's head",
+                                     nothing_received=not parser.received)
+
+    async def wait(self) -> None:
+        """Until the streamed response has news (or at once if it has ended)."""
+        if self.closed or self.complete or self.error is not None:
+            return
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiter = waiter
+        try:
+            await waiter
+        finally:
+            self._waiter = None
+
+    def resume(self) -> None:
+        if self.paused and self.transport is not None and not self.closed:
+            self.paused = False
+            self.transport.resume_reading()
+
+
+class Stream:
+    """A response whose body is read as it arrives; see the module docstring.
+
+    ``read_some`` returns the next bytes of the body (framing removed), ``b""`` once it has
+    ended, and raises :class:`ConnectionLost` or :class:`ProtocolError` when it cannot end
+    well. One reader at a time.
+    """
+
+    def __init__(self, pool: Pool, connection: _Connection, parser: _Parser,
+                 url: str) -> None:
+        self._pool = pool
+        self._connection: _Connection | None = connection
+        self._parser = parser
+        self.status = parser.status
+        self.reason = parser.reason
+        self.headers: Mapping[str, str] = parser.headers
+        self.url = url
+
+    async def read_some(self) -> bytes:
+        while True:
+            data = self._parser.take_body()
+            connection = self._connection
+            if data:
+                if connection is not None:
+                    connection.resume()
+                return data
+            if connection is None:
+                return b""
+            if connection.error is not None:
+                error = connection.error
+                self.close()
+                raise error
+            if connection.complete:
+                self.close()
+                return b""
+            await connection.wait()
+
+    async def read_all(self, max_bytes: int) -> bytes:
+        """The rest of the body, at most ``max_bytes`` (:class:`ProtocolError` beyond)."""
+        out = bytearray()
+        while chunk := await self.read_some():
+            out += chunk
+            if len(out) > max_bytes:
+                self.close()
+                raise ProtocolError(f"the response body exceeds {max_bytes} bytes")
+        return bytes(out)
+
+    def close(self) -> None:
+        """Close the connection (idempotent); a read then returns ``b""``."""
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            self._pool._discard(connection)
+
+
 class Pool:
     """Keep-alive connections to one server; see the module docstring."""
 
@@ -307,6 +473,7 @@ class Pool:
         self._idle: deque[_Connection] = deque()
         self._count = 0  # connections open or being opened
         self._waiters: deque[asyncio.Future[None]] = deque()
+        self._streaming: set[_Connection] = set()
         self._closed = False
 
     async def request(self, method: str, target: str, headers: Mapping[str, str],
@@ -331,6 +498,29 @@ class Pool:
             else:
                 self._discard(connection)
             return Response(parser.status, parser.reason, parser.headers, parser.body)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def stream(self, method: str, target: str, headers: Mapping[str, str],
+                     *, url: str = "") -> Stream:
+        """Send one request and return its response once the head has arrived, the body
+        to be read from the :class:`Stream` (bound the wait for the head with a timeout)."""
+        data = encode_request(method, target, self.authority, headers, None)
+        for attempt in (0, 1):
+            connection, reused = await self._acquire()
+            # a streamed body is bounded by what waits unread, not in all
+            parser = _Parser(self._max_header, sys.maxsize, method == "HEAD")
+            try:
+                await connection.open_stream(data, parser)
+            except ConnectionLost as e:
+                self._discard(connection)
+                if attempt == 0 and reused and e.nothing_received and method in IDEMPOTENT:
+                    continue
+                raise
+            except BaseException:
+                self._discard(connection)
+                raise
+            self._streaming.add(connection)
+            return Stream(self, connection, parser, url or target)
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _acquire(self) -> tuple[_Connection, bool]:
@@ -377,6 +567,7 @@ class Pool:
         self._wake()
 
     def _discard(self, connection: _Connection) -> None:
+        self._streaming.discard(connection)
         if connection in self._idle:
             self._idle.remove(connection)
         connection.close()
@@ -391,9 +582,12 @@ class Pool:
                 return
 
     def close(self) -> None:
-        """Close every idle connection now, and busy ones as their requests end."""
+        """Close every idle connection and every stream's now (their readers see the
+        connection lost), and busy ones as their requests end."""
         self._closed = True
         while self._idle:
             self._discard(self._idle.popleft())
+        for connection in list(self._streaming):
+            connection.close()
         while self._waiters:
             self._wake()

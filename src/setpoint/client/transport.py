@@ -9,9 +9,10 @@ every failure to an :mod:`setpoint.apimachinery.errors` exception:
   ``ServiceUnavailable``, raised ``from`` the underlying error;
 - a request that outlives ``request_timeout`` → ``Timeout``.
 
-Plain request-response calls (:meth:`Transport.request`) go through
-:class:`setpoint.client.http1.Pool`, a lean HTTP/1.1 client, unless a proxy is configured or
-the caller injected a session; streams (watches) and those cases use aiohttp.
+Requests (:meth:`Transport.request`) and streams (:meth:`Transport.stream`, watches) go
+through :class:`setpoint.client.http1.Pool`, a lean HTTP/1.1 client, unless a proxy is
+configured or the caller injected a session: those use aiohttp, which is imported only then
+(a process that never needs it does not pay for importing it).
 
 Invariants: every response is released before :meth:`Transport.request` returns or raises,
 and :meth:`Transport.stream` hands the caller an open response that the caller must close.
@@ -29,20 +30,41 @@ import asyncio
 import contextlib
 import os
 import ssl
+import sys
 import tempfile
 import urllib.parse
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, NoReturn
-
-import aiohttp
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 from setpoint.apimachinery import clock as clocks
 from setpoint.apimachinery import errors
 from setpoint.client import auth, http1, kubeconfig, responses
 from setpoint.client import config as cfg
 
+if TYPE_CHECKING:
+    import aiohttp
+
 Params = Mapping[str, str]
+
+#: the most of an error answer's body a stream reads (its Status)
+MAX_ERROR_BODY = 1024 * 1024
+
+
+class BodyStream(Protocol):
+    """An open streaming response (what :meth:`Transport.stream` returns).
+
+    ``read_some`` returns the body's next bytes, ``b""`` once it has ended, and raises
+    ``ConnectionError`` (a :class:`~setpoint.client.http1.ConnectionLost`) or
+    :class:`~setpoint.client.http1.ProtocolError` when it cannot end well. ``close`` is
+    idempotent; the caller must call it.
+    """
+
+    url: str
+
+    async def read_some(self) -> bytes: ...
+
+    def close(self) -> None: ...
 
 # what stays unescaped in a path (already-escaped sequences included) and a query value
 _PATH_SAFE = "/:@!$&'()*+,;=-._~%"
@@ -117,6 +139,8 @@ def create_session(config: cfg.ClientConfig, *,
 
     Must be called with an event loop running. Timeouts are set per request, not here.
     """
+    import aiohttp
+
     tls: ssl.SSLContext | bool = context or ssl_context(config) or False
     connector = aiohttp.TCPConnector(ssl=tls, limit=config.max_connections,
                                      keepalive_timeout=30.0)
@@ -194,7 +218,7 @@ class Transport:
         return headers
 
     def _failure(self, method: str, path: str, error: Exception) -> errors.ApiError:
-        if isinstance(error, aiohttp.ClientError | http1.ProtocolError | ssl.SSLError) or (
+        if isinstance(error, http1.ProtocolError | ssl.SSLError) or _client_error(error) or (
                 isinstance(error, OSError) and not isinstance(error, TimeoutError)):
             detail = str(error) or type(error).__name__
             return errors.ServiceUnavailable(
@@ -202,12 +226,12 @@ class Transport:
         return errors.Timeout(f"{method} {self.config.server}{path}: no response within "
                               f"{self.config.request_timeout:g}s")
 
-    def _raise_for(self, response: aiohttp.ClientResponse, body: bytes) -> NoReturn:
-        if response.status == 401:
+    def _raise_for(self, status: int, reason: str, retry_after: str | None,
+                   body: bytes) -> NoReturn:
+        if status == 401:
             self._credentials.invalidate()
-        raise responses.error_from_response(
-            response.status, body, reason_phrase=response.reason or "",
-            retry_after=response.headers.get("Retry-After"))
+        raise responses.error_from_response(status, body, reason_phrase=reason,
+                                            retry_after=retry_after)
 
     async def request(self, method: str, path: str, *, params: Params | None = None,
                       body: bytes | None = None, content_type: str | None = None,
@@ -216,6 +240,8 @@ class Transport:
         headers = await self._headers(content_type, accept)
         if self._lean:
             return await self._request_lean(method, path, params, body, headers)
+        import aiohttp
+
         timeout = aiohttp.ClientTimeout(total=self.config.request_timeout,
                                         connect=self.config.connect_timeout)
         try:
@@ -225,39 +251,64 @@ class Transport:
                     server_hostname=self.config.tls_server_name) as response:
                 payload = await response.read()
                 if response.status >= 400:
-                    self._raise_for(response, payload)
+                    self._raise_for(response.status, response.reason or "",
+                                    response.headers.get("Retry-After"), payload)
         except (aiohttp.ClientError, TimeoutError) as e:
             if isinstance(e, aiohttp.InvalidURL):
                 raise
             raise self._failure(method, path, e) from e
         return responses.decode(payload, f"{method} {path}")
 
-    async def _request_lean(self, method: str, path: str, params: Params | None,
-                            body: bytes | None, headers: dict[str, str]) -> Any:
+    def _target(self, path: str, params: Params | None) -> str:
         target = self._prefix + urllib.parse.quote(path, safe=_PATH_SAFE)
         if params:
             target += "?" + urllib.parse.urlencode(params, quote_via=urllib.parse.quote,
                                                    safe=_QUERY_SAFE)
+        return target
+
+    async def _request_lean(self, method: str, path: str, params: Params | None,
+                            body: bytes | None, headers: dict[str, str]) -> Any:
+        target = self._target(path, params)
         try:
             async with asyncio.timeout(self.config.request_timeout):
                 response = await self._lean_pool().request(method, target, headers, body)
         except (OSError, ssl.SSLError, http1.ProtocolError) as e:
             raise self._failure(method, path, e) from e
         if response.status >= 400:
-            if response.status == 401:
-                self._credentials.invalidate()
-            raise responses.error_from_response(
-                response.status, response.body, reason_phrase=response.reason,
-                retry_after=response.headers.get("retry-after"))
+            self._raise_for(response.status, response.reason,
+                            response.headers.get("retry-after"), response.body)
         return responses.decode(response.body, f"{method} {path}")
 
     async def stream(self, method: str, path: str, *, params: Params | None = None,
-                     accept: str = "application/json") -> aiohttp.ClientResponse:
+                     accept: str = "application/json") -> BodyStream:
         """Open a streaming response with status < 400; the caller must close it.
 
-        Only the connect phase has a timeout here: reading is the caller's to bound.
+        Only the wait for the response's head has a timeout here (``request_timeout``, or
+        the connect timeout with aiohttp): reading is the caller's to bound.
         """
         headers = await self._headers(None, accept)
+        if not self._lean:
+            return await self._stream_aiohttp(method, path, params, headers)
+        target = self._target(path, params)
+        try:
+            async with asyncio.timeout(self.config.request_timeout):
+                stream = await self._lean_pool().stream(method, target, headers,
+                                                        url=self.config.server + path)
+                if stream.status < 400:
+                    return stream
+                try:
+                    payload = await stream.read_all(MAX_ERROR_BODY)
+                finally:
+                    stream.close()
+        except (OSError, ssl.SSLError, http1.ProtocolError) as e:
+            raise self._failure(method, path, e) from e
+        self._raise_for(stream.status, stream.reason, stream.headers.get("retry-after"),
+                        payload)
+
+    async def _stream_aiohttp(self, method: str, path: str, params: Params | None,
+                              headers: dict[str, str]) -> BodyStream:
+        import aiohttp
+
         timeout = aiohttp.ClientTimeout(total=None, connect=self.config.connect_timeout,
                                         sock_read=None)
         try:
@@ -270,7 +321,7 @@ class Transport:
                 raise
             raise self._failure(method, path, e) from e
         if response.status < 400:
-            return response
+            return _AiohttpStream(response)
         try:
             async with asyncio.timeout(self.config.request_timeout):
                 payload = await response.read()
@@ -278,4 +329,41 @@ class Transport:
             raise self._failure(method, path, e) from e
         finally:
             response.close()
-        self._raise_for(response, payload)
+        self._raise_for(response.status, response.reason or "",
+                        response.headers.get("Retry-After"), payload)
+
+
+class _AiohttpStream:
+    """An aiohttp streaming response as a :class:`BodyStream`."""
+
+    def __init__(self, response: aiohttp.ClientResponse) -> None:
+        self._response = response
+        self.url = str(response.url)
+
+    async def read_some(self) -> bytes:
+        import aiohttp
+
+        response = self._response
+        try:
+            return await response.content.readany()
+        except aiohttp.ClientError as e:
+            raise http1.ConnectionLost(str(e) or type(e).__name__,
+                                       nothing_received=False) from e
+        except RuntimeError as e:
+            # aiohttp raises RuntimeError when the connection was closed under the reader
+            # (e.g. the session was closed); anything else is not ours to translate
+            connection = response.connection
+            if connection is not None and not connection.closed:
+                raise
+            raise http1.ConnectionLost(str(e) or "the connection was closed",
+                                       nothing_received=False) from e
+
+    def close(self) -> None:
+        self._response.close()
+
+
+def _client_error(error: BaseException) -> bool:
+    """Whether ``error`` is one of aiohttp's client errors (without importing aiohttp when
+    nothing has)."""
+    aiohttp = sys.modules.get("aiohttp")
+    return aiohttp is not None and isinstance(error, aiohttp.ClientError)

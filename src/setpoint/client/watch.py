@@ -41,11 +41,11 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Final
 
-import aiohttp
 import orjson
 
 from setpoint.apimachinery import errors
-from setpoint.client import responses
+from setpoint.client import http1, responses
+from setpoint.client.transport import BodyStream
 
 ADDED: Final = "ADDED"
 MODIFIED: Final = "MODIFIED"
@@ -57,7 +57,7 @@ ERROR: Final = "ERROR"
 MAX_LINE = 32 * 1024 * 1024
 
 #: sends the request; returns the open response and the watched apiVersion and kind
-Opener = Callable[[], Awaitable[tuple[aiohttp.ClientResponse, str, str]]]
+Opener = Callable[[], Awaitable[tuple[BodyStream, str, str]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,7 +139,7 @@ class Watch:
         self._kind = ""
         self._lines = LineBuffer(max_line)
         self._ready: deque[bytes] = deque()
-        self._response: aiohttp.ClientResponse | None = None
+        self._response: BodyStream | None = None
         self._done = False
         self.resource_version: str | None = None
         self.timed_out = False
@@ -215,23 +215,18 @@ class Watch:
             await self.aclose()
             raise
 
-    async def _read(self, response: aiohttp.ClientResponse) -> bytes:
+    async def _read(self, response: BodyStream) -> bytes:
         try:
             async with asyncio.timeout(self._inactivity):
-                return await response.content.readany()
+                return await response.read_some()
         except TimeoutError:
             if self._done:
                 return b""
             self.timed_out = True
             return b""
-        except (aiohttp.ClientError, RuntimeError) as e:
+        except (OSError, http1.ProtocolError) as e:
             if self._done:
                 return b""
-            # aiohttp raises RuntimeError when the connection was closed under the reader
-            # (e.g. the session was closed); anything else is not ours to translate.
-            connection = response.connection
-            if isinstance(e, RuntimeError) and connection is not None and not connection.closed:
-                raise
             raise errors.ServiceUnavailable(
                 f"watch {response.url}: connection lost: {e or type(e).__name__}") from e
 

@@ -238,3 +238,155 @@ async def test_hostile_answers_become_service_unavailable() -> None:
         async with client_api.Client(config) as client:
             with pytest.raises(errors.ServiceUnavailable, match="headers exceed"):
                 await client.version()
+
+
+# --- streamed responses -------------------------------------------------------------------
+
+
+async def stream_body(pool: http1.Pool, target: str = "/w") -> tuple[http1.Stream, bytes]:
+    stream = await pool.stream("GET", target, {})
+    out = bytearray()
+    while chunk := await stream.read_some():
+        out += chunk
+    return stream, bytes(out)
+
+
+@given(parts=st.lists(st.binary(min_size=1, max_size=60), max_size=6),
+       splits=st.lists(st.integers(0, 500), max_size=8))
+def test_a_streamed_body_is_the_same_however_its_bytes_arrive(parts: list[bytes],
+                                                              splits: list[int]) -> None:
+    """What the reader takes, piece by piece, is the body, whatever the split."""
+    data = chunked(*parts)
+    parser = http1._Parser(4096, 1 << 40, head_request=False)
+    cuts = sorted({min(s, len(data)) for s in splits})
+    taken = bytearray()
+    done = False
+    for a, b in zip([0, *cuts], [*cuts, len(data)], strict=True):
+        if b > a:
+            done = parser.feed(data[a:b])
+            if parser.head_seen:
+                taken += parser.take_body()
+    assert done
+    assert parser.status == 201
+    assert bytes(taken) == b"".join(parts)
+
+
+async def test_a_stream_reads_events_as_they_come_and_ends_with_the_body() -> None:
+    went_on = asyncio.Event()
+
+    async def events(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                     n: int) -> None:
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                     b"6\r\nfirst\n\r\n")
+        await writer.drain()
+        await went_on.wait()
+        writer.write(b"7\r\nsecond\n\r\n0\r\n\r\n")
+        await writer.drain()
+        await reader.read(1)
+
+    async with scripted(events) as (pool, connections):
+        stream = await pool.stream("GET", "/w", {})
+        assert (stream.status, stream.headers["transfer-encoding"]) == (200, "chunked")
+        assert await stream.read_some() == b"first\n"  # before the rest was even sent
+        assert pool._count == 1  # the connection is the stream's until it ends or closes
+        went_on.set()
+        rest = bytearray()
+        while chunk := await stream.read_some():
+            rest += chunk
+        assert bytes(rest) == b"second\n"
+        assert await stream.read_some() == b""
+        assert pool._count == 0  # its end closed it, and freed its place once
+        stream.close()  # idempotent
+        assert pool._count == 0
+        assert len(connections) == 1
+
+
+async def test_a_fast_server_is_held_back_by_a_slow_reader(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Unread bytes stay near the high-water mark: the connection stops reading the socket
+    (the server then blocks in drain) until the reader takes what is buffered."""
+    monkeypatch.setattr(http1, "STREAM_HIGH_WATER", 64 * 1024)
+    piece = b"x" * 8191 + b"\n"
+    total = 4 * 1024 * 1024
+
+    async def flood(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                    n: int) -> None:
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+        for _ in range(total // len(piece)):
+            writer.write(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
+            await writer.drain()
+        writer.write(b"0\r\n\r\n")
+        await writer.drain()
+
+    async with scripted(flood) as (pool, _):
+        stream = await pool.stream("GET", "/w", {})
+        received, most_waiting = 0, 0
+        while True:
+            await asyncio.sleep(0)  # the loop delivers what the socket has
+            most_waiting = max(most_waiting, stream._parser.buffered)
+            chunk = await stream.read_some()
+            if not chunk:
+                break
+            received += len(chunk)
+        assert received == total // len(piece) * len(piece)
+        # the high-water mark plus at most one socket read past it
+        assert most_waiting <= 64 * 1024 + 256 * 1024
+
+
+async def test_a_chunk_announced_larger_than_memory_is_read_as_it_arrives() -> None:
+    sent = asyncio.Event()
+
+    async def endless(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                      n: int) -> None:
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                     b"10000000000\r\n" + b"y" * 100_000)
+        await writer.drain()
+        sent.set()
+        await reader.read(1)
+
+    async with scripted(endless) as (pool, _):
+        stream = await pool.stream("GET", "/w", {})
+        await sent.wait()
+        got = 0
+        while got < 100_000:
+            got += len(await stream.read_some())
+        assert got == 100_000
+        assert len(stream._parser._buffer) == 0  # nothing held back for the chunk's end
+        stream.close()
+
+
+async def test_a_stream_refused_with_a_status_raises_it_and_keeps_no_connection() -> None:
+    status = (b'{"kind":"Status","apiVersion":"v1","status":"Failure","message":"gone",'
+              b'"reason":"Expired","code":410}')
+
+    async def refuse(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                     n: int) -> None:
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 410 Gone\r\nContent-Length: %d\r\n\r\n" % len(status) + status)
+        await writer.drain()
+        await reader.read(1)
+
+    async with scripted(refuse) as (pool, _):
+        config = ClientConfig(server=f"http://{pool.authority}")
+        async with client_api.Client(config) as client:
+            transport = client._transport
+            with pytest.raises(errors.Expired, match="gone"):
+                await transport.stream("GET", "/api/v1/configmaps", params={"watch": "1"})
+            assert transport._pool is not None
+            assert transport._pool._count == 0
+            assert not transport._pool._streaming
+
+
+async def test_a_stream_cut_mid_chunk_is_a_lost_connection() -> None:
+    async def cut(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                  n: int) -> None:
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n10\r\nabc")
+        await writer.drain()
+
+    async with scripted(cut) as (pool, _):
+        with pytest.raises(http1.ConnectionLost):
+            await stream_body(pool)
