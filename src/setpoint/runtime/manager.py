@@ -44,9 +44,7 @@ import os
 import random
 import signal
 from collections.abc import Awaitable, Iterable, Mapping, Sequence
-from typing import Any, TypeVar
-
-from aiohttp import web
+from typing import TypeVar
 
 from setpoint import client as sp_client
 from setpoint.apimachinery import errors
@@ -543,70 +541,19 @@ class Manager:
 
     async def _serve(self, stack: contextlib.AsyncExitStack, port: int,
                      endpoints: set[str]) -> str:
-        app = web.Application()
-        if "health" in endpoints:
-            app.router.add_get("/healthz", self._healthz)
-            app.router.add_get("/readyz", self._readyz)
-        if "metrics" in endpoints:
-            app.router.add_get("/metrics", self._metrics)
-            app.router.add_get("/debug/reconciles", self._debug_reconciles)
-        runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
-        await runner.setup()
-        stack.push_async_callback(runner.cleanup)
-        site = web.TCPSite(runner, self._host, port)
+        # imported here: aiohttp's server is for managers that serve probes or metrics
+        from setpoint.runtime import probes
+
+        served = probes.Endpoints(lambda: self.ready, self.metrics, self.history,
+                                  lambda: {b.name for b in self._bound})
         try:
-            await site.start()
+            return await probes.serve(stack, served, self._host, port, endpoints)
         except OSError as e:
             what = " and ".join(sorted(endpoints))
             reason = (os.strerror(e.errno) if e.errno else e.strerror or str(e)
                       or type(e).__name__)
             raise ListenError(e.errno, f"cannot serve {what} on {self._host}:{port}: "
                                        f"{reason}") from e
-        sockets: Any = getattr(site._server, "sockets", None) or []
-        bound = int(sockets[0].getsockname()[1]) if sockets else port
-        host = f"[{self._host}]" if ":" in self._host else self._host
-        return f"http://{host}:{bound}"
-
-    async def _healthz(self, request: web.Request) -> web.Response:
-        return web.Response(text="ok")
-
-    async def _readyz(self, request: web.Request) -> web.Response:
-        if self.ready:
-            return web.Response(text="ok")
-        return web.Response(status=503, text="caches not synced")
-
-    async def _metrics(self, request: web.Request) -> web.Response:
-        response = web.Response(body=self.metrics.render().encode())
-        response.headers["Content-Type"] = rtmetrics.CONTENT_TYPE
-        return response
-
-
-    async def _debug_reconciles(self, request: web.Request) -> web.Response:
-        """``/debug/reconciles``: the controllers with history; ``?controller=NAME``: the
-        last reconcile of each of its objects; ``&key=NS/NAME``: that object's history."""
-        controller = request.query.get("controller", "")
-        key = request.query.get("key", "")
-        if len(controller) > _MAX_QUERY or len(key) > _MAX_QUERY:
-            return web.json_response({"error": "query values are limited to "
-                                      f"{_MAX_QUERY} characters"}, status=400)
-        if key and not controller:
-            return web.json_response({"error": "key needs controller"}, status=400)
-        if not controller:
-            return web.json_response({"controllers": self.history.controllers(),
-                                      "limits": {"objects": self.history.config.max_objects,
-                                                 "per_object": self.history.config.per_object}})
-        if controller not in {b.name for b in self._bound}:
-            return web.json_response({"error": f"no controller named {controller!r}"},
-                                     status=404)
-        if not key:
-            return web.json_response({"controller": controller,
-                                      "objects": self.history.latest(controller)})
-        return web.json_response({"controller": controller, "key": key,
-                                  "reconciles": self.history.of(controller, key)})
-
-
-#: the longest ``controller`` or ``key`` query value ``/debug/reconciles`` accepts
-_MAX_QUERY = 512
 
 
 def _sole(error: BaseExceptionGroup[BaseException]) -> BaseException:
