@@ -24,6 +24,10 @@ operator:
 * the server's CPU seconds over the same interval (what the operator's requests cost it).
 
     python benchmarks/vs_kopf.py [--n 500,2000] [--workers 16] [--repeat 3] [--storage sqlite]
+                                 [--profile DIR]
+
+``--profile DIR`` samples each operator process with py-spy (``DIR/OPERATOR-N-TRIAL.txt``,
+raw folded stacks); the CPU figures are then those of profiled processes.
 
 ``--external`` runs the other pair instead: an operator of something *outside* the cluster,
 the queue operator of ``examples/queue-operator`` (a ``Queue`` object is a queue in a fake
@@ -329,6 +333,7 @@ async def trial(server: ServeProcess, http: aiohttp.ClientSession, operator: str
     child = await asyncio.create_subprocess_exec(*command, env=env,
                                                  stdout=subprocess.DEVNULL,
                                                  stderr=subprocess.PIPE)
+    profiler = await _profile(child.pid, args, f"{operator}-{n}-{attempt}")
     at_first: list[float] = []
     try:
         first, last = await wait_all_ready(
@@ -349,9 +354,26 @@ async def trial(server: ServeProcess, http: aiohttp.ClientSession, operator: str
         except TimeoutError:
             child.kill()
             _, errors = await child.communicate()
+        if profiler is not None:
+            await profiler.wait()  # it ends with the process it sampled
     if child.returncode not in (0, -signal.SIGTERM) and b"Traceback" in errors:
         print(errors.decode()[-2000:], file=sys.stderr)
     return result
+
+
+async def _profile(pid: int, args: argparse.Namespace, name: str
+                   ) -> asyncio.subprocess.Process | None:
+    """``--profile DIR``: py-spy (beside this Python) samples the operator process into
+    ``DIR/NAME.txt`` (raw folded stacks) until it ends; the CPU figures are then a profiled
+    process's."""
+    if not args.profile:
+        return None
+    out = Path(args.profile)
+    out.mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240 - once per trial, before it
+    py_spy = str(Path(sys.executable).parent / "py-spy")
+    return await asyncio.create_subprocess_exec(
+        py_spy, "record", "--format", "raw", "-r", "200", "-o", str(out / f"{name}.txt"),
+        "--pid", str(pid), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 async def run(args: argparse.Namespace) -> None:
@@ -546,6 +568,8 @@ def main() -> None:
                         help="--external: seconds between drift checks of one object")
     parser.add_argument("--settle", type=float, default=5.0,
                         help="--external: seconds to keep counting after convergence")
+    parser.add_argument("--profile", default="",
+                        help="sample each operator process with py-spy into this directory")
     parser.add_argument("--service", help=argparse.SUPPRESS)
     parser.add_argument("--child", choices=(*OPERATORS, "kopf-external", "setpoint-external"),
                         help=argparse.SUPPRESS)
