@@ -270,8 +270,8 @@ class Transport:
                             body: bytes | None, headers: dict[str, str]) -> Any:
         target = self._target(path, params)
         try:
-            async with asyncio.timeout(self.config.request_timeout):
-                response = await self._lean_pool().request(method, target, headers, body)
+            response = await self._lean_pool().request(method, target, headers, body,
+                                                       timeout=self.config.request_timeout)
         except (OSError, ssl.SSLError, http1.ProtocolError) as e:
             raise self._failure(method, path, e) from e
         if response.status >= 400:
@@ -290,16 +290,17 @@ class Transport:
         if not self._lean:
             return await self._stream_aiohttp(method, path, params, headers)
         target = self._target(path, params)
+        timeout = self.config.request_timeout
         try:
-            async with asyncio.timeout(self.config.request_timeout):
-                stream = await self._lean_pool().stream(method, target, headers,
-                                                        url=self.config.server + path)
-                if stream.status < 400:
-                    return stream
-                try:
+            stream = await self._lean_pool().stream(method, target, headers, timeout=timeout,
+                                                    url=self.config.server + path)
+            if stream.status < 400:
+                return stream
+            try:
+                async with asyncio.timeout(timeout):  # an error answer: a rare path
                     payload = await stream.read_all(MAX_ERROR_BODY)
-                finally:
-                    stream.close()
+            finally:
+                stream.close()
         except (OSError, ssl.SSLError, http1.ProtocolError) as e:
             raise self._failure(method, path, e) from e
         self._raise_for(stream.status, stream.reason, stream.headers.get("retry-after"),
