@@ -416,7 +416,10 @@ class Stream:
         self.headers: Mapping[str, str] = parser.headers
         self.url = url
 
-    async def read_some(self) -> bytes:
+    async def read_some(self, timeout: float | None = None) -> bytes:
+        """The body's next bytes; ``TimeoutError`` when none arrive within ``timeout``
+        seconds (the stream stays open)."""
+        deadline = self._pool._deadlines.at(timeout)
         while True:
             data = self._parser.take_body()
             connection = self._connection
@@ -433,7 +436,7 @@ class Stream:
             if connection.complete:
                 self.close()
                 return b""
-            await connection.wait()
+            await connection.wait(deadline)
 
     async def read_all(self, max_bytes: int) -> bytes:
         """The rest of the body, at most ``max_bytes`` (:class:`ProtocolError` beyond)."""

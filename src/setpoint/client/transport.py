@@ -54,7 +54,8 @@ MAX_ERROR_BODY = 1024 * 1024
 class BodyStream(Protocol):
     """An open streaming response (what :meth:`Transport.stream` returns).
 
-    ``read_some`` returns the body's next bytes, ``b""`` once it has ended, and raises
+    ``read_some`` returns the body's next bytes, ``b""`` once it has ended, raises
+    ``TimeoutError`` when nothing arrives within its timeout, and raises
     ``ConnectionError`` (a :class:`~setpoint.client.http1.ConnectionLost`) or
     :class:`~setpoint.client.http1.ProtocolError` when it cannot end well. ``close`` is
     idempotent; the caller must call it.
@@ -62,7 +63,8 @@ class BodyStream(Protocol):
 
     url: str
 
-    async def read_some(self) -> bytes: ...
+    async def read_some(self, timeout: float | None = None) -> bytes:
+        """The next bytes (``TimeoutError`` when none come within ``timeout`` seconds)."""
 
     def close(self) -> None: ...
 
@@ -341,12 +343,13 @@ class _AiohttpStream:
         self._response = response
         self.url = str(response.url)
 
-    async def read_some(self) -> bytes:
+    async def read_some(self, timeout: float | None = None) -> bytes:
         import aiohttp
 
         response = self._response
         try:
-            return await response.content.readany()
+            async with asyncio.timeout(timeout):
+                return await response.content.readany()
         except aiohttp.ClientError as e:
             raise http1.ConnectionLost(str(e) or type(e).__name__,
                                        nothing_received=False) from e
