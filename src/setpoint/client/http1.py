@@ -45,7 +45,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Final, cast
 
-from setpoint.client.deadlines import Deadline, Deadlines
+from setpoint.client.deadlinetimer import Deadline, Deadlines
 
 #: the methods a failed reused connection may send again
 IDEMPOTENT: Final = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})

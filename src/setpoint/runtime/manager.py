@@ -542,12 +542,12 @@ class Manager:
     async def _serve(self, stack: contextlib.AsyncExitStack, port: int,
                      endpoints: set[str]) -> str:
         # imported here: aiohttp's server is for managers that serve probes or metrics
-        from setpoint.runtime import probes
+        from setpoint.runtime import managerhttp
 
-        served = probes.Endpoints(lambda: self.ready, self.metrics, self.history,
+        served = managerhttp.Endpoints(lambda: self.ready, self.metrics, self.history,
                                   lambda: {b.name for b in self._bound})
         try:
-            return await probes.serve(stack, served, self._host, port, endpoints)
+            return await managerhttp.serve(stack, served, self._host, port, endpoints)
         except OSError as e:
             what = " and ".join(sorted(endpoints))
             reason = (os.strerror(e.errno) if e.errno else e.strerror or str(e)

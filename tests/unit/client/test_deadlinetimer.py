@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from setpoint.client.deadlines import Deadlines
+from setpoint.client.deadlinetimer import Deadlines
 
 pytestmark = pytest.mark.usefixtures("no_leaked_tasks")
 
