@@ -419,3 +419,44 @@ async def test_an_event_line_past_the_bound_fails_the_watch() -> None:
                     await anext(events)
             assert client._transport._pool is not None
             assert_nothing_held(client._transport._pool)
+
+
+async def forever(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                  first: bytes, then: bytes) -> None:
+    await read_request(reader)
+    writer.write(first)
+    while True:
+        writer.write(then)
+        await writer.drain()
+        await asyncio.sleep(0.001)
+
+
+@pytest.mark.parametrize(("first", "then", "error", "match"), [
+    # interim answers without end: the head never comes
+    (b"", b"HTTP/1.1 100 Continue\r\n\r\n", errors.Timeout, "no response"),
+    # an error status whose body never ends: read up to its bound
+    (b"HTTP/1.1 500 Oops\r\nTransfer-Encoding: chunked\r\n\r\n", chunk(b"e" * 65536),
+     errors.ServiceUnavailable, "exceeds"),
+    # ... or trickles: the open's timeout bounds it
+    (b"HTTP/1.1 500 Oops\r\nTransfer-Encoding: chunked\r\n\r\n", chunk(b"e"),
+     errors.Timeout, "no response"),
+])
+async def test_an_endless_answer_to_a_watch_is_bounded(
+        first: bytes, then: bytes, error: type[Exception], match: str) -> None:
+    async def script(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                     n: int) -> None:
+        await forever(reader, writer, first, then)
+
+    async with scripted(script) as (pool, _):
+        config = ClientConfig(server=f"http://{pool.authority}", request_timeout=0.5)
+        async with client_api.Client(config) as client:
+            with pytest.raises(error, match=match):
+                await client._transport.stream("GET", "/api/v1/configmaps",
+                                               params={"watch": "1"})
+            assert_nothing_held(pool_of(client))
+
+
+def pool_of(client: client_api.Client) -> http1.Pool:
+    pool = client._transport._pool
+    assert pool is not None
+    return pool
