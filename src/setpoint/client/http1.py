@@ -46,6 +46,7 @@ free of line breaks (:func:`encode_request` refuses them).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ssl
 import sys
 import time
@@ -430,6 +431,8 @@ class _Connection(asyncio.Protocol):
         without ever yielding to the loop that would report it."""
         if self.lost or self.complete or self.error is not None:
             return
+        if self._waiter is not None:  # a second reader would take the first one's news
+            raise RuntimeError("another task is already reading this stream")
         waiter = asyncio.get_running_loop().create_future()
         self._waiter = waiter
         try:
@@ -448,7 +451,9 @@ class Stream:
 
     ``read_some`` returns the next bytes of the body (framing removed), ``b""`` once it has
     ended, and raises :class:`ConnectionLost` or :class:`ProtocolError` when it cannot end
-    well. One reader at a time.
+    well. One reader at a time: a second task reading while one waits gets
+    ``RuntimeError``. A stream dropped without :meth:`close` (a watch abandoned
+    mid-iteration) is closed when it is garbage-collected.
     """
 
     def __init__(self, pool: Pool, connection: _Connection, parser: _Parser,
@@ -495,6 +500,12 @@ class Stream:
         connection, self._connection = self._connection, None
         if connection is not None:
             self._pool._discard(connection)
+
+    def __del__(self) -> None:
+        # its connection would otherwise stay open, holding a place among max_connections
+        if self._connection is not None:
+            with contextlib.suppress(RuntimeError):  # the loop is already closed
+                self.close()
 
 
 class Pool:

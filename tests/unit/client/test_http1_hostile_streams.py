@@ -5,6 +5,7 @@ place among ``max_connections``; every path leaves no connection open or counted
 from __future__ import annotations
 
 import asyncio
+import gc
 import socket
 import struct
 
@@ -460,3 +461,42 @@ def pool_of(client: client_api.Client) -> http1.Pool:
     pool = client._transport._pool
     assert pool is not None
     return pool
+
+
+async def test_a_second_reader_is_refused_and_the_first_still_reads() -> None:
+    async with scripted(one_event_then_hold) as (pool, _):
+        stream = await pool.stream("GET", "/w", {})
+        assert await stream.read_some() == EVENT
+        first = asyncio.create_task(stream.read_some())
+        await asyncio.sleep(0)  # waiting
+        with pytest.raises(RuntimeError, match="already reading"):
+            await stream.read_some()
+        stream.close()
+        assert await first == b""  # it was not robbed of its wake-up
+        assert_nothing_held(pool)
+
+
+async def test_an_abandoned_watch_gives_its_connection_back() -> None:
+    """A watch iterated without ``async with`` and dropped: its connection closes when the
+    stream is collected, freeing its place (with max_connections=1, a request then runs)."""
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                     n: int) -> None:
+        while True:
+            head = await read_request(reader)
+            if b"watch=" in head:
+                writer.write(CHUNKED_HEAD + chunk(EVENT))
+                await writer.drain()
+                await reader.read(1)
+                return
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
+            await writer.drain()
+
+    async with scripted(answer) as (server_pool, _):
+        config = ClientConfig(server=f"http://{server_pool.authority}", max_connections=1)
+        async with client_api.Client(config) as client:
+            async for ev in watch_configmaps(client):
+                assert ev.resource_version == "7"
+                break  # abandoned, unclosed
+            gc.collect()
+            assert pool_of(client)._count == 0
+            assert await client._transport.request("GET", "/version") == {}
