@@ -500,3 +500,42 @@ async def test_an_abandoned_watch_gives_its_connection_back() -> None:
             gc.collect()
             assert pool_of(client)._count == 0
             assert await client._transport.request("GET", "/version") == {}
+
+
+async def test_closing_the_pool_under_requests_and_a_connecting_stream() -> None:
+    """An in-flight request completes and its connection is closed, not kept; one waiting
+    for a place is refused; a stream whose connection was being opened is refused once it
+    is open. Nothing stays counted."""
+    answer_now = asyncio.Event()
+
+    async def slow(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                   n: int) -> None:
+        await read_request(reader)
+        await answer_now.wait()
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        await writer.drain()
+        await reader.read(1)
+
+    async with scripted(slow) as (pool, _):  # max_connections=2
+        in_flight = asyncio.create_task(pool.request("GET", "/a", {}))
+        await eventually(lambda: pool._count == 1)
+        connect = pool._connect
+        connected = asyncio.Event()
+
+        async def held_connect() -> http1._Connection:
+            connection = await connect()
+            await connected.wait()
+            return connection
+
+        pool._connect = held_connect  # type: ignore[method-assign]
+        opening = asyncio.create_task(pool.stream("GET", "/w", {}))
+        waiting = asyncio.create_task(pool.request("GET", "/b", {}))
+        await eventually(lambda: len(pool._waiters) == 1)
+        pool.close()
+        connected.set()
+        answer_now.set()
+        assert (await in_flight).body == b"ok"
+        for refused in (opening, waiting):
+            with pytest.raises(http1.ConnectionLost, match="client is closed"):
+                await refused
+        assert_nothing_held(pool)
