@@ -253,8 +253,15 @@ class _Parser:
         if self._head or self.status in (204, 304):
             self._mode = "done"
             return
-        if "chunked" in headers.get("transfer-encoding", "").lower():
-            self._mode = "chunk-size"
+        coding = headers.get("transfer-encoding")
+        if coding is not None:
+            # the last coding says how the body ends: chunked, or else at the close (RFC
+            # 9112 6.3); either way Content-Length does not count ("xchunked" is not chunked)
+            if coding.rpartition(",")[2].strip().lower() == "chunked":
+                self._mode = "chunk-size"
+            else:
+                self._mode = "close"
+                self.keep_alive = False
             return
         length = headers.get("content-length")
         if length is not None:

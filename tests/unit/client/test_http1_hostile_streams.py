@@ -539,3 +539,40 @@ async def test_closing_the_pool_under_requests_and_a_connecting_stream() -> None
             with pytest.raises(http1.ConnectionLost, match="client is closed"):
                 await refused
         assert_nothing_held(pool)
+
+
+@pytest.mark.parametrize(("coding", "body"), [
+    (b"chunked", b"hello"),
+    (b"gzip, Chunked", b"hello"),  # chunked last: chunked (the coding is not undone here)
+    (b"xchunked", b"5\r\nhello\r\n0\r\n\r\n"),  # not chunked: read to the close
+    (b"chunked, identity", b"5\r\nhello\r\n0\r\n\r\n"),
+])
+def test_only_a_final_chunked_coding_frames_in_chunks(coding: bytes, body: bytes) -> None:
+    parser = http1._Parser(4096, 1 << 20, head_request=False)
+    done = parser.feed(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: " + coding
+                       + b"\r\nContent-Length: 3\r\n\r\n5\r\nhello\r\n0\r\n\r\n")
+    if not done:
+        assert parser.eof()
+        assert not parser.keep_alive
+    assert parser.body == body
+
+
+async def test_a_stream_on_a_dropped_idle_connection_is_sent_again() -> None:
+    async def one_answer_then_close(reader: asyncio.StreamReader,
+                                    writer: asyncio.StreamWriter, n: int) -> None:
+        head = await read_request(reader)
+        if b"/w" in head:
+            writer.write(CHUNKED_HEAD + chunk(EVENT) + b"0\r\n\r\n")
+            await writer.drain()
+            await reader.read(1)
+            return
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")  # kept alive
+        await writer.drain()
+        await reader.read(1)  # the next request arrives ... and is dropped unanswered
+
+    async with scripted(one_answer_then_close) as (pool, connections):
+        assert (await pool.request("GET", "/r", {})).body == b"ok"
+        stream = await pool.stream("GET", "/w", {})  # the kept one fails: a new one
+        assert await stream.read_all(1024) == EVENT
+        assert len(connections) == 2
+        assert_nothing_held(pool)
