@@ -369,6 +369,84 @@ def is_path_segment_name(value: str) -> list[str]:
     return [f"may not contain '{ch}'" for ch in ("/", "%") if ch in value]
 
 
+# --- the common case, answered without building anything ------------------------------------
+#
+# Most objects have a plain name, a plain namespace, a few plain labels and nothing else that
+# validation looks at. These say so (True) only when the full checks below would find nothing;
+# anything else (False) goes through the full checks, which also say what is wrong.
+
+_PLAIN_QNAME_MAX = min(QUALIFIED_NAME_MAX_LENGTH, LABEL_VALUE_MAX_LENGTH)
+
+
+def _plain_key(key: Any) -> bool:
+    """A label or annotation key (lower-case prefix) that :func:`is_qualified_name` accepts."""
+    if type(key) is not str:
+        return False
+    prefix, slash, name = key.rpartition("/")
+    if slash and (not prefix or len(prefix) > DNS1123_SUBDOMAIN_MAX_LENGTH
+                  or not _plainly_dns1123_subdomain(prefix)):
+        return False
+    return len(name) <= QUALIFIED_NAME_MAX_LENGTH and _plainly_qualified_name(name)
+
+
+def _plain_labels(labels: Any) -> bool:
+    if labels is None:
+        return True
+    if type(labels) is not dict:
+        return False
+    for key, value in labels.items():
+        if not _plain_key(key) or type(value) is not str or len(value) > LABEL_VALUE_MAX_LENGTH \
+                or (value and not _plainly_qualified_name(value)):
+            return False
+    return True
+
+
+def _plain_annotations(annotations: Any) -> bool:
+    if annotations is None:
+        return True
+    if type(annotations) is not dict:
+        return False
+    size = 0
+    for key, value in annotations.items():
+        if type(value) is not str or not _plain_key(key):
+            return False
+        size += len(key) + len(value)  # characters: at most the bytes, so a bound below it
+    # bytes are at most 4 per character: beyond a quarter of the limit, count them exactly
+    return size * 4 <= TOTAL_ANNOTATION_SIZE_LIMIT
+
+
+def _plain_common(meta: dict[str, Any]) -> bool:
+    """Labels, annotations, owner references: nothing :func:`_validate_common` would flag."""
+    return _plain_labels(meta.get("labels")) and _plain_annotations(meta.get("annotations")) \
+        and _absent_or_empty_list(meta.get("ownerReferences"))
+
+
+def _absent_or_empty_list(value: Any) -> bool:
+    return value is None or (type(value) is list and not value)
+
+
+def _plain_object_meta(meta: Any, namespaced: bool) -> bool:
+    """Nothing :func:`validate_object_meta` would flag, with its default name rule."""
+    if type(meta) is not dict or "generateName" in meta \
+            or not _absent_or_empty_list(meta.get("finalizers")):
+        return False
+    name = meta.get("name")
+    if type(name) is not str or len(name) > DNS1123_SUBDOMAIN_MAX_LENGTH \
+            or not _plainly_dns1123_subdomain(name):
+        return False
+    namespace = meta.get("namespace")
+    if namespaced:
+        if type(namespace) is not str or len(namespace) > DNS1123_LABEL_MAX_LENGTH \
+                or not _plainly_dns1123_label(namespace):
+            return False
+    elif namespace is not None and namespace != "":
+        return False
+    generation = meta.get("generation")
+    if generation is not None and (type(generation) is not int or generation < 0):
+        return False
+    return _plain_common(meta)
+
+
 def validate_object_meta(meta: Mapping[str, Any], *, namespaced: bool,
                          name_is_label: bool = False,
                          path: FieldPath = _METADATA,
@@ -380,6 +458,15 @@ def validate_object_meta(meta: Mapping[str, Any], *, namespaced: bool,
     ``name_check`` accepts (RBAC objects: :func:`is_path_segment_name`). A namespaced object
     needs a namespace; a cluster-scoped one must not have one.
     """
+    if name_check is None and not name_is_label and _plain_object_meta(meta, namespaced):
+        return []
+    return _validate_object_meta(meta, namespaced=namespaced, name_is_label=name_is_label,
+                                 path=path, name_check=name_check)
+
+
+def _validate_object_meta(meta: Mapping[str, Any], *, namespaced: bool, name_is_label: bool,
+                          path: FieldPath, name_check: Callable[[str], list[str]] | None
+                          ) -> list[FieldError]:
     if not isinstance(meta, Mapping):
         return [fields.type_invalid(path, meta, "must be an object")]
     errs: list[FieldError] = []
@@ -413,6 +500,8 @@ def validate_object_meta(meta: Mapping[str, Any], *, namespaced: bool,
 
 def _validate_common(meta: Mapping[str, Any], path: FieldPath, errs: list[FieldError]) -> None:
     """Labels, annotations and owner references: checked on create and on update."""
+    if type(meta) is dict and _plain_common(meta):
+        return
     labels = _string_map(meta, "labels", path, errs)
     errs.extend(_validate_labels(labels, path.child("labels")))
     annotations = _string_map(meta, "annotations", path, errs)

@@ -55,6 +55,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Final, cast
 
+from setpoint.client.deadlines import Deadline, Deadlines
+
 #: the methods a failed reused connection may send again
 IDEMPOTENT: Final = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
 MAX_HEADER_BYTES: Final = 64 * 1024
@@ -402,26 +404,28 @@ class _Connection(asyncio.Protocol):
             self.error = error
         self.close()
 
-    async def exchange(self, data: bytes, parser: _Parser) -> _Parser:
+    async def exchange(self, data: bytes, parser: _Parser,
+                       deadline: Deadline | None = None) -> _Parser:
         assert self.transport is not None
         waiter = asyncio.get_running_loop().create_future()
         self._parser, self._waiter = parser, waiter
         try:
             self.transport.write(data)
-            await waiter
+            await (waiter if deadline is None else deadline.wait(waiter))
             return parser
         finally:
             self._parser = self._waiter = None
 
 
-    async def open_stream(self, data: bytes, parser: _Parser) -> None:
+    async def open_stream(self, data: bytes, parser: _Parser,
+                          deadline: Deadline | None = None) -> None:
         """Send the request and wait for the response's head; the connection then streams
         (see :class:`Stream`)."""
         assert self.transport is not None
         self._parser, self._streaming = parser, True
         self.transport.write(data)
         while not parser.head_seen:
-            await self.wait()
+            await self.wait(deadline)
             # a failure after the head (in the same read) is the reader's to see, after
             # the body that arrived whole before it
             if self.error is not None and not parser.head_seen:
@@ -430,7 +434,7 @@ class _Connection(asyncio.Protocol):
                 raise ConnectionLost("the connection closed before the response's head",
                                      nothing_received=not parser.received)
 
-    async def wait(self) -> None:
+    async def wait(self, deadline: Deadline | None = None) -> None:
         """Until the streamed response has news (or at once if it has ended).
 
         A connection closed but not yet reported lost is waited for (``connection_lost``
@@ -443,7 +447,7 @@ class _Connection(asyncio.Protocol):
         waiter = asyncio.get_running_loop().create_future()
         self._waiter = waiter
         try:
-            await waiter
+            await (waiter if deadline is None else deadline.wait(waiter))
         finally:
             self._waiter = None
 
@@ -473,7 +477,10 @@ class Stream:
         self.headers: Mapping[str, str] = parser.headers
         self.url = url
 
-    async def read_some(self) -> bytes:
+    async def read_some(self, timeout: float | None = None) -> bytes:
+        """The body's next bytes; ``TimeoutError`` when none arrive within ``timeout``
+        seconds (the stream stays open)."""
+        deadline = self._pool._deadlines.at(timeout)
         while True:
             data = self._parser.take_body()
             connection = self._connection
@@ -490,7 +497,7 @@ class Stream:
             if connection.complete:
                 self.close()
                 return b""
-            await connection.wait()
+            await connection.wait(deadline)
 
     async def read_all(self, max_bytes: int) -> bytes:
         """The rest of the body, at most ``max_bytes`` (:class:`ProtocolError` beyond)."""
@@ -541,17 +548,20 @@ class Pool:
         self._count = 0  # connections open or being opened
         self._waiters: deque[asyncio.Future[None]] = deque()
         self._streaming: set[_Connection] = set()
+        self._deadlines = Deadlines()
         self._closed = False
 
     async def request(self, method: str, target: str, headers: Mapping[str, str],
-                      body: bytes | None = None) -> Response:
-        """Send one request and read its whole response (bound it with a timeout)."""
+                      body: bytes | None = None, *, timeout: float | None = None) -> Response:
+        """Send one request and read its whole response; ``TimeoutError`` when it takes
+        longer than ``timeout`` seconds in all (waiting for a connection included)."""
         data = encode_request(method, target, self.authority, headers, body)
+        deadline = self._deadlines.at(timeout)
         for attempt in (0, 1):
-            connection, reused = await self._acquire()
+            connection, reused = await self._acquire(deadline)
             parser = _Parser(self._max_header, self._max_body, method == "HEAD")
             try:
-                await connection.exchange(data, parser)
+                await connection.exchange(data, parser, deadline)
             except ConnectionLost as e:
                 self._discard(connection)
                 if attempt == 0 and reused and e.nothing_received and method in IDEMPOTENT:
@@ -568,12 +578,14 @@ class Pool:
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def stream(self, method: str, target: str, headers: Mapping[str, str],
-                     *, url: str = "") -> Stream:
+                     *, url: str = "", timeout: float | None = None) -> Stream:
         """Send one request and return its response once the head has arrived, the body
-        to be read from the :class:`Stream` (bound the wait for the head with a timeout)."""
+        to be read from the :class:`Stream`; ``TimeoutError`` when the head takes longer
+        than ``timeout`` seconds (reading the body is the caller's to bound)."""
         data = encode_request(method, target, self.authority, headers, None)
+        deadline = self._deadlines.at(timeout)
         for attempt in (0, 1):
-            connection, reused = await self._acquire()
+            connection, reused = await self._acquire(deadline)
             # a streamed body is bounded by what waits unread, not in all
             parser = _Parser(self._max_header, sys.maxsize, method == "HEAD")
             # a stream's from the start: close() breaks one still waiting for its head
@@ -581,7 +593,7 @@ class Pool:
             try:
                 if self._closed:  # closed while the connection was being opened
                     raise ConnectionLost("the client is closed", nothing_received=False)
-                await connection.open_stream(data, parser)
+                await connection.open_stream(data, parser, deadline)
             except ConnectionLost as e:
                 self._discard(connection)
                 if attempt == 0 and reused and e.nothing_received and method in IDEMPOTENT:
@@ -593,7 +605,7 @@ class Pool:
             return Stream(self, connection, parser, url or target)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def _acquire(self) -> tuple[_Connection, bool]:
+    async def _acquire(self, deadline: Deadline | None = None) -> tuple[_Connection, bool]:
         while True:
             now = self._clock()
             if self._closed:
@@ -607,7 +619,7 @@ class Pool:
             if self._count < self._max_connections:
                 self._count += 1
                 try:
-                    return await self._connect(), False
+                    return await self._connect(deadline), False
                 except BaseException:
                     self._count -= 1
                     self._wake()
@@ -615,17 +627,19 @@ class Pool:
             waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             self._waiters.append(waiter)
             try:
-                await waiter
+                await (waiter if deadline is None else deadline.wait(waiter))
             except BaseException:
                 if waiter in self._waiters:
                     self._waiters.remove(waiter)
-                elif waiter.done() and not waiter.cancelled():
+                elif waiter.done() and not waiter.cancelled() and waiter.exception() is None:
                     self._wake()  # woken, then cancelled: the place goes to the next
                 raise
 
-    async def _connect(self) -> _Connection:
+    async def _connect(self, deadline: Deadline | None = None) -> _Connection:
         loop = asyncio.get_running_loop()
-        async with asyncio.timeout(self._connect_timeout):
+        limit = self._connect_timeout if deadline is None else \
+            min(self._connect_timeout, max(0.0, deadline.remaining()))
+        async with asyncio.timeout(limit):
             _, connection = await loop.create_connection(
                 _Connection, self.host, self.port, ssl=self._ssl,
                 server_hostname=(self._server_hostname or self.host) if self._ssl else None)

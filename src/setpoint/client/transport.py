@@ -54,7 +54,8 @@ MAX_ERROR_BODY = 1024 * 1024
 class BodyStream(Protocol):
     """An open streaming response (what :meth:`Transport.stream` returns).
 
-    ``read_some`` returns the body's next bytes, ``b""`` once it has ended, and raises
+    ``read_some`` returns the body's next bytes, ``b""`` once it has ended, raises
+    ``TimeoutError`` when nothing arrives within its timeout, and raises
     ``ConnectionError`` (a :class:`~setpoint.client.http1.ConnectionLost`) or
     :class:`~setpoint.client.http1.ProtocolError` when it cannot end well. ``close`` is
     idempotent; the caller must call it.
@@ -62,7 +63,8 @@ class BodyStream(Protocol):
 
     url: str
 
-    async def read_some(self) -> bytes: ...
+    async def read_some(self, timeout: float | None = None) -> bytes:
+        """The next bytes (``TimeoutError`` when none come within ``timeout`` seconds)."""
 
     def close(self) -> None: ...
 
@@ -270,8 +272,8 @@ class Transport:
                             body: bytes | None, headers: dict[str, str]) -> Any:
         target = self._target(path, params)
         try:
-            async with asyncio.timeout(self.config.request_timeout):
-                response = await self._lean_pool().request(method, target, headers, body)
+            response = await self._lean_pool().request(method, target, headers, body,
+                                                       timeout=self.config.request_timeout)
         except (OSError, ssl.SSLError, http1.ProtocolError) as e:
             raise self._failure(method, path, e) from e
         if response.status >= 400:
@@ -290,16 +292,17 @@ class Transport:
         if not self._lean:
             return await self._stream_aiohttp(method, path, params, headers)
         target = self._target(path, params)
+        timeout = self.config.request_timeout
         try:
-            async with asyncio.timeout(self.config.request_timeout):
-                stream = await self._lean_pool().stream(method, target, headers,
-                                                        url=self.config.server + path)
-                if stream.status < 400:
-                    return stream
-                try:
+            stream = await self._lean_pool().stream(method, target, headers, timeout=timeout,
+                                                    url=self.config.server + path)
+            if stream.status < 400:
+                return stream
+            try:
+                async with asyncio.timeout(timeout):  # an error answer: a rare path
                     payload = await stream.read_all(MAX_ERROR_BODY)
-                finally:
-                    stream.close()
+            finally:
+                stream.close()
         except (OSError, ssl.SSLError, http1.ProtocolError) as e:
             raise self._failure(method, path, e) from e
         self._raise_for(stream.status, stream.reason, stream.headers.get("retry-after"),
@@ -340,12 +343,13 @@ class _AiohttpStream:
         self._response = response
         self.url = str(response.url)
 
-    async def read_some(self) -> bytes:
+    async def read_some(self, timeout: float | None = None) -> bytes:
         import aiohttp
 
         response = self._response
         try:
-            return await response.content.readany()
+            async with asyncio.timeout(timeout):
+                return await response.content.readany()
         except aiohttp.ClientError as e:
             raise http1.ConnectionLost(str(e) or type(e).__name__,
                                        nothing_received=False) from e

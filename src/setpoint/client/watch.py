@@ -37,7 +37,6 @@ the connection open until :meth:`Watch.aclose` or garbage collection.
 
 from __future__ import annotations
 
-import asyncio
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -220,8 +219,7 @@ class Watch:
 
     async def _read(self, response: BodyStream) -> bytes:
         try:
-            async with asyncio.timeout(self._inactivity):
-                return await response.read_some()
+            return await response.read_some(self._inactivity)
         except TimeoutError:
             if self._done:
                 return b""

@@ -33,10 +33,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import random
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 from setpoint.runtime import clock as rtclock
 from setpoint.runtime import watcher
@@ -138,15 +139,47 @@ class Buffered(Protocol):
 
 
 class _Stream:
-    """The open watch stream and its one pending read."""
+    """The open watch stream, its one pending read, and the one timer of its waits.
 
-    def __init__(self, stream: AsyncIterator[Obj]) -> None:
+    The timer is lazy: a wait asks to be woken at its deadline (the silence limit or the
+    resync); the timer is armed only when none is armed for that time or earlier, and when it
+    fires before the current wait's deadline (a later read moved the deadline on) it is armed
+    again for that deadline instead of waking anyone. A busy stream thus costs no timer per
+    event, only one firing per inactivity period.
+    """
+
+    def __init__(self, stream: AsyncIterator[Obj], clock: rtclock.AsyncClock) -> None:
         self.stream = stream
         self.read: asyncio.Task[Obj] | None = None
         #: when the pending read started (silence is measured from there)
         self.waiting_since = 0.0
         nowait = getattr(stream, "next_nowait", None)
         self._nowait: Callable[[], Obj | None] | None = nowait if callable(nowait) else None
+        self._clock = clock
+        self._timer: rtclock.Timer | None = None
+        self._timer_at = math.inf
+        self._deadline = math.inf
+        self._woken: asyncio.Future[None] | None = None
+
+    def wake_at(self, deadline: float, woken: asyncio.Future[None]) -> None:
+        """Resolve ``woken`` once the clock reaches ``deadline`` (unless it is done first)."""
+        self._deadline, self._woken = deadline, woken
+        if deadline < self._timer_at:
+            if self._timer is not None:
+                self._timer.cancel()
+            self._timer = self._clock.call_at(deadline, self._alarm)
+            self._timer_at = deadline
+
+    def _alarm(self) -> None:
+        self._timer, self._timer_at = None, math.inf
+        woken = self._woken
+        if woken is None or woken.done():
+            return  # nobody waits: the next wait arms it again
+        if self._clock.monotonic() >= self._deadline:
+            woken.set_result(None)
+        else:
+            self._timer = self._clock.call_at(self._deadline, self._alarm)
+            self._timer_at = self._deadline
 
     def ready_event(self) -> Obj | None:
         """An event already received, taken without a task or a timer (``None`` when a read
@@ -163,6 +196,9 @@ class _Stream:
         return self.read, False
 
     async def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer, self._timer_at = None, math.inf
         read, self.read = self.read, None
         if read is not None:
             if not read.done():
@@ -176,22 +212,24 @@ class _Stream:
                 await aclose()
 
 
-async def _wait(clock: rtclock.AsyncClock, task: asyncio.Task[Obj], deadline: float) -> None:
-    """Wait until ``task`` is done or the clock reaches ``deadline``, whichever is first."""
+async def _wait(stream: _Stream, task: asyncio.Task[Obj], deadline: float) -> None:
+    """Wait until ``task`` is done or the clock reaches ``deadline``, whichever is first
+    (the stream's lazy timer; the task's completion through a callback, not
+    ``asyncio.wait``)."""
     if task.done():
         return
     woken: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
-    def wake() -> None:
+    def wake(_: object) -> None:
         if not woken.done():
             woken.set_result(None)
 
-    timer = clock.call_at(deadline, wake)
+    task.add_done_callback(wake)
+    stream.wake_at(deadline, woken)
     try:
-        waited: set[asyncio.Future[Any]] = {task, woken}
-        await asyncio.wait(waited, return_when=asyncio.FIRST_COMPLETED)
+        await woken
     finally:
-        timer.cancel()
+        task.remove_done_callback(wake)
         woken.cancel()
 
 
@@ -202,7 +240,7 @@ async def _read(stream: _Stream, clock: rtclock.AsyncClock, config: WatcherConfi
     read, started = stream.pending_read()
     if started:
         stream.waiting_since = clock.monotonic()
-    await _wait(clock, read, min(stream.waiting_since + config.inactivity_timeout, next_resync))
+    await _wait(stream, read, min(stream.waiting_since + config.inactivity_timeout, next_resync))
     if read.done():
         stream.read = None
         try:
@@ -258,7 +296,7 @@ async def run_watcher(lw: ListWatcher, *, clock: rtclock.AsyncClock,
                 if isinstance(action, watcher.StartWatch):
                     timeout = int(config.watch_timeout * (1.0 + rng.random()))
                     stream = _Stream(lw.watch(resource_version=action.resource_version,
-                                              timeout_seconds=timeout))
+                                              timeout_seconds=timeout), clock)
                 if stream is None:  # pragma: no cover - step() never asks for it
                     raise RuntimeError(f"{action!r} without an open stream")
                 try:

@@ -390,3 +390,41 @@ async def test_a_stream_cut_mid_chunk_is_a_lost_connection() -> None:
     async with scripted(cut) as (pool, _):
         with pytest.raises(http1.ConnectionLost):
             await stream_body(pool)
+
+
+async def test_a_request_waiting_for_a_connection_and_a_stream_head_time_out() -> None:
+    release = asyncio.Event()
+
+    async def slow(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                   n: int) -> None:
+        head = await read_request(reader)
+        if b"/silent" in head:
+            await reader.read(1)  # never answers
+            return
+        if b"/w" not in head:
+            writer.write(ok(head.split(b" ")[1]))
+            await writer.drain()
+            await keep_alive(reader, writer, n)
+            return
+        writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nx\r\n")
+        await writer.drain()
+        await release.wait()
+        writer.write(b"0\r\n\r\n")
+        await writer.drain()
+        await keep_alive(reader, writer, n)
+
+    async with scripted(slow) as (pool, _):
+        first = await pool.stream("GET", "/w", {})
+        second = await pool.stream("GET", "/w", {})  # both connections (max 2) are held
+        with pytest.raises(TimeoutError):
+            await pool.request("GET", "/", {}, timeout=0.1)  # no connection frees up
+        assert pool._count == 2
+        assert not pool._waiters  # the timed-out wait left no trace
+        release.set()
+        assert await first.read_some() == b"x"
+        assert await first.read_some() == b""  # its end frees a place
+        second.close()
+        with pytest.raises(TimeoutError):
+            await pool.stream("GET", "/silent", {}, timeout=0.1)  # no head in time
+        assert pool._count == 0  # the silent connection was closed, not kept
+        assert (await pool.request("GET", "/ok", {}, timeout=5)).body == b"/ok"

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from setpoint.apimachinery import errors
 from setpoint.client import ClientConfig, http1, watch
 from setpoint.client import api as client_api
+from setpoint.client.deadlines import Deadline
 from setpoint.client.transport import BodyStream
 from setpoint.testing import eventually
 from tests.unit.client.test_http1 import Script, read_request, scripted
@@ -522,8 +523,8 @@ async def test_closing_the_pool_under_requests_and_a_connecting_stream() -> None
         connect = pool._connect
         connected = asyncio.Event()
 
-        async def held_connect() -> http1._Connection:
-            connection = await connect()
+        async def held_connect(deadline: Deadline | None = None) -> http1._Connection:
+            connection = await connect(deadline)
             await connected.wait()
             return connection
 

@@ -303,9 +303,10 @@ class OneRead:
         self.url = "http://test/watch"
         self.closed = False
 
-    async def read_some(self) -> bytes:
+    async def read_some(self, timeout: float | None = None) -> bytes:
         if not self.reads:
-            await asyncio.Event().wait()
+            async with asyncio.timeout(timeout):
+                await asyncio.Event().wait()
         return self.reads.pop(0)
 
     def close(self) -> None:

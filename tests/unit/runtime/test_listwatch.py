@@ -330,6 +330,33 @@ async def test_the_inactivity_timer_restarts_with_each_event(clock: FakeAsyncClo
     assert len(api.calls) == 2  # one list, one watch: never timed out
 
 
+async def test_a_busy_stream_arms_no_timer_per_event(clock: FakeAsyncClock,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The silence and resync deadlines share one lazy timer per stream: events a second
+    apart move the deadline on without a timer each, and silence is still caught."""
+    armed: list[float] = []
+    call_at = clock.call_at
+
+    def counting(when: float, callback: Any) -> Any:
+        armed.append(when)
+        return call_at(when, callback)
+
+    monkeypatch.setattr(clock, "call_at", counting)
+    script: list[StreamItem] = []
+    for i in range(30):
+        script += [Pause(1), ev("ADDED", obj(f"o{i}", str(11 + i)))]
+    api = Scripted(clock, lists=[page(rv="10")], watches=[[*script, SILENT],
+                                                          [ev("ADDED", obj("z", "99"))]])
+    async with watch_events(api, clock) as events:
+        got = await take(clock, events, 33)
+    assert got[-1] == w.Apply(obj("z", "99"))
+    # the silence after the 30 events was noticed 70 s after the last one
+    assert api.times()[1:] == [0, 30 + 70]
+    # the scripted pauses arm one timer each; the watcher's waits only a few in all
+    # (each event would have armed one before)
+    assert len(armed) - 30 <= 5
+
+
 async def test_a_slow_consumer_does_not_look_like_a_dead_stream(
         clock: FakeAsyncClock) -> None:
     api = Scripted(clock, lists=[page(rv="10")],
