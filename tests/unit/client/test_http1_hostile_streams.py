@@ -577,3 +577,41 @@ async def test_a_stream_on_a_dropped_idle_connection_is_sent_again() -> None:
         assert await stream.read_all(1024) == EVENT
         assert len(connections) == 2
         assert_nothing_held(pool)
+
+
+@given(head=st.sampled_from([CHUNKED_HEAD, b"HTTP/1.1 200 OK\r\nContent-Length: 40\r\n\r\n",
+                             b"HTTP/1.1 200 OK\r\n\r\n", b""]),
+       data=st.binary(max_size=300), splits=st.lists(st.integers(0, 400), max_size=6),
+       complete=st.booleans())
+def test_any_bytes_on_a_stream_end_in_its_body_then_an_end_or_a_connection_error(
+        head: bytes, data: bytes, splits: list[int], complete: bool) -> None:
+    """Whatever a server sends on a stream, split anywhere, then closes: nothing escapes the
+    protocol's callbacks, and the reader gets bytes, then ``b""`` or a ConnectionLost or
+    ProtocolError, and the stream's place is freed."""
+    if complete and head == CHUNKED_HEAD:
+        data += b"\r\n0\r\n\r\n"
+    payload = head + data
+
+    async def scenario() -> None:
+        pool = http1.Pool("127.0.0.1", 1, ssl_context=None, authority="x")
+        connection = http1._Connection()
+        connection.connection_made(_Transport())  # type: ignore[arg-type]
+        parser = http1._Parser(4096, 1 << 40, head_request=False)
+        connection._parser, connection._streaming = parser, True
+        pool._count += 1
+        pool._streaming.add(connection)
+        stream = http1.Stream(pool, connection, parser, "/w")
+        cuts = sorted({min(s, len(payload)) for s in splits})
+        for a, b in zip([0, *cuts], [*cuts, len(payload)], strict=True):
+            if b > a:
+                connection.data_received(payload[a:b])  # raises nothing
+        connection.connection_lost(None)
+        try:
+            while await stream.read_some():
+                pass
+        except (http1.ConnectionLost, http1.ProtocolError):
+            pass
+        assert await stream.read_some() == b""
+        assert_nothing_held(pool)
+
+    asyncio.run(scenario())
