@@ -46,7 +46,6 @@ free of line breaks (:func:`encode_request` refuses them).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import ssl
 import sys
 import time
@@ -518,8 +517,10 @@ class Stream:
     def __del__(self) -> None:
         # its connection would otherwise stay open, holding a place among max_connections
         if self._connection is not None:
-            with contextlib.suppress(RuntimeError):  # the loop is already closed
+            try:
                 self.close()
+            except RuntimeError:  # the loop is already closed
+                pass
 
 
 class Pool:
