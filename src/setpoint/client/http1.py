@@ -18,11 +18,20 @@ Invariants:
   value. A streamed body has no total bound (a watch lasts as long as it lasts); what waits
   unread is bounded instead: past :data:`STREAM_HIGH_WATER` bytes the connection stops
   reading from the socket until the reader catches up.
-- A streamed response's connection is its own until :meth:`Stream.close`, which closes it
-  (it never returns to the pool) and frees its place among ``max_connections``;
-  :meth:`Pool.close` closes it too.
+- A streamed response's connection is its own from the moment its request is sent until
+  :meth:`Stream.close`, which closes it (it never returns to the pool), wakes a reader
+  waiting on it (``b""``) and frees its place among ``max_connections`` exactly once;
+  :meth:`Pool.close` closes it too, and its reader (or the opener still waiting for the
+  head) gets :class:`ConnectionLost`. Neither waits for the transport to report the loss (a
+  TLS shutdown can take its peer's time).
+- A failure after the head (malformed framing, a cut connection) reaches the reader after
+  the body bytes that arrived before it.
 - At most ``max_connections`` connections exist; a request that finds them all busy waits
-  for one (first come, first served) within its own timeout.
+  for one (first come, first served) within its own timeout. A waiter woken for a freed
+  place and cancelled before it ran passes the place on to the next.
+- Numbers in the answer are ASCII digits (status, ``Content-Length``) or hex digits (a
+  chunk size) and nothing else; anything malformed is a :class:`ProtocolError`, never
+  another exception.
 - An idle connection older than ``idle_timeout`` is closed rather than reused (servers drop
   idle connections after a while; aiohttp's server after 75 s). A request that fails on a
   reused connection before any byte of the answer arrived is sent once more on a new
@@ -55,6 +64,14 @@ MAX_BODY_BYTES: Final = 1024 * 1024 * 1024
 MAX_CHUNK_LINE: Final = 1024
 #: unread bytes of a streamed body beyond which the connection stops reading the socket
 STREAM_HIGH_WATER: Final = 4 * 1024 * 1024
+
+
+_HEX_DIGITS: Final = b"0123456789abcdefABCDEF"
+
+
+def _digits(text: str) -> bool:
+    """ASCII decimal digits only (``str.isdigit`` also accepts "²", which ``int`` refuses)."""
+    return text.isascii() and text.isdigit()
 
 
 class ProtocolError(Exception):
@@ -113,6 +130,9 @@ class _Parser:
         self._body = bytearray()
         self.keep_alive = True
         self.received = False
+        #: bytes of ``_buffer`` already searched for the end of a head or trailer (a head
+        #: arriving byte by byte is scanned once, not once per byte)
+        self._scanned = 0
 
     def feed(self, data: bytes) -> bool:
         if data:
@@ -121,7 +141,7 @@ class _Parser:
         while True:
             mode = self._mode
             if mode == "head":
-                end = self._buffer.find(b"\r\n\r\n")
+                end = self._find_blank_line()
                 if end < 0:
                     if len(self._buffer) > self._max_header:
                         raise ProtocolError(f"response headers exceed {self._max_header} bytes")
@@ -147,13 +167,13 @@ class _Parser:
                     if len(self._buffer) > MAX_CHUNK_LINE:
                         raise ProtocolError("a chunk-size line is too long")
                     return False
-                line = bytes(self._buffer[:end]).split(b";", 1)[0].strip()
+                line = bytes(self._buffer[:end]).split(b";", 1)[0].strip(b" \t")
                 del self._buffer[:end + 2]
-                try:
-                    size = int(line, 16)
-                except ValueError:
-                    raise ProtocolError(f"a malformed chunk size: {line[:40]!r}") from None
-                if size < 0 or len(self._body) + size > self._max_body:
+                # 1*HEXDIG and nothing else (int() would also take "+", "-", "0x" and "_")
+                if not line or line.strip(_HEX_DIGITS):
+                    raise ProtocolError(f"a malformed chunk size: {line[:40]!r}")
+                size = int(line, 16)
+                if len(self._body) + size > self._max_body:
                     raise ProtocolError(f"the response body exceeds {self._max_body} bytes")
                 self._remaining = size
                 self._mode = "chunk-data" if size else "chunk-trailer"
@@ -178,7 +198,7 @@ class _Parser:
                     del self._buffer[:2]
                     self._mode = "done"
                     continue
-                end = self._buffer.find(b"\r\n\r\n")
+                end = self._find_blank_line()
                 if end < 0:
                     if len(self._buffer) > self._max_header:
                         raise ProtocolError("the chunked trailer is too long")
@@ -196,6 +216,13 @@ class _Parser:
                     self.keep_alive = False
                 return True
 
+    def _find_blank_line(self) -> int:
+        """Where ``\r\n\r\n`` starts in the buffer (-1 if not yet), searching only what
+        arrived since the last search (and the three bytes before it)."""
+        end = self._buffer.find(b"\r\n\r\n", max(0, self._scanned - 3))
+        self._scanned = 0 if end >= 0 else len(self._buffer)
+        return end
+
     def eof(self) -> bool:
         """The connection closed: True if that completes the response (a body read to the
         close)."""
@@ -207,7 +234,7 @@ class _Parser:
     def _head_done(self, head: bytes) -> None:
         lines = head.decode("latin-1").split("\r\n")
         parts = lines[0].split(" ", 2)
-        if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or not parts[1].isdigit() \
+        if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or not _digits(parts[1]) \
                 or len(parts[1]) != 3:
             raise ProtocolError(f"a malformed status line: {lines[0][:80]!r}")
         self.status = int(parts[1])
@@ -227,12 +254,19 @@ class _Parser:
         if self._head or self.status in (204, 304):
             self._mode = "done"
             return
-        if "chunked" in headers.get("transfer-encoding", "").lower():
-            self._mode = "chunk-size"
+        coding = headers.get("transfer-encoding")
+        if coding is not None:
+            # the last coding says how the body ends: chunked, or else at the close (RFC
+            # 9112 6.3); either way Content-Length does not count ("xchunked" is not chunked)
+            if coding.rpartition(",")[2].strip().lower() == "chunked":
+                self._mode = "chunk-size"
+            else:
+                self._mode = "close"
+                self.keep_alive = False
             return
         length = headers.get("content-length")
         if length is not None:
-            if not length.isdigit():
+            if not _digits(length):
                 raise ProtocolError(f"a malformed Content-Length: {length[:40]!r}")
             self._remaining = int(length)
             if self._remaining > self._max_body:
@@ -278,6 +312,10 @@ class _Connection(asyncio.Protocol):
         self.complete = False
         self.error: BaseException | None = None
         self.paused = False
+        #: the transport reported the connection lost (``closed`` is set as closing starts)
+        self.lost = False
+        #: the pool has let go of it (counted once among ``max_connections``)
+        self.discarded = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's transports implement asyncio.Transport without subclassing it
@@ -300,6 +338,8 @@ class _Connection(asyncio.Protocol):
 
     def _stream_received(self, data: bytes) -> None:
         parser = self._parser
+        if self.closed:
+            return  # closing (a TLS shutdown still reads): nobody reads these
         if parser is None or self.complete or self.error is not None:
             self.close()  # bytes after the end: nobody reads them
             return
@@ -322,7 +362,7 @@ class _Connection(asyncio.Protocol):
             waiter.set_result(None)
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self.closed = True
+        self.closed = self.lost = True
         if self._streaming:
             parser = self._parser
             if not self.complete and self.error is None:
@@ -352,6 +392,16 @@ class _Connection(asyncio.Protocol):
         self.closed = True
         if self.transport is not None:
             self.transport.close()
+        if self._streaming:
+            # a reader waiting for the body learns of it now, not when the transport
+            # reports the loss (a TLS shutdown can take its peer's time)
+            self._wake()
+
+    def fail(self, error: BaseException) -> None:
+        """End a streamed response with ``error`` (unless it already ended) and close."""
+        if not self.complete and self.error is None:
+            self.error = error
+        self.close()
 
     async def exchange(self, data: bytes, parser: _Parser,
                        deadline: Deadline | None = None) -> _Parser:
@@ -375,16 +425,24 @@ class _Connection(asyncio.Protocol):
         self.transport.write(data)
         while not parser.head_seen:
             await self.wait(deadline)
-            if self.error is not None:
+            # a failure after the head (in the same read) is the reader's to see, after
+            # the body that arrived whole before it
+            if self.error is not None and not parser.head_seen:
                 raise self.error
             if self.complete and not parser.head_seen:  # pragma: no cover - eof() decides
                 raise ConnectionLost("the connection closed before the response's head",
                                      nothing_received=not parser.received)
 
     async def wait(self, deadline: Deadline | None = None) -> None:
-        """Until the streamed response has news (or at once if it has ended)."""
-        if self.closed or self.complete or self.error is not None:
+        """Until the streamed response has news (or at once if it has ended).
+
+        A connection closed but not yet reported lost is waited for (``connection_lost``
+        then decides how the body ended): returning at once would leave a reader looping
+        without ever yielding to the loop that would report it."""
+        if self.lost or self.complete or self.error is not None:
             return
+        if self._waiter is not None:  # a second reader would take the first one's news
+            raise RuntimeError("another task is already reading this stream")
         waiter = asyncio.get_running_loop().create_future()
         self._waiter = waiter
         try:
@@ -403,7 +461,9 @@ class Stream:
 
     ``read_some`` returns the next bytes of the body (framing removed), ``b""`` once it has
     ended, and raises :class:`ConnectionLost` or :class:`ProtocolError` when it cannot end
-    well. One reader at a time.
+    well. One reader at a time: a second task reading while one waits gets
+    ``RuntimeError``. A stream dropped without :meth:`close` (a watch abandoned
+    mid-iteration) is closed when it is garbage-collected.
     """
 
     def __init__(self, pool: Pool, connection: _Connection, parser: _Parser,
@@ -453,6 +513,14 @@ class Stream:
         connection, self._connection = self._connection, None
         if connection is not None:
             self._pool._discard(connection)
+
+    def __del__(self) -> None:
+        # its connection would otherwise stay open, holding a place among max_connections
+        if self._connection is not None:
+            try:
+                self.close()
+            except RuntimeError:  # the loop is already closed
+                pass
 
 
 class Pool:
@@ -521,7 +589,11 @@ class Pool:
             connection, reused = await self._acquire(deadline)
             # a streamed body is bounded by what waits unread, not in all
             parser = _Parser(self._max_header, sys.maxsize, method == "HEAD")
+            # a stream's from the start: close() breaks one still waiting for its head
+            self._streaming.add(connection)
             try:
+                if self._closed:  # closed while the connection was being opened
+                    raise ConnectionLost("the client is closed", nothing_received=False)
                 await connection.open_stream(data, parser, deadline)
             except ConnectionLost as e:
                 self._discard(connection)
@@ -531,7 +603,6 @@ class Pool:
             except BaseException:
                 self._discard(connection)
                 raise
-            self._streaming.add(connection)
             return Stream(self, connection, parser, url or target)
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -558,9 +629,12 @@ class Pool:
             self._waiters.append(waiter)
             try:
                 await (waiter if deadline is None else deadline.wait(waiter))
-            finally:
+            except BaseException:
                 if waiter in self._waiters:
                     self._waiters.remove(waiter)
+                elif waiter.done() and not waiter.cancelled() and waiter.exception() is None:
+                    self._wake()  # woken, then cancelled: the place goes to the next
+                raise
 
     async def _connect(self, deadline: Deadline | None = None) -> _Connection:
         loop = asyncio.get_running_loop()
@@ -581,10 +655,14 @@ class Pool:
         self._wake()
 
     def _discard(self, connection: _Connection) -> None:
+        """Close ``connection`` and free its place (once, however often it is called)."""
         self._streaming.discard(connection)
         if connection in self._idle:
             self._idle.remove(connection)
         connection.close()
+        if connection.discarded:
+            return
+        connection.discarded = True
         self._count -= 1
         self._wake()
 
@@ -596,12 +674,13 @@ class Pool:
                 return
 
     def close(self) -> None:
-        """Close every idle connection and every stream's now (their readers see the
-        connection lost), and busy ones as their requests end."""
+        """Close every idle connection and every stream's now, those still waiting for
+        their head included (their readers see :class:`ConnectionLost`), and busy ones as
+        their requests end."""
         self._closed = True
         while self._idle:
             self._discard(self._idle.popleft())
         for connection in list(self._streaming):
-            connection.close()
+            connection.fail(ConnectionLost("the client is closed", nothing_received=False))
         while self._waiters:
             self._wake()

@@ -19,7 +19,10 @@ Invariants:
   (``timeoutSeconds``, server shutdown) and when no byte arrives for ``inactivity_timeout``
   seconds; the latter sets :attr:`Watch.timed_out`. Either way, re-watch from
   :attr:`Watch.resource_version`.
-- A connection that breaks mid-stream raises ``ServiceUnavailable`` from the aiohttp error.
+- A connection that breaks mid-stream (closed, reset, or framing the client cannot read)
+  raises ``ServiceUnavailable`` from the underlying ``ConnectionError`` or
+  :class:`~setpoint.client.http1.ProtocolError`; the events that arrived whole before the
+  break are delivered first. A line longer than ``max_line`` raises ``InternalError``.
 - The HTTP response is closed as soon as the stream ends, raises, is cancelled, or the
   ``async with`` block exits; :meth:`Watch.aclose` is idempotent.
 
