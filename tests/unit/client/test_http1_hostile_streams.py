@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from setpoint.apimachinery import errors
 from setpoint.client import ClientConfig, http1, watch
 from setpoint.client import api as client_api
-from setpoint.client.deadlines import Deadline
+from setpoint.client.deadlinetimer import Deadline
 from setpoint.client.transport import BodyStream
 from setpoint.testing import eventually
 from tests.unit.client.test_http1 import Script, read_request, scripted
