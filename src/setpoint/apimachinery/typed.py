@@ -433,9 +433,19 @@ class Comparison:
         return not (self.removed or self.modified or self.added)
 
 
-def compare(spec: TypeSpec, lhs: Any, rhs: Any) -> Comparison:
-    """What changed from ``lhs`` to ``rhs`` (structured-merge-diff's ``Compare``)."""
+def compare(spec: TypeSpec, lhs: Any, rhs: Any, *,
+            skip: FieldSet = fieldpath.EMPTY) -> Comparison:
+    """What changed from ``lhs`` to ``rhs`` (structured-merge-diff's ``Compare``).
+
+    The top-level fields whose one-element paths are in ``skip`` are not compared at all:
+    what :meth:`Comparison.exclude` would remove of them afterwards (a status update
+    ignores everything but ``metadata`` and ``status``) is never computed. Deeper paths in
+    ``skip`` are not looked at here.
+    """
     out = Comparison()
+    if skip and type(lhs) is dict and type(rhs) is dict:
+        lhs = {k: v for k, v in lhs.items() if (("f", k),) not in skip}
+        rhs = {k: v for k, v in rhs.items() if (("f", k),) not in skip}
     if isinstance(lhs, dict) and not lhs and isinstance(rhs, dict) and \
             _shape(spec, lhs) == "map" and _shape(spec, rhs) == "map":
         # from nothing (a create): everything is added; no comparison needed

@@ -200,7 +200,7 @@ class Updater:
                    force: bool, ignored: FieldSet) -> tuple[Managers, typed.Comparison]:
         """Other managers lose what changed between ``live`` and ``new`` (or, without
         ``force``, the conflicts are raised)."""
-        comparison = typed.compare(self.spec, live, new).exclude(ignored)
+        comparison = typed.compare(self.spec, live, new, skip=ignored).exclude(ignored)
         changed = comparison.changed()
         removed = frozenset(comparison.removed)
         conflicts: dict[ManagerKey, FieldSet] = {}
