@@ -50,7 +50,7 @@ import ssl
 import sys
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Final, cast
 
@@ -557,26 +557,17 @@ class Pool:
         """Send one request and read its whole response; ``TimeoutError`` when it takes
         longer than ``timeout`` seconds in all (waiting for a connection included)."""
         data = encode_request(method, target, self.authority, headers, body)
-        deadline = self._deadlines.at(timeout)
-        for attempt in (0, 1):
-            connection, reused = await self._acquire(deadline)
-            parser = _Parser(self._max_header, self._max_body, method == "HEAD")
-            try:
-                await connection.exchange(data, parser, deadline)
-            except ConnectionLost as e:
-                self._discard(connection)
-                if attempt == 0 and reused and e.nothing_received and method in IDEMPOTENT:
-                    continue
-                raise
-            except BaseException:
-                self._discard(connection)
-                raise
-            if parser.keep_alive and not connection.closed:
-                self._release(connection)
-            else:
-                self._discard(connection)
-            return Response(parser.status, parser.reason, parser.headers, parser.body)
-        raise AssertionError("unreachable")  # pragma: no cover
+
+        async def exchange(connection: _Connection, parser: _Parser,
+                           deadline: Deadline | None) -> None:
+            await connection.exchange(data, parser, deadline)
+
+        connection, parser = await self._send(method, timeout, self._max_body, exchange)
+        if parser.keep_alive and not connection.closed:
+            self._release(connection)
+        else:
+            self._discard(connection)
+        return Response(parser.status, parser.reason, parser.headers, parser.body)
 
     async def stream(self, method: str, target: str, headers: Mapping[str, str],
                      *, url: str = "", timeout: float | None = None) -> Stream:
@@ -584,17 +575,31 @@ class Pool:
         to be read from the :class:`Stream`; ``TimeoutError`` when the head takes longer
         than ``timeout`` seconds (reading the body is the caller's to bound)."""
         data = encode_request(method, target, self.authority, headers, None)
+
+        async def open_stream(connection: _Connection, parser: _Parser,
+                              deadline: Deadline | None) -> None:
+            # a stream's from the start: close() breaks one still waiting for its head
+            self._streaming.add(connection)
+            if self._closed:  # closed while the connection was being opened
+                raise ConnectionLost("the client is closed", nothing_received=False)
+            await connection.open_stream(data, parser, deadline)
+
+        # a streamed body is bounded by what waits unread, not in all
+        connection, parser = await self._send(method, timeout, sys.maxsize, open_stream)
+        return Stream(self, connection, parser, url or target)
+
+    async def _send(self, method: str, timeout: float | None, max_body: int,
+                    run: Callable[[_Connection, _Parser, Deadline | None], Awaitable[None]]
+                    ) -> tuple[_Connection, _Parser]:
+        """``run`` the request on a connection (sent once more on a new one when a reused
+        connection failed before any byte of the answer and ``method`` is idempotent); on
+        any failure the connection is discarded."""
         deadline = self._deadlines.at(timeout)
         for attempt in (0, 1):
             connection, reused = await self._acquire(deadline)
-            # a streamed body is bounded by what waits unread, not in all
-            parser = _Parser(self._max_header, sys.maxsize, method == "HEAD")
-            # a stream's from the start: close() breaks one still waiting for its head
-            self._streaming.add(connection)
+            parser = _Parser(self._max_header, max_body, method == "HEAD")
             try:
-                if self._closed:  # closed while the connection was being opened
-                    raise ConnectionLost("the client is closed", nothing_received=False)
-                await connection.open_stream(data, parser, deadline)
+                await run(connection, parser, deadline)
             except ConnectionLost as e:
                 self._discard(connection)
                 if attempt == 0 and reused and e.nothing_received and method in IDEMPOTENT:
@@ -603,7 +608,7 @@ class Pool:
             except BaseException:
                 self._discard(connection)
                 raise
-            return Stream(self, connection, parser, url or target)
+            return connection, parser
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _acquire(self, deadline: Deadline | None = None) -> tuple[_Connection, bool]:

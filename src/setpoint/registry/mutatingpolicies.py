@@ -46,6 +46,7 @@ from setpoint.apimachinery import errors, typed
 from setpoint.apimachinery.jsoncopy import deep_copy
 from setpoint.registry import watchcache as wc
 from setpoint.registry.admissionregistration import GROUP, MUTATING_BINDINGS, MUTATING_POLICIES
+from setpoint.registry.admissionswitch import AdmissionSwitch
 from setpoint.registry.options import AdmissionAttributes
 from setpoint.registry.policies import NAMESPACE_PREFIX, ConfigError, PolicyAdmission
 from setpoint.registry.webhooks import keep_identity
@@ -93,7 +94,8 @@ class MutatingPolicyAdmission:
         #: params, inputs and the authorizer are the validating policies'
         self._validating = validating
         self._compiled: dict[str, tuple[Obj, mut.CompiledPolicy]] = {}
-        self._active = False
+        self._switch = AdmissionSwitch(cache, GROUP, (MUTATING_POLICIES, MUTATING_BINDINGS),
+                                       (POLICY_PREFIX,))
 
     # --- the policies -----------------------------------------------------------------------
 
@@ -121,28 +123,17 @@ class MutatingPolicyAdmission:
         return out
 
     def quiet(self, group: str, resource: str) -> bool:
-        """Whether a write of ``group``/``resource`` has nothing to see here now, known
-        without a call: no configuration was written through this server nor is in the
-        cache, and the resource is not one whose writes switch enforcement on."""
-        if self._active or (group, resource) in matching.EXEMPT:
-            return False
-        if self._cache.count(POLICY_PREFIX):
-            self._active = True
-            return False
-        return True
+        """Nothing to see on a write of ``group``/``resource`` now (see
+        :class:`~setpoint.registry.admissionswitch.AdmissionSwitch`)."""
+        return self._switch.quiet(group, resource)
 
     async def _ready(self, new: Obj | None, attrs: AdmissionAttributes) -> bool:
-        if (attrs.group, attrs.resource) in matching.EXEMPT:
-            if attrs.group == GROUP and attrs.resource in (MUTATING_POLICIES,
-                                                           MUTATING_BINDINGS):
-                self._active = True
+        if self._switch.exempt(attrs.group, attrs.resource):
             return False
         if new is None or attrs.operation not in ("CREATE", "UPDATE", "CONNECT"):
             return False
-        if not self._active:
-            if not self._cache.count(POLICY_PREFIX):
-                return False
-            self._active = True
+        if not self._switch.on():
+            return False
         await self._cache.wait_fresh()
         return True
 

@@ -45,6 +45,7 @@ from setpoint.apimachinery import errors
 from setpoint.auth.user import UserInfo
 from setpoint.registry import watchcache as wc
 from setpoint.registry.admissionregistration import BINDINGS, GROUP, POLICIES
+from setpoint.registry.admissionswitch import AdmissionSwitch
 from setpoint.registry.options import AdmissionAttributes
 from setpoint.registry.resources import ResourceInfo
 
@@ -90,7 +91,7 @@ class PolicyAdmission:
         #: until the server sets it, as for servers without authorization)
         self.authorize: Authorize = _allow_all
         self._compiled: dict[str, tuple[Obj, pol.CompiledPolicy]] = {}
-        self._active = False
+        self._switch = AdmissionSwitch(cache, GROUP, (POLICIES, BINDINGS), (POLICY_PREFIX,))
 
     # --- the policies -----------------------------------------------------------------------
 
@@ -121,25 +122,13 @@ class PolicyAdmission:
     # --- the hook ---------------------------------------------------------------------------
 
     def quiet(self, group: str, resource: str) -> bool:
-        """Whether a write of ``group``/``resource`` has nothing to see here now, known
-        without a call: no configuration was written through this server nor is in the
-        cache, and the resource is not one whose writes switch enforcement on."""
-        if self._active or (group, resource) in matching.EXEMPT:
-            return False
-        if self._cache.count(POLICY_PREFIX):
-            self._active = True
-            return False
-        return True
+        """Nothing to see on a write of ``group``/``resource`` now (see
+        :class:`~setpoint.registry.admissionswitch.AdmissionSwitch`)."""
+        return self._switch.quiet(group, resource)
 
     async def admit(self, new: Obj | None, old: Obj | None, attrs: AdmissionAttributes) -> None:
-        if (attrs.group, attrs.resource) in matching.EXEMPT:
-            if attrs.group == GROUP and attrs.resource in (POLICIES, BINDINGS):
-                self._active = True
+        if self._switch.exempt(attrs.group, attrs.resource) or not self._switch.on():
             return
-        if not self._active:
-            if not any(True for _ in self._cache.items(POLICY_PREFIX)):
-                return
-            self._active = True
         await self._cache.wait_fresh()
         policies = self._policies()
         if not policies:

@@ -65,6 +65,7 @@ from setpoint.auth.user import UserInfo
 from setpoint.cel.errors import EvalError
 from setpoint.registry import watchcache as wc
 from setpoint.registry.admissionregistration import GROUP, MUTATING_WEBHOOKS, VALIDATING_WEBHOOKS
+from setpoint.registry.admissionswitch import AdmissionSwitch
 from setpoint.registry.options import AdmissionAttributes
 from setpoint.registry.policies import namespace_object, request_object
 
@@ -191,7 +192,8 @@ class WebhookAdmission:
         #: how the ``authorizer`` of match conditions is answered (the server's RBAC)
         self.authorize: Authorize = _allow_all
         self._compiled: dict[str, tuple[Obj, list[_Hook]]] = {}
-        self._active = False
+        self._switch = AdmissionSwitch(cache, GROUP, (MUTATING_WEBHOOKS, VALIDATING_WEBHOOKS),
+                                       (MUTATING_PREFIX, VALIDATING_PREFIX))
 
     # --- configurations ---------------------------------------------------------------------
 
@@ -209,27 +211,15 @@ class WebhookAdmission:
         return out
 
     def quiet(self, group: str, resource: str) -> bool:
-        """Whether a write of ``group``/``resource`` has nothing to see here now, known
-        without a call: no configuration was written through this server nor is in the
-        cache, and the resource is not one whose writes switch enforcement on."""
-        if self._active or (group, resource) in matching.EXEMPT:
-            return False
-        if self._cache.count(MUTATING_PREFIX) or self._cache.count(VALIDATING_PREFIX):
-            self._active = True
-            return False
-        return True
+        """Nothing to see on a write of ``group``/``resource`` now (see
+        :class:`~setpoint.registry.admissionswitch.AdmissionSwitch`)."""
+        return self._switch.quiet(group, resource)
 
     async def _ready(self, attrs: AdmissionAttributes) -> bool:
-        if (attrs.group, attrs.resource) in matching.EXEMPT:
-            if attrs.group == GROUP and attrs.resource in (MUTATING_WEBHOOKS,
-                                                           VALIDATING_WEBHOOKS):
-                self._active = True
+        if self._switch.exempt(attrs.group, attrs.resource):
             return False
-        if not self._active:
-            if not self._cache.count(MUTATING_PREFIX) and \
-                    not self._cache.count(VALIDATING_PREFIX):
-                return False
-            self._active = True
+        if not self._switch.on():
+            return False
         await self._cache.wait_fresh()
         return True
 
