@@ -154,11 +154,7 @@ class _Parser:
                     self.headers = {}
                     continue
             elif mode == "length":
-                take = min(self._remaining, len(self._buffer))
-                self._body += self._buffer[:take]
-                del self._buffer[:take]
-                self._remaining -= take
-                if self._remaining:
+                if not self._take_body():
                     return False
                 self._mode = "done"
             elif mode == "chunk-size":
@@ -180,13 +176,8 @@ class _Parser:
             elif mode == "chunk-data":
                 # what arrived of the chunk moves to the body at once: a chunk announced
                 # larger than memory is bounded by the reader's pace, not buffered whole
-                if self._remaining:
-                    take = min(self._remaining, len(self._buffer))
-                    self._body += self._buffer[:take]
-                    del self._buffer[:take]
-                    self._remaining -= take
-                    if self._remaining:
-                        return False
+                if not self._take_body():
+                    return False
                 if len(self._buffer) < 2:
                     return False
                 if self._buffer[:2] != b"\r\n":
@@ -222,6 +213,16 @@ class _Parser:
         end = self._buffer.find(b"\r\n\r\n", max(0, self._scanned - 3))
         self._scanned = 0 if end >= 0 else len(self._buffer)
         return end
+
+    def _take_body(self) -> bool:
+        """Move what has arrived of the ``_remaining`` body bytes to the body; True once
+        they all have."""
+        if self._remaining:
+            take = min(self._remaining, len(self._buffer))
+            self._body += self._buffer[:take]
+            del self._buffer[:take]
+            self._remaining -= take
+        return not self._remaining
 
     def eof(self) -> bool:
         """The connection closed: True if that completes the response (a body read to the
