@@ -193,11 +193,13 @@ def run_kopf_external(namespace: str, service: str, poll: float) -> None:
 
 def run_setpoint_external(namespace: str, kubeconfig: str, workers: int, service: str,
                           poll: float, rate: float) -> None:
+    # the operator file is loaded as `setpoint run` loads it (setpoint.testing would import
+    # the whole server, about a second of CPU counted against the operator)
+    from setpoint.cli.run import load_target
     from setpoint.client import Client, load_kubeconfig
     from setpoint.runtime import BudgetConfig, Manager
-    from setpoint.testing import load_operator
 
-    example = load_operator(QUEUE_EXAMPLE / "operator.py")
+    example = load_target(QUEUE_EXAMPLE / "operator.py", add_to_path=False)
     registry = example.build(service, poll=poll)
     for controller in registry:
         controller.with_options(workers=workers, namespace=namespace)
