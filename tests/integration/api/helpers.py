@@ -12,7 +12,9 @@ import aiohttp
 import orjson
 
 from setpoint.client import Client, load_kubeconfig
-from setpoint.server.server import Server
+from setpoint.server.securing import SecurityConfig
+from setpoint.server.server import Server, ServerConfig
+from setpoint.storage import StorageConfig
 
 CRD_V1: dict[str, Any] = {
     "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
@@ -82,6 +84,30 @@ async def install_widgets(http: aiohttp.ClientSession) -> None:
             return
         await asyncio.sleep(0.02)
     raise AssertionError("widgets were not served within 2 s")
+
+
+def secured_config(tmp_path: Path) -> ServerConfig:
+    """An in-process server on memory storage, secured as ``setpoint serve`` is by default
+    (TLS, authentication, RBAC), its PKI under ``tmp_path / "pki"`` and its admin's
+    kubeconfig at ``tmp_path / "kubeconfig"``."""
+    return ServerConfig(port=0, storage=StorageConfig(kind="memory"),
+                        kubeconfig_path=tmp_path / "kubeconfig",
+                        security=SecurityConfig(pki_dir=tmp_path / "pki"))
+
+
+async def grant(admin: Client, user: str, rules: list[dict[str, Any]], *,
+                name: str | None = None) -> None:
+    """A ClusterRole of ``rules`` bound to ``user``, both named ``name`` (default: the
+    user's name)."""
+    name = name or user
+    await admin.create({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                        "metadata": {"name": name}, "rules": rules})
+    await admin.create({"apiVersion": "rbac.authorization.k8s.io/v1",
+                        "kind": "ClusterRoleBinding", "metadata": {"name": name},
+                        "roleRef": {"apiGroup": "rbac.authorization.k8s.io",
+                                    "kind": "ClusterRole", "name": name},
+                        "subjects": [{"kind": "User", "name": user,
+                                      "apiGroup": "rbac.authorization.k8s.io"}]})
 
 
 def user_client(server: Server, tmp_path: Path, user: str) -> Client:

@@ -16,11 +16,9 @@ import pytest
 from setpoint.apimachinery import errors
 from setpoint.client import Client, PatchType, load_kubeconfig
 from setpoint.pki import csr as pkicsr
-from setpoint.server.securing import SecurityConfig
-from setpoint.server.server import Server, ServerConfig
-from setpoint.storage import StorageConfig
+from setpoint.server.server import Server
 from setpoint.testing import waiting
-from tests.integration.api.helpers import user_client
+from tests.integration.api.helpers import grant, secured_config, user_client
 
 Obj = dict[str, Any]
 CSR = ("certificates.k8s.io/v1", "CertificateSigningRequest")
@@ -30,10 +28,7 @@ TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"
 
 @pytest.fixture
 async def server(tmp_path: Path) -> AsyncIterator[Server]:
-    config = ServerConfig(port=0, storage=StorageConfig(kind="memory"),
-                          kubeconfig_path=tmp_path / "kubeconfig",
-                          security=SecurityConfig(pki_dir=tmp_path / "pki"))
-    async with Server(config) as srv:
+    async with Server(secured_config(tmp_path)) as srv:
         yield srv
 
 
@@ -66,17 +61,6 @@ def invalid(*fragments: str) -> Any:
 
 def forbidden(message: str) -> Any:
     return pytest.raises(errors.Forbidden, match=re.escape(message))
-
-
-async def grant(admin: Client, user: str, rules: list[Obj]) -> None:
-    await admin.create({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-                        "metadata": {"name": user}, "rules": rules})
-    await admin.create({"apiVersion": "rbac.authorization.k8s.io/v1",
-                        "kind": "ClusterRoleBinding", "metadata": {"name": user},
-                        "roleRef": {"apiGroup": "rbac.authorization.k8s.io",
-                                    "kind": "ClusterRole", "name": user},
-                        "subjects": [{"kind": "User", "name": user,
-                                      "apiGroup": "rbac.authorization.k8s.io"}]})
 
 
 CSR_RULES = [{"apiGroups": ["certificates.k8s.io"], "resources": [
@@ -141,17 +125,9 @@ async def test_approval_and_signing_need_the_signer_verbs(server: Server,
                      "approved request"):
             await admin.update_status(issued)
         # approve through a wildcard on the signer's domain
-        await admin.create({"apiVersion": "rbac.authorization.k8s.io/v1",
-                            "kind": "ClusterRole", "metadata": {"name": "approver"},
-                            "rules": [{"apiGroups": ["certificates.k8s.io"],
-                                       "resources": ["signers"], "verbs": ["approve"],
-                                       "resourceNames": ["example.com/*"]}]})
-        await admin.create({"apiVersion": "rbac.authorization.k8s.io/v1",
-                            "kind": "ClusterRoleBinding", "metadata": {"name": "approver"},
-                            "roleRef": {"apiGroup": "rbac.authorization.k8s.io",
-                                        "kind": "ClusterRole", "name": "approver"},
-                            "subjects": [{"kind": "User", "name": "bob",
-                                          "apiGroup": "rbac.authorization.k8s.io"}]})
+        await grant(admin, "bob", [{"apiGroups": ["certificates.k8s.io"],
+                                    "resources": ["signers"], "verbs": ["approve"],
+                                    "resourceNames": ["example.com/*"]}], name="approver")
         ok = await waiting.eventually(
             lambda: bob.update(approved(made), subresource="approval"), timeout=10,
             retry_on=(errors.Forbidden,))

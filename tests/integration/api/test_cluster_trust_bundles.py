@@ -16,11 +16,9 @@ import pytest
 from setpoint.apimachinery import errors
 from setpoint.client import Client, load_kubeconfig
 from setpoint.pki import certs
-from setpoint.server.securing import SecurityConfig
-from setpoint.server.server import Server, ServerConfig
-from setpoint.storage import StorageConfig
+from setpoint.server.server import Server
 from setpoint.testing import waiting
-from tests.integration.api.helpers import user_client
+from tests.integration.api.helpers import grant, secured_config, user_client
 
 Obj = dict[str, Any]
 CTB = ("certificates.k8s.io/v1beta1", "ClusterTrustBundle")
@@ -34,10 +32,7 @@ OTHER_CA = certs.new_ca("other-ca", now=NOW)
 
 @pytest.fixture
 async def server(tmp_path: Path) -> AsyncIterator[Server]:
-    config = ServerConfig(port=0, storage=StorageConfig(kind="memory"),
-                          kubeconfig_path=tmp_path / "kubeconfig",
-                          security=SecurityConfig(pki_dir=tmp_path / "pki"))
-    async with Server(config) as srv:
+    async with Server(secured_config(tmp_path)) as srv:
         yield srv
 
 
@@ -52,17 +47,6 @@ def bundle(name: str, pem: bytes | str = CA.cert_pem, *, signer: str | None = SI
 
 def invalid(*fragments: str) -> Any:
     return pytest.raises(errors.Invalid, match=".*".join(re.escape(f) for f in fragments))
-
-
-async def grant(admin: Client, user: str, rules: list[Obj]) -> None:
-    await admin.create({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-                        "metadata": {"name": user}, "rules": rules})
-    await admin.create({"apiVersion": "rbac.authorization.k8s.io/v1",
-                        "kind": "ClusterRoleBinding", "metadata": {"name": user},
-                        "roleRef": {"apiGroup": "rbac.authorization.k8s.io",
-                                    "kind": "ClusterRole", "name": user},
-                        "subjects": [{"kind": "User", "name": user,
-                                      "apiGroup": "rbac.authorization.k8s.io"}]})
 
 
 CTB_RULES: list[Obj] = [{"apiGroups": ["certificates.k8s.io"],
@@ -115,17 +99,9 @@ async def test_publishing_for_a_signer_needs_attest(server: Server, tmp_path: Pa
                 '"example.com/widgets"')):
             await carol.create(bundle("example.com:widgets:a"))
         # attest on <domain>/* covers every signer of the domain
-        await admin.create({"apiVersion": "rbac.authorization.k8s.io/v1",
-                            "kind": "ClusterRole", "metadata": {"name": "attest"},
-                            "rules": [{"apiGroups": ["certificates.k8s.io"],
-                                       "resources": ["signers"], "verbs": ["attest"],
-                                       "resourceNames": ["example.com/*"]}]})
-        await admin.create({"apiVersion": "rbac.authorization.k8s.io/v1",
-                            "kind": "ClusterRoleBinding", "metadata": {"name": "attest"},
-                            "roleRef": {"apiGroup": "rbac.authorization.k8s.io",
-                                        "kind": "ClusterRole", "name": "attest"},
-                            "subjects": [{"kind": "User", "name": "carol",
-                                          "apiGroup": "rbac.authorization.k8s.io"}]})
+        await grant(admin, "carol", [{"apiGroups": ["certificates.k8s.io"],
+                                      "resources": ["signers"], "verbs": ["attest"],
+                                      "resourceNames": ["example.com/*"]}], name="attest")
         made = await waiting.eventually(lambda: carol.create(bundle("example.com:widgets:a")),
                                         timeout=10, retry_on=(errors.Forbidden,))
         # other domains stay forbidden

@@ -18,6 +18,7 @@ from setpoint.server.securing import SecurityConfig
 from setpoint.server.server import Server, ServerConfig
 from setpoint.storage import StorageConfig
 from setpoint.testing import waiting
+from tests.integration.api.helpers import secured_config
 
 Obj = dict[str, Any]
 POD = ("v1", "Pod")
@@ -28,10 +29,7 @@ LEASE = ("coordination.k8s.io/v1", "Lease")
 
 @pytest.fixture
 async def server(tmp_path: Path) -> AsyncIterator[Server]:
-    config = ServerConfig(port=0, storage=StorageConfig(kind="memory"),
-                          kubeconfig_path=tmp_path / "kubeconfig",
-                          security=SecurityConfig(pki_dir=tmp_path / "pki"))
-    async with Server(config) as srv:
+    async with Server(secured_config(tmp_path)) as srv:
         yield srv
 
 

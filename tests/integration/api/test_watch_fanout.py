@@ -16,12 +16,11 @@ import aiohttp
 import orjson
 import pytest
 
-from setpoint.server.securing import SecurityConfig
 from setpoint.server.server import Server, ServerConfig
 from setpoint.storage import StorageConfig
 from setpoint.testing import waiting
 from tests.conftest import kubeconfig_ssl_context
-from tests.integration.api.helpers import WIDGETS, install_widgets, request, widget
+from tests.integration.api.helpers import WIDGETS, install_widgets, request, secured_config, widget
 
 
 async def open_watch(server: Server, query: str, *, context: ssl.SSLContext | None = None,
@@ -82,12 +81,10 @@ async def close(writer: asyncio.StreamWriter) -> None:
 
 @pytest.fixture
 async def secure_server(tmp_path: Path) -> AsyncIterator[tuple[Server, ssl.SSLContext]]:
-    kubeconfig = tmp_path / "kubeconfig"
-    config = ServerConfig(port=0, storage=StorageConfig(kind="memory"),
-                          kubeconfig_path=kubeconfig,
-                          security=SecurityConfig(pki_dir=tmp_path / "pki"))
+    config = secured_config(tmp_path)
     async with Server(config) as s:
-        context = kubeconfig_ssl_context(kubeconfig)
+        assert config.kubeconfig_path is not None
+        context = kubeconfig_ssl_context(config.kubeconfig_path)
         assert context is not None
         yield s, context
 

@@ -15,10 +15,9 @@ import pytest
 from setpoint.apimachinery import errors
 from setpoint.client import api, http1, watch
 from setpoint.client import config as cfg
-from setpoint.server.securing import SecurityConfig
-from setpoint.server.server import Server, ServerConfig
-from setpoint.storage import StorageConfig
+from setpoint.server.server import Server
 from setpoint.testing import eventually
+from tests.integration.api.helpers import secured_config
 
 CM = ("v1", "ConfigMap")
 PATH = "/api/v1/namespaces/default/configmaps"
@@ -40,12 +39,10 @@ def assert_nothing_streams(pool: http1.Pool) -> None:
 
 async def on_secure_server(tmp_path: Path,
                            scenario: Callable[[api.Client], Awaitable[None]]) -> None:
-    kubeconfig = tmp_path / "kubeconfig"
-    config = ServerConfig(port=0, storage=StorageConfig(kind="memory"),
-                          kubeconfig_path=kubeconfig,
-                          security=SecurityConfig(pki_dir=tmp_path / "pki"))
+    config = secured_config(tmp_path)
     async with Server(config):
-        client_config = cfg.load_kubeconfig(kubeconfig, request_timeout=30)
+        assert config.kubeconfig_path is not None
+        client_config = cfg.load_kubeconfig(config.kubeconfig_path, request_timeout=30)
         assert client_config.is_https
         async with api.Client(client_config) as client:
             await scenario(client)

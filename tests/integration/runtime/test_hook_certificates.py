@@ -49,6 +49,18 @@ BUNDLE_READER = {"apiGroups": ["certificates.k8s.io"], "resources": ["clustertru
                  "verbs": ["list"]}
 
 
+def hooks_rbac(*rules: dict[str, Any]) -> list[dict[str, Any]]:
+    """A ClusterRole of ``rules`` bound to the ServiceAccount ``default/hooks``."""
+    return [{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+             "metadata": {"name": "hooks"}, "rules": list(rules)},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+             "metadata": {"name": "hooks"},
+             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                         "name": "hooks"},
+             "subjects": [{"kind": "ServiceAccount", "name": "hooks",
+                           "namespace": "default"}]}]
+
+
 def library_hooks(**options: Any) -> Hooks:
     hooks = Hooks("library", **options)
 
@@ -124,26 +136,18 @@ async def test_an_identity_that_may_not_approve_waits_for_someone_who_may(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     async with control_plane(tmp_path, controllers=CONTROLLERS, secure=True) as cp:
         await install_books(cp.client)
-        await cp.apply([
-            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-             "metadata": {"name": "hooks"}, "rules": [
-                 {"apiGroups": ["certificates.k8s.io"],
-                  "resources": ["certificatesigningrequests"],
-                  "verbs": ["create", "get", "delete"]},
-                 {"apiGroups": ["certificates.k8s.io"],
-                  "resources": ["certificatesigningrequests/approval"], "verbs": ["update"]},
-                 BUNDLE_READER,
-                 {"apiGroups": ["admissionregistration.k8s.io"],
-                  "resources": ["validatingwebhookconfigurations"], "verbs": ["*"]},
-                 {"apiGroups": ["example.com"], "resources": ["books"], "verbs": ["*"]},
-                 {"apiGroups": ["apiextensions.k8s.io"],
-                  "resources": ["customresourcedefinitions"], "verbs": ["get", "list"]}]},
-            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-             "metadata": {"name": "hooks"},
-             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                         "name": "hooks"},
-             "subjects": [{"kind": "ServiceAccount", "name": "hooks",
-                           "namespace": "default"}]}])
+        await cp.apply(hooks_rbac(
+            {"apiGroups": ["certificates.k8s.io"],
+             "resources": ["certificatesigningrequests"],
+             "verbs": ["create", "get", "delete"]},
+            {"apiGroups": ["certificates.k8s.io"],
+             "resources": ["certificatesigningrequests/approval"], "verbs": ["update"]},
+            BUNDLE_READER,
+            {"apiGroups": ["admissionregistration.k8s.io"],
+             "resources": ["validatingwebhookconfigurations"], "verbs": ["*"]},
+            {"apiGroups": ["example.com"], "resources": ["books"], "verbs": ["*"]},
+            {"apiGroups": ["apiextensions.k8s.io"],
+             "resources": ["customresourcedefinitions"], "verbs": ["get", "list"]}))
         kubeconfig = await cp.service_account_kubeconfig("default/hooks")
         ca = await cluster_ca(cp.client)
         async with Client(load_kubeconfig(kubeconfig)) as operator:
@@ -188,18 +192,10 @@ async def test_an_identity_that_may_not_ask_falls_back_to_its_own_ca(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     async with control_plane(tmp_path, controllers=CONTROLLERS, secure=True) as cp:
         await install_books(cp.client)
-        await cp.apply([
-            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-             "metadata": {"name": "hooks"}, "rules": [
-                 {"apiGroups": ["admissionregistration.k8s.io"],
-                  "resources": ["validatingwebhookconfigurations"], "verbs": ["*"]},
-                 BUNDLE_READER]},
-            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-             "metadata": {"name": "hooks"},
-             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                         "name": "hooks"},
-             "subjects": [{"kind": "ServiceAccount", "name": "hooks",
-                           "namespace": "default"}]}])
+        await cp.apply(hooks_rbac(
+            {"apiGroups": ["admissionregistration.k8s.io"],
+             "resources": ["validatingwebhookconfigurations"], "verbs": ["*"]},
+            BUNDLE_READER))
         kubeconfig = await cp.service_account_kubeconfig("default/hooks")
         ca = await cluster_ca(cp.client)
         async with Client(load_kubeconfig(kubeconfig)) as operator:
@@ -296,17 +292,9 @@ async def test_an_identity_that_may_not_list_trust_bundles_asks_nothing(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     async with control_plane(tmp_path, controllers=CONTROLLERS, secure=True) as cp:
         await install_books(cp.client)
-        await cp.apply([
-            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-             "metadata": {"name": "hooks"}, "rules": [
-                 {"apiGroups": ["admissionregistration.k8s.io"],
-                  "resources": ["validatingwebhookconfigurations"], "verbs": ["*"]}]},
-            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-             "metadata": {"name": "hooks"},
-             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                         "name": "hooks"},
-             "subjects": [{"kind": "ServiceAccount", "name": "hooks",
-                           "namespace": "default"}]}])
+        await cp.apply(hooks_rbac(
+            {"apiGroups": ["admissionregistration.k8s.io"],
+             "resources": ["validatingwebhookconfigurations"], "verbs": ["*"]}))
         kubeconfig = await cp.service_account_kubeconfig("default/hooks")
         async with Client(load_kubeconfig(kubeconfig)) as operator:
             with caplog.at_level(logging.INFO, logger="setpoint.runtime.hooks"):
