@@ -370,10 +370,7 @@ class _Connection(asyncio.Protocol):
                 if parser is not None and parser.eof():
                     self.complete = True
                 else:
-                    detail = f": {exc}" if exc is not None else ""
-                    self.error = ConnectionLost(
-                        f"the connection closed before the response was complete{detail}",
-                        nothing_received=parser is None or not parser.received)
+                    self.error = _cut_short(parser, exc)
             self._wake()
             return
         parser, waiter = self._parser, self._waiter
@@ -383,11 +380,7 @@ class _Connection(asyncio.Protocol):
             parser.keep_alive = False
             waiter.set_result(None)
             return
-        received = parser is not None and parser.received
-        detail = f": {exc}" if exc is not None else ""
-        waiter.set_exception(ConnectionLost(
-            f"the connection closed before the response was complete{detail}",
-            nothing_received=not received))
+        waiter.set_exception(_cut_short(parser, exc))
 
     def close(self) -> None:
         self.closed = True
@@ -415,7 +408,6 @@ class _Connection(asyncio.Protocol):
             return parser
         finally:
             self._parser = self._waiter = None
-
 
     async def open_stream(self, data: bytes, parser: _Parser,
                           deadline: Deadline | None = None) -> None:
@@ -455,6 +447,13 @@ class _Connection(asyncio.Protocol):
         if self.paused and self.transport is not None and not self.closed:
             self.paused = False
             self.transport.resume_reading()
+
+
+def _cut_short(parser: _Parser | None, exc: Exception | None) -> ConnectionLost:
+    """The error of a response whose connection closed before it was complete."""
+    detail = f": {exc}" if exc is not None else ""
+    return ConnectionLost(f"the connection closed before the response was complete{detail}",
+                          nothing_received=parser is None or not parser.received)
 
 
 class Stream:

@@ -545,7 +545,7 @@ class Manager:
         from setpoint.runtime import managerhttp
 
         served = managerhttp.Endpoints(lambda: self.ready, self.metrics, self.history,
-                                  lambda: {b.name for b in self._bound})
+                                       lambda: {b.name for b in self._bound})
         try:
             return await managerhttp.serve(stack, served, self._host, port, endpoints)
         except OSError as e:
