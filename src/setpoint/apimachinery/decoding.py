@@ -470,38 +470,31 @@ def _deeper_than(value: Any, max_depth: int) -> bool:
     """Whether some container in ``value`` is nested deeper than ``max_depth``: the quick
     answer :func:`too_deep` gives first (almost every object is within the limit), without
     the path."""
-    if not isinstance(value, _CONTAINERS):
-        return False
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    pop, push = stack.pop, stack.append
-    while stack:
-        node, level = pop()
-        if level > max_depth:
-            return True
-        for child in (node.values() if isinstance(node, dict) else node):
-            if isinstance(child, _CONTAINERS):
-                push((child, level + 1))
-    return False
+    return depth(value, stop_above=max_depth) > max_depth
 
 
 _CONTAINERS = (dict, list)
 
 
-def depth(value: Any) -> int:
-    """How many containers deep ``value`` nests (a scalar is 0, ``{}`` is 1); iterative."""
+def depth(value: Any, *, stop_above: int | None = None) -> int:
+    """How many containers deep ``value`` nests (a scalar is 0, ``{}`` is 1); iterative.
+
+    With ``stop_above``, the walk ends at the first container deeper than it, and that
+    container's level is returned (enough to tell that ``value`` is deeper)."""
+    if not isinstance(value, _CONTAINERS):
+        return 0
     deepest = 0
     stack: list[tuple[Any, int]] = [(value, 1)]
+    pop, push = stack.pop, stack.append
     while stack:
-        node, level = stack.pop()
-        if isinstance(node, dict):
-            children: Any = node.values()
-        elif isinstance(node, list):
-            children = node
-        else:
-            continue
-        deepest = max(deepest, level)
-        stack.extend((child, level + 1) for child in children
-                     if isinstance(child, dict | list))
+        node, level = pop()
+        if level > deepest:
+            deepest = level
+            if stop_above is not None and level > stop_above:
+                return level
+        for child in (node.values() if isinstance(node, dict) else node):
+            if isinstance(child, _CONTAINERS):
+                push((child, level + 1))
     return deepest
 
 
