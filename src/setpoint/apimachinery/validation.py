@@ -375,9 +375,6 @@ def is_path_segment_name(value: str) -> list[str]:
 # validation looks at. These say so (True) only when the full checks below would find nothing;
 # anything else (False) goes through the full checks, which also say what is wrong.
 
-_PLAIN_QNAME_MAX = min(QUALIFIED_NAME_MAX_LENGTH, LABEL_VALUE_MAX_LENGTH)
-
-
 def _plain_key(key: Any) -> bool:
     """A label or annotation key (lower-case prefix) that :func:`is_qualified_name` accepts."""
     if type(key) is not str:
