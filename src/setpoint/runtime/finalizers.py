@@ -16,6 +16,10 @@ that was read. A failed test means the object changed meanwhile: it is raised as
 ``Conflict``, and the reconcile is retried on the fresh object (the change also arrives on
 the watch).
 
+A finalizer write answered ``NotFound`` means the object is already gone: the read was stale
+(an earlier reconcile removed the last finalizer, or someone else did), and there is nothing
+left to do. :meth:`Finalizer.run` returns done then instead of failing the reconcile.
+
 Invariants: if ``apply`` ever ran for an object, ``cleanup`` runs before the object is gone
 (unless someone else removes the finalizer by hand, or the finalizer is never removed:
 a ``cleanup`` that keeps failing keeps the object in Terminating). ``cleanup`` may return a
@@ -104,10 +108,16 @@ class Finalizer:
             result = reconcile.as_result(await cleanup(obj))
             if result.requeue or result.requeue_after is not None:
                 return result  # cleanup is not finished: keep the finalizer
-            await self.remove(obj)
+            try:
+                await self.remove(obj)
+            except errors.NotFound:
+                pass  # already gone: the deletion this cleanup waited for is complete
             return reconcile.Result.done()
         if not self.present(obj):
-            obj = await self.add(obj)
+            try:
+                obj = await self.add(obj)
+            except errors.NotFound:
+                return reconcile.Result.done()  # gone before apply ever ran: no cleanup owed
         return reconcile.as_result(await apply(obj))
 
 

@@ -18,7 +18,7 @@ NAME = "example.com/cleanup"
 class FakeObjects:
     """One stored object; JSON patches applied as the server would (a failed test is 422)."""
 
-    def __init__(self, obj: dict[str, Any]) -> None:
+    def __init__(self, obj: dict[str, Any] | None) -> None:
         self.obj = obj
         self.patches: list[list[dict[str, Any]]] = []
 
@@ -27,6 +27,8 @@ class FakeObjects:
         assert patch_type is PatchType.JSON
         assert resource == ("example.com/v1", "Book")
         self.patches.append(ops)
+        if self.obj is None:
+            raise errors.NotFound(f'books.example.com "{name}" not found')
         try:
             result = patch.json_patch(self.obj, ops)
         except patch.PatchError as e:
@@ -122,6 +124,23 @@ async def test_a_stale_object_is_a_conflict() -> None:
     with pytest.raises(errors.Conflict):
         await run(api, deleting, steps)
     assert steps.calls == [("cleanup", "5")]  # cleanup ran; it runs again on the retry
+
+
+async def test_a_stale_read_of_an_object_already_gone_is_done() -> None:
+    # an earlier reconcile removed the last finalizer and the object went; the cache still
+    # shows it terminating with ours
+    api = FakeObjects(None)
+    steps = Steps()
+    assert await run(api, book(finalizers_=[NAME], deleting=True), steps) == Result.done()
+    assert steps.calls == [("cleanup", "5")]  # cleanup is idempotent; it may run again
+    assert len(api.patches) == 1
+
+
+async def test_an_object_gone_before_the_finalizer_was_added_is_never_applied() -> None:
+    api = FakeObjects(None)
+    steps = Steps()
+    assert await run(api, book(), steps) == Result.done()
+    assert steps.calls == []
 
 
 def test_finalizer_names_are_qualified() -> None:
