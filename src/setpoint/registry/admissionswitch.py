@@ -33,8 +33,12 @@ class AdmissionSwitch:
 
     def on(self) -> bool:
         """Switched on (latching as soon as a configuration is in the cache)."""
-        if not self._on and any(self._cache.count(p) for p in self._prefixes):
-            self._on = True
+        if self._on:
+            return True
+        for prefix in self._prefixes:
+            if self._cache.count(prefix):
+                self._on = True
+                break
         return self._on
 
     def exempt(self, group: str, resource: str) -> bool:

@@ -99,9 +99,12 @@ def manager_from_user_agent(user_agent: str | None) -> str:
     ``kubectl``, for every kubectl command that sends no ``fieldManager``, ``kubectl scale``
     included), unprintable characters left out, at most 128 bytes of UTF-8; ``unknown``
     when nothing is left."""
+    prefix = (user_agent or "").split("/", 1)[0]
+    if prefix.isascii() and prefix.isprintable() and 0 < len(prefix) <= MAX_MANAGER_LENGTH:
+        return prefix  # the usual User-Agent: nothing to leave out, one byte per character
     kept: list[str] = []
     size = 0
-    for ch in (user_agent or "").split("/", 1)[0]:
+    for ch in prefix:
         if not ch.isprintable():
             continue
         size += len(ch.encode("utf-8", "surrogatepass"))

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import contextlib
+import datetime
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any, Final, Protocol
@@ -164,6 +165,7 @@ class StoreBase:
         self._backend = backend
         self._cache = cache
         self._clock = clock
+        self._second: tuple[datetime.datetime, str] | None = None  # the last _now() formatted
         self._rng = rng
         # jitter of the pauses between write attempts (its own stream: uids stay as seeded)
         self._jitter = random.Random(rng.getrandbits(64))
@@ -207,7 +209,15 @@ class StoreBase:
         return errors.invalid(self.info.kind, self.info.group, name, errs)
 
     def _now(self) -> str:
-        return timeutil.format_time(self._clock.now())
+        """The clock's time as an object's timestamp (whole seconds); formatted once per
+        second, as every write in it stamps the same text."""
+        now = self._clock.now().replace(microsecond=0)
+        last = self._second
+        if last is not None and last[0] == now:
+            return last[1]
+        text = timeutil.format_time(now)
+        self._second = (now, text)
+        return text
 
     def matches(self, obj: Obj, labels: selectors.LabelSelector | None,
                 field_sel: selectors.FieldSelector | None, version: str | None = None) -> bool:

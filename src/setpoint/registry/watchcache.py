@@ -546,7 +546,13 @@ class WatchCache:
         return keys, [bucket[k] for k in keys]
 
     def count(self, prefix: str) -> int:
-        """Objects under ``prefix``: without a scan when it is a whole resource's."""
+        """Objects under ``prefix`` (a resource's, or a narrower one): without a scan when
+        it is a whole resource's."""
+        bucket = self._objects.get(prefix)
+        if bucket is not None:
+            return len(bucket)  # only a whole resource's prefix names a bucket
+        if prefix.count("/") == 4 and prefix.endswith("/"):
+            return 0  # a whole resource's prefix (/registry/<group>/<resource>/), no bucket
         whole = resource_prefix(prefix + "x")
         bucket = self._objects.get(whole, {})
         if prefix == whole:

@@ -48,8 +48,9 @@ class Writes(StoreBase):
         self._check_namespace(meta, namespace)
         warnings = self.strategy.warnings(version)
         self._normalize(obj, version, opts, warnings)
+        now = self._now()
         if opts.field_manager and not applied:
-            self._fields(version).update(None, obj, opts.field_manager, self._now())
+            self._fields(version).update(None, obj, opts.field_manager, now)
         meta = obj["metadata"]
         if not meta.get("name") and isinstance(meta.get("generateName"), str) \
                 and meta["generateName"]:
@@ -58,7 +59,7 @@ class Writes(StoreBase):
         for k in (*SERVER_OWNED_META, "resourceVersion", "generation"):
             meta.pop(k, None)
         meta["uid"] = str(uuid.UUID(int=self._rng.getrandbits(128), version=4))
-        meta["creationTimestamp"] = self._now()
+        meta["creationTimestamp"] = now
         self.strategy.prepare_for_create(obj, version)
         self.strategy.prepare_requestor(obj, opts.user)
         await self._gate(namespace, name)

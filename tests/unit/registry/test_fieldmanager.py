@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from setpoint.apimachinery import errors, fieldpath, typed
 from setpoint.apimachinery.fieldpath import key, path, value
@@ -344,3 +346,23 @@ def test_manager_names_from_user_agents() -> None:
 def test_the_default_manager_is_the_user_agents_program(user_agent: str | None,
                                                         manager: str) -> None:
     assert fm.manager_from_user_agent(user_agent) == manager
+
+
+def _manager_by_characters(user_agent: str) -> str:
+    kept: list[str] = []
+    size = 0
+    for ch in user_agent.split("/", 1)[0]:
+        if ch.isprintable():
+            size += len(ch.encode("utf-8", "surrogatepass"))
+            if size > fm.MAX_MANAGER_LENGTH:
+                break
+            kept.append(ch)
+    return "".join(kept) or "unknown"
+
+
+@settings(max_examples=300)
+@given(st.text(max_size=300) | st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=127),
+                                      max_size=300))
+def test_the_quick_answer_for_plain_user_agents_is_the_character_by_character_one(
+        user_agent: str) -> None:
+    assert fm.manager_from_user_agent(user_agent) == _manager_by_characters(user_agent)

@@ -97,3 +97,19 @@ async def test_history_on_start_is_bounded_by_capacity_and_compaction(
         assert cache.oldest_watchable() == 3  # the compacted revision
     finally:
         await stop(task)
+
+
+async def test_counts_under_a_resource_or_narrower_are_those_of_a_scan(backend: MemoryBackend) -> None:
+    keys = [f"{PREFIX}a/x", f"{PREFIX}a/y", f"{PREFIX}b/x", "/registry/apps/deployments/a/d",
+            "/registry/core/namespaces/a"]
+    for key in keys:
+        await backend.create(key, OBJ)
+    cache, task = await run_cache(backend)
+    try:
+        for prefix in (PREFIX, f"{PREFIX}a/", f"{PREFIX}b/", f"{PREFIX}c/",
+                       "/registry/core/namespaces/", "/registry/core/secrets/",
+                       "/registry/apps/deployments/", "/registry/policies/x/",
+                       f"{PREFIX}a/x"):
+            assert cache.count(prefix) == sum(k.startswith(prefix) for k in keys), prefix
+    finally:
+        await stop(task)
