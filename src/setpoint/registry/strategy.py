@@ -184,9 +184,12 @@ class Strategy:
     # --- validation ----------------------------------------------------------------------
 
     def validate(self, obj: Obj, version: VersionInfo) -> list[FieldError]:
+        # a kind that keeps the default name rule names none, so that plain metadata takes
+        # validate_object_meta's quick way (whose default rule is the same)
+        name_check = None if type(self).check_name is Strategy.check_name else self.check_name
         return validation.validate_object_meta(obj.get("metadata") or {},
                                                namespaced=self.info.namespaced,
-                                               name_check=self.check_name)
+                                               name_check=name_check)
 
     def check_name(self, name: str) -> list[str]:
         """What is wrong with ``name`` for this kind (DNS-1123 subdomains, by default)."""
