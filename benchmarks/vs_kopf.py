@@ -3,7 +3,10 @@
 The operator: for every ``Thing`` of its namespace, set ``status.phase`` to ``Ready`` (through
 the status subresource) unless it already is. Written idiomatically in both: a kopf
 ``on.create`` handler that sets ``patch.status``; a setpoint controller that reads the
-object from its cache and patches the status.
+object from its cache and patches the status. Neither reacts to a change of status alone:
+kopf's handlers see only the object's essence (status left out), and the setpoint controller
+filters updates with ``generation_changed`` (controller-runtime's idiom for a controller that
+writes its own status), so the echo of its own status write is dropped before it queues.
 
 One ``setpoint serve`` process (a fresh data directory, port 0) serves every trial. For each
 N and each operator, in a namespace of its own: N things are created first, then the
@@ -121,11 +124,12 @@ def run_kopf(namespace: str) -> None:
 
 def run_setpoint(namespace: str, kubeconfig: str, workers: int) -> None:
     from setpoint.client import Client, load_kubeconfig
-    from setpoint.runtime import Context, Manager, Registry, Request, Result
+    from setpoint.runtime import Context, Manager, Registry, Request, Result, generation_changed
 
     registry = Registry()
 
-    @registry.controller(for_=THING, workers=workers, namespace=namespace)
+    @registry.controller(for_=THING, workers=workers, namespace=namespace,
+                         predicates=[generation_changed])
     async def reconcile(request: Request, ctx: Context) -> Result:
         thing = ctx.get(request)
         if thing is not None and (thing.get("status") or {}).get("phase") != "Ready":
