@@ -40,7 +40,9 @@ Invariants:
 - Every worker is a task of the task group inside :meth:`Engine.run`; when ``run`` returns or
   raises, no worker is left. A worker cancelled mid-reconcile marks its request done and
   does not requeue it (whoever cancelled the engine decides what happens next).
-- Exceptions from the reconciler never end a worker (they are logged, counted and retried);
+- Exceptions from the reconciler never end a worker (they are logged, counted and retried;
+  a ``Conflict`` is logged at info level without a traceback: a write guarded by what a
+  cache said a step behind is the expected way to meet a concurrent change);
   ``BaseException`` s other than cancellation (``KeyboardInterrupt``, ``SystemExit``) do.
 - A worker yields to the event loop after every request, even when the reconcile finished
   without suspending (a queue with ready keys hands them out without waiting): a reconciler
@@ -67,6 +69,7 @@ import traceback
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
+from setpoint.apimachinery import errors
 from setpoint.runtime import budgets as rtbudgets
 from setpoint.runtime import clock as rtclock
 from setpoint.runtime import deadlines, fairness, polling, ratelimit, reconcile
@@ -243,8 +246,14 @@ class Engine:
                                                 detail=type(e).__name__))
                 self.metrics.error(terminal=False)
                 error = describe_error(e)
-                self.log.error("error reconciling %s (retry %d): %s", request,
-                               self.queue.num_requeues(request), error, exc_info=e)
+                if isinstance(e, errors.Conflict):
+                    # optimistic concurrency at work (a write guarded by a resourceVersion
+                    # read from a cache a step behind): retried on the fresh object, no bug
+                    self.log.info("conflict reconciling %s (retry %d): %s", request,
+                                  self.queue.num_requeues(request), error)
+                else:
+                    self.log.error("error reconciling %s (retry %d): %s", request,
+                                   self.queue.num_requeues(request), error, exc_info=e)
             else:
                 label = self._settle(request, result)
             seconds = self._clock.monotonic() - started

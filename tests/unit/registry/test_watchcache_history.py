@@ -99,7 +99,8 @@ async def test_history_on_start_is_bounded_by_capacity_and_compaction(
         await stop(task)
 
 
-async def test_counts_under_a_resource_or_narrower_are_those_of_a_scan(backend: MemoryBackend) -> None:
+async def test_counts_under_a_resource_or_narrower_are_those_of_a_scan(
+        backend: MemoryBackend) -> None:
     keys = [f"{PREFIX}a/x", f"{PREFIX}a/y", f"{PREFIX}b/x", "/registry/apps/deployments/a/d",
             "/registry/core/namespaces/a"]
     for key in keys:

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from setpoint.apimachinery import errors
 from setpoint.runtime import engine, ratelimit
 from setpoint.runtime import metrics as rtmetrics
 from setpoint.runtime.clock import FakeAsyncClock
@@ -310,6 +311,24 @@ async def test_an_exception_without_a_message_is_logged_with_one(
                               "expired")
     assert "test_engine.py:" in message
     assert "in times_out" in message
+    e.shut_down()
+
+
+async def test_a_conflict_is_retried_and_logged_without_a_traceback(
+        clock: FakeAsyncClock, caplog: pytest.LogCaptureFixture) -> None:
+    async def conflicts(request: Request) -> Result:
+        raise errors.Conflict("the object has been modified")
+
+    e = make(clock, conflicts)
+    e.enqueue(A)
+    with caplog.at_level("INFO"):
+        assert await take(e) == "error"
+    record = caplog.records[-1]
+    assert record.levelname == "INFO"
+    assert record.exc_info is None
+    assert record.getMessage() == ("conflict reconciling default/a (retry 1): Conflict: the "
+                                   "object has been modified")
+    assert e.queue.num_requeues(A) == 1  # retried, with the usual backoff
     e.shut_down()
 
 
