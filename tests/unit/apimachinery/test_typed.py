@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from setpoint.apimachinery import typed
 from setpoint.apimachinery.fieldpath import Path, key, path, value
@@ -219,3 +221,52 @@ def test_no_schema_means_everything_deduced() -> None:
     assert typed.to_field_set(deduced, {"spec": {"a": [1]}, "metadata": {"labels": {"x": "1"}}}
                               ) == {path("spec"), path("spec", "a"),
                                     path("metadata", "labels", "x")}
+
+
+_scalars = st.one_of(st.none(), st.booleans(), st.integers(-3, 3),
+                     st.sampled_from([0.0, 1.0, -0.0, 2.5]), st.sampled_from(["", "a", "b"]))
+_values = st.recursive(
+    _scalars,
+    lambda inner: st.lists(inner, max_size=3)
+    | st.dictionaries(st.sampled_from(["a", "b", "port", "protocol", "name"]), inner,
+                      max_size=3),
+    max_leaves=8)
+_objects = st.fixed_dictionaries({}, optional={
+    "spec": st.fixed_dictionaries({}, optional={
+        "size": _values, "tags": _values, "args": _values, "ports": _values,
+        "selector": _values, "sealed": _values, "free": _values, "port": _values}),
+    "status": _values, "metadata": _values, "extra": _values})
+
+
+def _walked(lhs: Any, rhs: Any) -> tuple[set[Path], set[Path], set[Path]]:
+    """What the field-by-field walk finds, without compare()'s quick ways."""
+    out = typed.Comparison()
+    typed._compare(SPEC, lhs, rhs, (), out)
+    return (out.removed - {()}, out.modified - {()}, out.added - {()})
+
+
+@settings(max_examples=400, deadline=None)
+@given(_objects, _objects, st.booleans())
+def test_compare_leaves_out_unchanged_fields_without_changing_its_answer(
+        lhs: dict[str, Any], rhs: dict[str, Any], share: bool) -> None:
+    if share:  # the usual update: most top-level fields the same, one changed
+        rhs = {**lhs, **{k: v for k, v in rhs.items() if k == "status"}}
+    try:
+        expected = _walked(lhs, rhs)
+    except ValueError:
+        with pytest.raises(ValueError):  # noqa: PT011 - the walk's own error, either way
+            typed.compare(SPEC, lhs, rhs)
+        return
+    got = typed.compare(SPEC, lhs, rhs)
+    assert (got.removed, got.modified, got.added) == expected
+
+
+def test_same_json_is_only_the_same_value() -> None:
+    assert typed._same_json({"a": {"b": 1, "c": "x"}}, {"a": {"b": 1, "c": "x"}})
+    assert not typed._same_json({"a": ["x"]}, {"a": ["x"]})  # a list: compared (it may fail)
+    assert not typed._same_json({"a": 1}, {"a": True})
+    assert not typed._same_json({"a": 1}, {"a": 1.0})
+    assert not typed._same_json({"a": None}, {"a": float("nan")})  # both encode as null
+    assert not typed._same_json({"a": None}, {"a": None})  # null: always compared
+    assert not typed._same_json({"a": 2**70}, {"a": 2**70})  # beyond what orjson encodes
+    assert not typed._same_json({"a": 1, "b": 2}, {"b": 2, "a": 1})  # another order: compared
