@@ -21,6 +21,12 @@ watch's task. That happens only while the transport has not asked to pause writi
 does at :data:`DIRECT_LIMIT` unsent bytes) and is not closing; otherwise the event goes to
 the task, which writes it and waits for the client to read (so a client that does not read
 is still bounded by the watcher's queue and the history, and is ended as before).
+
+The fan-out's writes to one connection are gathered for the rest of the event loop's turn
+(:class:`FanoutWrites`): the events of one storage commit that a watch takes (a group commit
+holds many) leave in one write, over TLS one record, instead of one each. What is gathered
+is written before anything the watch's task writes, and at once when it reaches
+:data:`DIRECT_LIMIT`, so order and the bound on unsent bytes hold.
 """
 
 from __future__ import annotations
@@ -51,6 +57,33 @@ INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 DIRECT_LIMIT = 0x10000
 
 
+class FanoutWrites:
+    """The writes the fan-out gathered in this turn of the event loop, made at its end.
+
+    :meth:`defer` registers a connection's flush once per turn; one callback then runs
+    every flush registered, in order. A flush that fails is the connection's to notice
+    (its task meets the closed connection); it does not stop the others.
+    """
+
+    __slots__ = ("_due",)
+
+    def __init__(self) -> None:
+        self._due: list[Callable[[], None]] = []
+
+    def defer(self, flush: Callable[[], None]) -> None:
+        if not self._due:
+            asyncio.get_running_loop().call_soon(self._run)
+        self._due.append(flush)
+
+    def _run(self) -> None:
+        due, self._due = self._due, []
+        for flush in due:
+            try:
+                flush()
+            except Exception:  # the watch's task meets the connection's end
+                continue
+
+
 @dataclass(slots=True)
 class WatchConfig:
     bookmark_interval: float = 55.0
@@ -62,6 +95,10 @@ class WatchConfig:
     active: weakref.WeakSet[WatchStream] = field(default_factory=weakref.WeakSet)
     #: events written to a caught-up watch's connection from the cache's fan-out
     sent_from_fanout: int = 0
+    #: writes those events took (several events of one turn of the loop go in one)
+    fanout_writes: int = 0
+    #: the fan-out's writes of one turn of the event loop, one per connection
+    writes: FanoutWrites = field(default_factory=FanoutWrites)
 
     def close_all(self) -> None:
         for stream in list(self.active):
@@ -151,6 +188,26 @@ async def serve_watch(request: web.Request, store: Store, namespace: str | None,
                                   "metadata": meta})
 
     transport = request.transport
+    #: chunks the fan-out took for this connection in this turn of the loop, not yet written
+    gathered: list[bytes] = []
+    gathered_size = 0
+
+    def flush() -> None:
+        """Write what the fan-out gathered (before anything else is written)."""
+        nonlocal gathered_size
+        if not gathered:
+            return
+        data = gathered[0] if len(gathered) == 1 else b"".join(gathered)
+        gathered.clear()
+        gathered_size = 0
+        if transport is not None and not transport.is_closing():
+            transport.write(data)
+            config.fanout_writes += 1
+
+    async def write(data: bytes) -> None:
+        flush()
+        await response.write(data)
+
     # the fan-out writes chunks itself: only where aiohttp would write the same bytes
     if output.kind in ("json", "partial") and transport is not None and response.chunked \
             and not response.compression:
@@ -164,14 +221,26 @@ async def serve_watch(request: web.Request, store: Store, namespace: str | None,
         protocol = request.protocol
 
         def send_now(data: bytes) -> bool:
-            """Write ``data`` from the fan-out, when the connection can take it now."""
+            """Take ``data`` from the fan-out, when the connection can take it now: written
+            at the end of the loop's turn with the rest of the turn's, or at once when
+            that reaches DIRECT_LIMIT."""
+            nonlocal gathered_size
             if protocol.writing_paused or transport.is_closing():
+                try:
+                    flush()  # what was taken goes before what the task will write
+                except Exception:  # the task meets the closed connection
+                    pass
                 return False
-            try:
-                transport.write(data)
-            except Exception:  # the task meets the closed connection and ends the watch
-                return False
+            if not gathered:
+                config.writes.defer(flush)
+            gathered.append(data)
+            gathered_size += len(data)
             config.sent_from_fanout += 1
+            if gathered_size >= DIRECT_LIMIT:
+                try:
+                    flush()
+                except Exception:  # the task meets the closed connection
+                    pass
             return True
 
         stream.set_sink(send_now, ("chunk", output.kind),
@@ -180,7 +249,7 @@ async def serve_watch(request: web.Request, store: Store, namespace: str | None,
         while True:
             if need_initial_end and stream.pending_replay() == 0:
                 need_initial_end = False
-                await response.write(bookmark(stream.bookmark_revision(store.cache_revision),
+                await write(bookmark(stream.bookmark_revision(store.cache_revision),
                                               {INITIAL_EVENTS_END: "true"}))
             now = loop.time()
             if now >= deadline:
@@ -192,23 +261,24 @@ async def serve_watch(request: web.Request, store: Store, namespace: str | None,
                 event = await stream.next_event(timeout=wait)
             except TimeoutError:
                 if opts.allow_bookmarks and loop.time() < deadline:
-                    await response.write(bookmark(stream.bookmark_revision(
+                    await write(bookmark(stream.bookmark_revision(
                         store.cache_revision)))
                 continue
             except errors.ApiError as e:
                 # an event that cannot be served (its conversion webhook failed) ends the
                 # watch with an ERROR event, as Kubernetes ends it
-                await response.write(_line("ERROR", e.status()))
+                await write(_line("ERROR", e.status()))
                 break
             if event is None:
                 break
-            await response.write(frame(event))
+            await write(frame(event))
     except ConnectionResetError:
         # the client went away (a watch it stopped): nothing to log, nothing more to send
         return response
     finally:
         stream.close()
     try:
+        flush()
         await response.write_eof()
     except ConnectionResetError:
         pass
