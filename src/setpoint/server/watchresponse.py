@@ -22,11 +22,12 @@ does at :data:`DIRECT_LIMIT` unsent bytes) and is not closing; otherwise the eve
 the task, which writes it and waits for the client to read (so a client that does not read
 is still bounded by the watcher's queue and the history, and is ended as before).
 
-The fan-out's writes to one connection are gathered for the rest of the event loop's turn
+The first event the fan-out writes to a connection in a turn of the event loop goes at once;
+the connection's later events of the same turn are gathered and leave together at its end
 (:class:`FanoutWrites`): the events of one storage commit that a watch takes (a group commit
-holds many) leave in one write, over TLS one record, instead of one each. What is gathered
-is written before anything the watch's task writes, and at once when it reaches
-:data:`DIRECT_LIMIT`, so order and the bound on unsent bytes hold.
+holds many) cost two writes, over TLS two records, instead of one each, and a single event
+is not held back. What is gathered is written before anything the watch's task writes, and
+at once when it reaches :data:`DIRECT_LIMIT`, so order and the bound on unsent bytes hold.
 """
 
 from __future__ import annotations
@@ -58,24 +59,34 @@ DIRECT_LIMIT = 0x10000
 
 
 class FanoutWrites:
-    """The writes the fan-out gathered in this turn of the event loop, made at its end.
+    """Turns of the event loop as the fan-out sees them, and the writes left to their end.
 
-    :meth:`defer` registers a connection's flush once per turn; one callback then runs
-    every flush registered, in order. A flush that fails is the connection's to notice
-    (its task meets the closed connection); it does not stop the others.
+    :meth:`turn` numbers the current turn (a callback queued at its first use ends it);
+    :meth:`defer` leaves a connection's flush to the end of the turn, where the flushes run
+    in the order they were deferred. A flush that fails is the connection's to notice (its
+    task meets the closed connection); it does not stop the others.
     """
 
-    __slots__ = ("_due",)
+    __slots__ = ("_armed", "_due", "_turn")
 
     def __init__(self) -> None:
         self._due: list[Callable[[], None]] = []
+        self._turn = 0
+        self._armed = False
+
+    def turn(self) -> int:
+        if not self._armed:
+            self._armed = True
+            asyncio.get_running_loop().call_soon(self._end_turn)
+        return self._turn
 
     def defer(self, flush: Callable[[], None]) -> None:
-        if not self._due:
-            asyncio.get_running_loop().call_soon(self._run)
+        self.turn()
         self._due.append(flush)
 
-    def _run(self) -> None:
+    def _end_turn(self) -> None:
+        self._armed = False
+        self._turn += 1
         due, self._due = self._due, []
         for flush in due:
             try:
@@ -191,6 +202,7 @@ async def serve_watch(request: web.Request, store: Store, namespace: str | None,
     #: chunks the fan-out took for this connection in this turn of the loop, not yet written
     gathered: list[bytes] = []
     gathered_size = 0
+    last_turn = -1  # the turn of the loop this connection's last event was written in
 
     def flush() -> None:
         """Write what the fan-out gathered (before anything else is written)."""
@@ -221,26 +233,36 @@ async def serve_watch(request: web.Request, store: Store, namespace: str | None,
         protocol = request.protocol
 
         def send_now(data: bytes) -> bool:
-            """Take ``data`` from the fan-out, when the connection can take it now: written
-            at the end of the loop's turn with the rest of the turn's, or at once when
-            that reaches DIRECT_LIMIT."""
-            nonlocal gathered_size
+            """Take ``data`` from the fan-out, when the connection can take it now. The
+            first event of a turn of the loop is written at once (the client can read it
+            while the fan-out goes on); the turn's later ones are gathered and written
+            together at its end, or at once when they reach DIRECT_LIMIT."""
+            nonlocal gathered_size, last_turn
             if protocol.writing_paused or transport.is_closing():
                 try:
                     flush()  # what was taken goes before what the task will write
                 except Exception:  # the task meets the closed connection
                     pass
                 return False
-            if not gathered:
-                config.writes.defer(flush)
-            gathered.append(data)
-            gathered_size += len(data)
-            config.sent_from_fanout += 1
-            if gathered_size >= DIRECT_LIMIT:
+            turn = config.writes.turn()
+            if turn != last_turn and not gathered:
+                last_turn = turn
                 try:
-                    flush()
-                except Exception:  # the task meets the closed connection
-                    pass
+                    transport.write(data)
+                except Exception:  # the task meets the closed connection and ends the watch
+                    return False
+                config.fanout_writes += 1
+            else:
+                if not gathered:
+                    config.writes.defer(flush)
+                gathered.append(data)
+                gathered_size += len(data)
+                if gathered_size >= DIRECT_LIMIT:
+                    try:
+                        flush()
+                    except Exception:  # the task meets the closed connection
+                        pass
+            config.sent_from_fanout += 1
             return True
 
         stream.set_sink(send_now, ("chunk", output.kind),

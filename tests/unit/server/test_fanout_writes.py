@@ -1,5 +1,6 @@
-"""FanoutWrites: the flushes registered in one turn of the event loop run once, together,
-in order, at the end of the turn; a failing one does not stop the others."""
+"""FanoutWrites: turns of the event loop numbered as the fan-out sees them; the flushes
+deferred in one turn run together, in order, at its end; a failing one does not stop the
+others."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ async def test_the_flushes_of_one_turn_run_together_after_it_in_order() -> None:
         ran.append("fail")
         raise ConnectionResetError
 
+    turn = writes.turn()
+    assert writes.turn() == turn  # the same turn until its end
     writes.defer(lambda: ran.append("a"))
     writes.defer(fail)
     writes.defer(lambda: ran.append("b"))
@@ -26,6 +29,7 @@ async def test_the_flushes_of_one_turn_run_together_after_it_in_order() -> None:
     assert ran == []  # nothing is written during the turn
     await turn_ended
     assert ran == ["a", "fail", "b"]
+    assert writes.turn() == turn + 1
 
     # the next turn has a callback of its own
     next_turn = loop.create_future()
