@@ -37,6 +37,16 @@ def json_response(body: Any, *, status: int = 200, content_type: str = JSON,
 STREAM_CHUNK = 256 * 1024
 
 
+def stream_body(request: web.Request, response: web.StreamResponse) -> None:
+    """Send ``response``'s body as it is written: in chunks over HTTP/1.1, and over HTTP/1.0
+    (which has no chunks) as bytes that end when the server closes the connection, as
+    Kubernetes answers an HTTP/1.0 list or watch."""
+    if request.version >= (1, 1):
+        response.enable_chunked_encoding()
+    else:
+        response.force_close()
+
+
 async def stream_list(request: web.Request, head: Any, items: Iterable[Any], *,
                       content_type: str = JSON, warnings: Iterable[str] = (),
                       chunk: int = STREAM_CHUNK) -> web.StreamResponse:
@@ -49,7 +59,7 @@ async def stream_list(request: web.Request, head: Any, items: Iterable[Any], *,
     """
     response = web.StreamResponse(status=200, headers={"Content-Type": content_type})
     add_warnings(response, warnings)
-    response.enable_chunked_encoding()
+    stream_body(request, response)
     await response.prepare(request)
     opening = orjson.dumps({**head, "items": []})
     if not opening.endswith(b"[]}"):

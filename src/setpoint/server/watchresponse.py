@@ -48,7 +48,7 @@ from setpoint.registry import table
 from setpoint.registry.options import WatchOptions
 from setpoint.registry.resources import VersionInfo
 from setpoint.registry.store import Store, WatchEvent, WatchStream
-from setpoint.server import negotiation
+from setpoint.server import negotiation, responses
 
 Obj = dict[str, Any]
 
@@ -150,7 +150,7 @@ async def serve_watch(request: web.Request, store: Store, namespace: str | None,
     response = web.StreamResponse(status=200, headers={
         "Content-Type": content_type, "Cache-Control": "no-cache, private",
         "X-Content-Type-Options": "nosniff"})
-    response.enable_chunked_encoding()
+    responses.stream_body(request, response)
     await response.prepare(request)
     if expired is not None or stream is None:
         assert expired is not None

@@ -32,7 +32,8 @@ async def serve(request: web.Request, options: LogOptions, target: StreamTarget,
                 config: StreamingConfig) -> web.StreamResponse:
     output = await target.logs(options)
     response = web.StreamResponse(status=200, headers={"Content-Type": "text/plain"})
-    response.enable_chunked_encoding()
+    if request.version >= (1, 1):
+        response.enable_chunked_encoding()  # HTTP/1.0: the body ends with the connection
     response.force_close()  # the connection is watched for its end: not reused
     try:
         disconnected = conduit.watch_disconnection(request)
