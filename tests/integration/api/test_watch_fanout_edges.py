@@ -336,3 +336,56 @@ async def test_a_server_shutting_down_mid_burst_ends_its_streams_cleanly(tmp_pat
     finally:
         if not stopped:
             await server.__aexit__(None, None, None)
+
+
+async def test_a_tls_watcher_that_stops_reading_mid_burst_falls_behind_and_resumes(
+        tmp_path: Path) -> None:
+    config = dataclasses.replace(secured_config(tmp_path), watcher_buffer=4)
+    async with Server(config) as server:
+        assert config.kubeconfig_path is not None
+        context = kubeconfig_ssl_context(config.kubeconfig_path)
+        assert context is not None
+        async with aiohttp.ClientSession(
+                base_url=server.url, connector=aiohttp.TCPConnector(ssl=context)) as http:
+            await install_widgets(http)
+            _, listed, _ = await request(http, "GET", WIDGETS)
+            since = listed["metadata"]["resourceVersion"]
+            reader, writer = await open_watch(server, f"resourceVersion={since}",
+                                              context=context, rcvbuf=4096)
+            reading = [await open_watch(server, f"resourceVersion={since}", context=context)
+                       for _ in range(2)]
+            collected = [Collected(r) for r, _ in reading]
+            try:
+                pad = "x" * 60_000
+                written: list[str] = []
+                for burst in range(8):  # about 4.8 MB the first client does not read
+                    written += await create_all(http, [f"w{burst}-{n}" for n in range(10)],
+                                                annotations={"pad": pad})
+                await waiting.eventually(
+                    lambda: all(c.rvs()[-1:] == written[-1:] for c in collected),
+                    what="every event to the watchers that read")
+                for c in collected:
+                    assert c.rvs() == written
+                # now read: a prefix of the events, in order, then the end of the stream
+                got: list[str] = []
+                async with asyncio.timeout(20):
+                    while (event := await next_event(reader)) is not None:
+                        got.append(event["object"]["metadata"]["resourceVersion"])
+                assert got == written[:len(got)]
+                assert len(got) < len(written)  # it fell behind and its watch ended
+            finally:
+                for c in collected:
+                    await c.stop()
+                for _, w in [(reader, writer), *reading]:
+                    await close(w)
+            # it watches again from the last event it saw and gets the rest, once each
+            resumed_reader, resumed_writer = await open_watch(
+                server, f"resourceVersion={got[-1] if got else since}", context=context)
+            resumed = Collected(resumed_reader)
+            try:
+                await waiting.eventually(lambda: resumed.rvs()[-1:] == written[-1:],
+                                         what="the rest of the events")
+                assert resumed.rvs() == written[len(got):]
+            finally:
+                await resumed.stop()
+                await close(resumed_writer)
