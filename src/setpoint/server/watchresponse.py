@@ -12,6 +12,8 @@ old resourceVersion is a 410 ``Expired`` there, as kube-apiserver sends it). Str
 (the client resumes from its last resourceVersion). Bookmarks go out after ``bookmark_interval``
 of silence when the client allows them; kopf reconnects after 70 s without a byte. A client
 that closes its stream simply ends the watch (clients stop watches by disconnecting).
+The body is chunked over HTTP/1.1; an HTTP/1.0 client (no chunks) gets the same lines
+through the watch's task, the body ending when the server closes the connection.
 
 A JSON or metadata-only watch that has caught up is written to from the watch cache's fan-out
 (:meth:`~setpoint.registry.store.WatchStream.set_sink`): the event's chunk (its size line,
