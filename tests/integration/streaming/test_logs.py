@@ -102,3 +102,19 @@ async def test_a_log_failing_midway_ends_the_stream(tmp_path: Path) -> None:
                 await r.read()
     finally:
         await app.close()
+
+
+async def test_an_http_1_0_client_gets_the_log_unchunked_to_the_connection_end(
+        app: harness.App) -> None:
+    host, port = app.url.removeprefix("http://").rsplit(":", 1)
+    reader, writer = await asyncio.open_connection(host, int(port))
+    try:
+        writer.write(f"GET {LOG} HTTP/1.0\r\n\r\n".encode())
+        async with asyncio.timeout(20):
+            head = await reader.readuntil(b"\r\n\r\n")
+            body = await reader.read()
+    finally:
+        writer.close()
+    assert head.startswith(b"HTTP/1.0 200"), head
+    assert b"transfer-encoding" not in head.lower()
+    assert body == b"one\ntwo\nthree\n"
