@@ -296,14 +296,15 @@ async def serve_watch(request: web.Request, store: Store, namespace: str | None,
             if event is None:
                 break
             await write(frame(event))
-    except ConnectionResetError:
-        # the client went away (a watch it stopped): nothing to log, nothing more to send
+    except ConnectionError:
+        # the client went away (a watch it stopped, or a client that stopped reading and then
+        # vanished while the task waited for it): nothing to log, nothing more to send
         return response
     finally:
         stream.close()
     try:
         flush()
         await response.write_eof()
-    except ConnectionResetError:
+    except ConnectionError:
         pass
     return response

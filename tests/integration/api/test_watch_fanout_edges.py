@@ -389,3 +389,41 @@ async def test_a_tls_watcher_that_stops_reading_mid_burst_falls_behind_and_resum
             finally:
                 await resumed.stop()
                 await close(resumed_writer)
+
+
+@pytest.mark.parametrize("tls", [True, False], ids=["tls", "plain"])
+async def test_a_client_that_stops_reading_then_vanishes_ends_its_watch_quietly(
+        tmp_path: Path, tls: bool, caplog: pytest.LogCaptureFixture) -> None:
+    """The watch's task waits for the client to read (its events no longer fit any buffer)
+    when the client goes away: the watch ends, nothing is logged as an error."""
+    caplog.set_level(logging.WARNING)
+    config = dataclasses.replace(secured_config(tmp_path), watcher_buffer=1000)
+    if not tls:
+        config = dataclasses.replace(config, security=None)
+    async with Server(config) as server:
+        context = None
+        if tls:
+            assert config.kubeconfig_path is not None
+            context = kubeconfig_ssl_context(config.kubeconfig_path)
+        async with aiohttp.ClientSession(
+                base_url=server.url, connector=aiohttp.TCPConnector(ssl=context or False)
+        ) as http:
+            await install_widgets(http)
+            _, listed, _ = await request(http, "GET", WIDGETS)
+            assert server.cache is not None
+            watchers = server.cache.watcher_count()
+            _, writer = await open_watch(
+                server, f"resourceVersion={listed['metadata']['resourceVersion']}",
+                context=context, rcvbuf=4096)
+            try:
+                pad = "x" * 60_000
+                for burst in range(10):  # 12 MB: more than the kernel buffers hold
+                    await create_all(http, [f"w{burst}-{n}" for n in range(20)],
+                                     annotations={"pad": pad})
+                assert server.cache.watcher_count() == watchers + 1  # not ended: it waits
+            finally:
+                writer.transport.abort()
+            await waiting.eventually(
+                lambda: server.cache is not None and server.cache.watcher_count() == watchers,
+                what="the watch to end")
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
