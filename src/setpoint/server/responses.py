@@ -55,7 +55,8 @@ async def stream_list(request: web.Request, head: Any, items: Iterable[Any], *,
     The bytes are those of :func:`json_response` (``items`` must be the last key); the
     memory is one chunk, not the whole body, and writing waits for the connection to take
     each chunk, so other requests are served between chunks. Call it only once nothing can
-    fail any more: after the status line has gone out, errors cannot become a Status.
+    fail any more: after the status line has gone out, errors cannot become a Status. A
+    client that goes away ends the stream quietly.
     """
     response = web.StreamResponse(status=200, headers={"Content-Type": content_type})
     add_warnings(response, warnings)
@@ -66,18 +67,23 @@ async def stream_list(request: web.Request, head: Any, items: Iterable[Any], *,
         raise ValueError("items must be the last key of a streamed list")
     buffer = bytearray(opening[:-2])
     first = True
-    for item in items:
-        if not first:
-            buffer += b","
-        first = False
-        buffer += orjson.dumps(item)
-        if len(buffer) >= chunk:
-            await response.write(bytes(buffer))
-            buffer.clear()
-            await asyncio.sleep(0)  # other requests get their turn between chunks
-    buffer += b"]}"
-    await response.write(bytes(buffer))
-    await response.write_eof()
+    try:
+        for item in items:
+            if not first:
+                buffer += b","
+            first = False
+            buffer += orjson.dumps(item)
+            if len(buffer) >= chunk:
+                await response.write(bytes(buffer))
+                buffer.clear()
+                await asyncio.sleep(0)  # other requests get their turn between chunks
+        buffer += b"]}"
+        await response.write(bytes(buffer))
+        await response.write_eof()
+    except ConnectionError:
+        # the client went away, possibly while a write waited for it to read (aiohttp's
+        # lost connection is a ConnectionError): nothing to log, nothing more to send
+        pass
     return response
 
 
