@@ -37,9 +37,10 @@ async def test_a_list_whose_client_vanishes_mid_write_ends_quietly(
         guard = server._guard
         assert guard is not None
         # the server's side of the connection is backed up: the list waits for it to drain
+        # (uvloop's transports are not asyncio.WriteTransport subclasses: duck-typed)
         await waiting.eventually(lambda: any(
-            t.get_write_buffer_size() >= 0x10000 for t in list(guard._conns)
-            if isinstance(t, asyncio.WriteTransport)), what="the list to wait for the client")
+            getattr(t, "get_write_buffer_size", lambda: 0)() >= 0x10000
+            for t in list(guard._conns)), what="the list to wait for the client")
     finally:
         writer.transport.abort()
 
