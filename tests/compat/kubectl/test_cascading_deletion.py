@@ -3,7 +3,8 @@
 
 A three-level chain: a Widget (custom) owns a ConfigMap, which owns a Gadget (custom). The
 three ``--cascade`` modes each behave as in Kubernetes; the order in which objects disappear
-is read from watches on the server's REST API.
+is read from watches on the server's REST API: the resourceVersions of their DELETED events
+(the revisions of the deletions), not the order the three connections happen to deliver in.
 """
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ def chain(kubectl: Kubectl, suffix: str, *, hold: bool = False
 
 class Deletions:
     """Watches the three kinds over the REST API (as the admin) in threads and records
-    DELETED events in order."""
+    DELETED events with their resourceVersions (the deletions' revisions)."""
 
     PATHS = {"Widget": f"/apis/{GROUP}/v1/namespaces/default/widgets",
              "ConfigMap": "/api/v1/namespaces/default/configmaps",
@@ -87,7 +88,7 @@ class Deletions:
 
     def __init__(self, serve: ServeProcess) -> None:
         self.serve = serve
-        self.order: list[str] = []
+        self.deleted: list[tuple[int, str]] = []
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
 
@@ -107,12 +108,15 @@ class Deletions:
             for line in response:
                 event = json.loads(line)
                 if event["type"] == "DELETED":
+                    metadata = event["object"]["metadata"]
                     with self._lock:
-                        self.order.append(f"{kind}/{event['object']['metadata']['name']}")
+                        self.deleted.append((int(metadata["resourceVersion"]),
+                                             f"{kind}/{metadata['name']}"))
 
     def names(self, suffix: str) -> list[str]:
+        """The deleted objects of one chain, in the order of their deletions' revisions."""
         with self._lock:
-            return [n for n in self.order if n.endswith(f"-{suffix}")]
+            return [n for _, n in sorted(self.deleted) if n.endswith(f"-{suffix}")]
 
 
 def exists(kubectl: Kubectl, resource: str, name: str, namespace: str = "default") -> bool:
