@@ -242,6 +242,8 @@ async def test_clients_that_vanish_with_events_gathered_leave_no_error_in_the_lo
     caplog.set_level(logging.WARNING)
     _, listed, _ = await request(http, "GET", WIDGETS)
     since = listed["metadata"]["resourceVersion"]
+    assert server.cache is not None
+    watchers_before = server.cache.watcher_count()
     staying = [await open_watch(server, f"resourceVersion={since}", context=context)
                for _ in range(4)]
     leaving = [await open_watch(server, f"resourceVersion={since}", context=context)
@@ -263,10 +265,10 @@ async def test_clients_that_vanish_with_events_gathered_leave_no_error_in_the_lo
                                  what="every event to the watchers that stayed")
         for c in collected:
             assert c.rvs() == written
-        assert server.cache is not None
-        await waiting.eventually(lambda: server.cache is not None
-                                 and server.cache.watcher_count() <= len(staying) + 1,
-                                 what="the vanished watchers to be closed")
+        await waiting.eventually(
+            lambda: server.cache is not None
+            and server.cache.watcher_count() == watchers_before + len(staying),
+            what="the vanished watchers to be closed")
         assert unhandled == []
         noisy = [r for r in caplog.records if r.name.startswith(("asyncio", "aiohttp",
                                                                   "setpoint.server"))]
