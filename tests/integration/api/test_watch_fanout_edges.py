@@ -102,6 +102,13 @@ def assert_bookmarks_in_place(events: list[Event]) -> None:
         high = max(high, rv)
 
 
+
+async def listed_revision(http: aiohttp.ClientSession) -> str:
+    """The resourceVersion of a list of the widgets: where a watch of what follows starts."""
+    _, listed, _ = await request(http, "GET", WIDGETS)
+    revision: str = listed["metadata"]["resourceVersion"]
+    return revision
+
 async def test_bookmarks_and_the_initial_events_end_keep_their_place_among_bursts(
         served: tuple[Server, ssl.SSLContext | None, aiohttp.ClientSession]) -> None:
     server, context, http = served
@@ -167,8 +174,7 @@ async def test_bookmarks_and_the_initial_events_end_keep_their_place_among_burst
 async def test_a_stream_that_times_out_mid_burst_ends_its_body_cleanly(
         served: tuple[Server, ssl.SSLContext | None, aiohttp.ClientSession]) -> None:
     server, context, http = served
-    _, listed, _ = await request(http, "GET", WIDGETS)
-    since = listed["metadata"]["resourceVersion"]
+    since = await listed_revision(http)
     watches = [await open_watch(server, f"resourceVersion={since}&timeoutSeconds=1",
                                 context=context) for _ in range(6)]
     written: list[str] = []
@@ -207,8 +213,7 @@ async def test_a_stream_that_times_out_mid_burst_ends_its_body_cleanly(
 async def test_events_beyond_the_direct_limit_in_one_turn_arrive_once_in_order(
         served: tuple[Server, ssl.SSLContext | None, aiohttp.ClientSession]) -> None:
     server, context, http = served
-    _, listed, _ = await request(http, "GET", WIDGETS)
-    since = listed["metadata"]["resourceVersion"]
+    since = await listed_revision(http)
     watches = [await open_watch(server, f"resourceVersion={since}", context=context)
                for _ in range(4)]
     collected = [Collected(reader) for reader, _ in watches]
@@ -240,8 +245,7 @@ async def test_clients_that_vanish_with_events_gathered_leave_no_error_in_the_lo
     previous = loop.get_exception_handler()
     loop.set_exception_handler(lambda _loop, ctx: unhandled.append(ctx))
     caplog.set_level(logging.WARNING)
-    _, listed, _ = await request(http, "GET", WIDGETS)
-    since = listed["metadata"]["resourceVersion"]
+    since = await listed_revision(http)
     assert server.cache is not None
     watchers_before = server.cache.watcher_count()
     staying = [await open_watch(server, f"resourceVersion={since}", context=context)
@@ -290,8 +294,7 @@ async def test_a_server_shutting_down_mid_burst_ends_its_streams_cleanly(tmp_pat
     try:
         async with aiohttp.ClientSession(base_url=server.url) as http:
             await install_widgets(http)
-            _, listed, _ = await request(http, "GET", WIDGETS)
-            since = listed["metadata"]["resourceVersion"]
+            since = await listed_revision(http)
             watches = [await open_watch(server, f"resourceVersion={since}") for _ in range(8)]
             ended = asyncio.Event()
 
@@ -350,8 +353,7 @@ async def test_a_tls_watcher_that_stops_reading_mid_burst_falls_behind_and_resum
         async with aiohttp.ClientSession(
                 base_url=server.url, connector=aiohttp.TCPConnector(ssl=context)) as http:
             await install_widgets(http)
-            _, listed, _ = await request(http, "GET", WIDGETS)
-            since = listed["metadata"]["resourceVersion"]
+            since = await listed_revision(http)
             reader, writer = await open_watch(server, f"resourceVersion={since}",
                                               context=context, rcvbuf=4096)
             reading = [await open_watch(server, f"resourceVersion={since}", context=context)
