@@ -59,6 +59,15 @@ async def next_event(reader: asyncio.StreamReader) -> dict[str, Any] | None:
     return event
 
 
+async def revisions_to_end(reader: asyncio.StreamReader) -> list[str]:
+    """The resourceVersions of the events left in a watch body, read to its end."""
+    got: list[str] = []
+    async with asyncio.timeout(20):
+        while (event := await next_event(reader)) is not None:
+            got.append(event["object"]["metadata"]["resourceVersion"])
+    return got
+
+
 async def events_until(reader: asyncio.StreamReader, last: str) -> list[tuple[str, str]]:
     """``(type, resourceVersion)`` of the events up to the one of ``last``."""
     seen: list[tuple[str, str]] = []
@@ -155,10 +164,7 @@ async def test_a_watcher_that_stops_reading_falls_behind_and_resumes(tmp_path: P
                 assert status == 201, body
                 revisions.append(body["metadata"]["resourceVersion"])
             # now read: a prefix of the events, in order, then the end of the stream
-            got: list[str] = []
-            async with asyncio.timeout(20):
-                while (event := await next_event(reader)) is not None:
-                    got.append(event["object"]["metadata"]["resourceVersion"])
+            got = await revisions_to_end(reader)
             assert got == revisions[:len(got)]
             assert len(got) < len(revisions)  # it fell behind and its watch ended
         finally:

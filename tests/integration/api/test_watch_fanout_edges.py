@@ -9,6 +9,7 @@ cleanly."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import ssl
@@ -19,28 +20,31 @@ from typing import Any
 import aiohttp
 import pytest
 
-from setpoint.server.server import Server
+from setpoint.server.server import Server, ServerConfig
 from setpoint.server.watchresponse import DIRECT_LIMIT, INITIAL_EVENTS_END
 from setpoint.testing import waiting
 from tests.conftest import kubeconfig_ssl_context
 from tests.integration.api.helpers import WIDGETS, install_widgets, request, secured_config, widget
-from tests.integration.api.test_watch_fanout import close, next_event, open_watch
+from tests.integration.api.test_watch_fanout import (
+    close,
+    next_event,
+    open_watch,
+    revisions_to_end,
+)
 
 Event = dict[str, Any]
 
 
-@pytest.fixture(params=["tls", "plain"])
-async def served(tmp_path: Path, request: pytest.FixtureRequest
-                 ) -> AsyncIterator[tuple[Server, ssl.SSLContext | None, aiohttp.ClientSession]]:
-    """A server with a short bookmark interval, secured or plain, and a client of it."""
-    if request.param == "tls":
-        config = dataclasses.replace(secured_config(tmp_path), bookmark_interval=0.05)
-    else:
-        config = dataclasses.replace(secured_config(tmp_path), bookmark_interval=0.05,
-                                     security=None)
+@contextlib.asynccontextmanager
+async def serving(config: ServerConfig, *, tls: bool
+                  ) -> AsyncIterator[tuple[Server, ssl.SSLContext | None, aiohttp.ClientSession]]:
+    """A server of ``config`` (secured with ``tls``, else plain) with the widgets installed,
+    and a client of it."""
+    if not tls:
+        config = dataclasses.replace(config, security=None)
     async with Server(config) as server:
         context = None
-        if request.param == "tls":
+        if tls:
             assert config.kubeconfig_path is not None
             context = kubeconfig_ssl_context(config.kubeconfig_path)
         async with aiohttp.ClientSession(
@@ -48,6 +52,15 @@ async def served(tmp_path: Path, request: pytest.FixtureRequest
         ) as http:
             await install_widgets(http)
             yield server, context, http
+
+
+@pytest.fixture(params=["tls", "plain"])
+async def served(tmp_path: Path, request: pytest.FixtureRequest
+                 ) -> AsyncIterator[tuple[Server, ssl.SSLContext | None, aiohttp.ClientSession]]:
+    """A server with a short bookmark interval, secured or plain, and a client of it."""
+    config = dataclasses.replace(secured_config(tmp_path), bookmark_interval=0.05)
+    async with serving(config, tls=request.param == "tls") as served_:
+        yield served_
 
 
 async def create_all(http: aiohttp.ClientSession, names: list[str], **extra: Any) -> list[str]:
@@ -102,12 +115,21 @@ def assert_bookmarks_in_place(events: list[Event]) -> None:
         high = max(high, rv)
 
 
+async def stop_all(collected: list[Collected],
+                   watches: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]]) -> None:
+    """Stop the collectors, then close their connections."""
+    for c in collected:
+        await c.stop()
+    for _, writer in watches:
+        await close(writer)
+
 
 async def listed_revision(http: aiohttp.ClientSession) -> str:
     """The resourceVersion of a list of the widgets: where a watch of what follows starts."""
     _, listed, _ = await request(http, "GET", WIDGETS)
     revision: str = listed["metadata"]["resourceVersion"]
     return revision
+
 
 async def test_bookmarks_and_the_initial_events_end_keep_their_place_among_bursts(
         served: tuple[Server, ssl.SSLContext | None, aiohttp.ClientSession]) -> None:
@@ -165,10 +187,7 @@ async def test_bookmarks_and_the_initial_events_end_keep_their_place_among_burst
             else:
                 assert c.rvs() == b03
     finally:
-        for c in collected:
-            await c.stop()
-        for _, writer in watches:
-            await close(writer)
+        await stop_all(collected, watches)
 
 
 async def test_a_stream_that_times_out_mid_burst_ends_its_body_cleanly(
@@ -189,10 +208,7 @@ async def test_a_stream_that_times_out_mid_burst_ends_its_body_cleanly(
     writing = asyncio.create_task(bursts())
     try:
         for reader, writer in watches:
-            got: list[str] = []
-            async with asyncio.timeout(20):
-                while (event := await next_event(reader)) is not None:
-                    got.append(event["object"]["metadata"]["resourceVersion"])
+            got = await revisions_to_end(reader)
             ended.set()
             assert got, "no event before the stream's end"
             # the connection is kept alive: the next bytes after the terminating chunk are
@@ -230,10 +246,7 @@ async def test_events_beyond_the_direct_limit_in_one_turn_arrive_once_in_order(
             assert c.rvs() == written
         assert server._watch.fanout_writes > writes_before
     finally:
-        for c in collected:
-            await c.stop()
-        for _, writer in watches:
-            await close(writer)
+        await stop_all(collected, watches)
 
 
 async def test_clients_that_vanish_with_events_gathered_leave_no_error_in_the_loop(
@@ -371,10 +384,7 @@ async def test_a_tls_watcher_that_stops_reading_mid_burst_falls_behind_and_resum
                 for c in collected:
                     assert c.rvs() == written
                 # now read: a prefix of the events, in order, then the end of the stream
-                got: list[str] = []
-                async with asyncio.timeout(20):
-                    while (event := await next_event(reader)) is not None:
-                        got.append(event["object"]["metadata"]["resourceVersion"])
+                got = await revisions_to_end(reader)
                 assert got == written[:len(got)]
                 assert len(got) < len(written)  # it fell behind and its watch ended
             finally:
@@ -402,32 +412,22 @@ async def test_a_client_that_stops_reading_then_vanishes_ends_its_watch_quietly(
     when the client goes away: the watch ends, nothing is logged as an error."""
     caplog.set_level(logging.WARNING)
     config = dataclasses.replace(secured_config(tmp_path), watcher_buffer=1000)
-    if not tls:
-        config = dataclasses.replace(config, security=None)
-    async with Server(config) as server:
-        context = None
-        if tls:
-            assert config.kubeconfig_path is not None
-            context = kubeconfig_ssl_context(config.kubeconfig_path)
-        async with aiohttp.ClientSession(
-                base_url=server.url, connector=aiohttp.TCPConnector(ssl=context or False)
-        ) as http:
-            await install_widgets(http)
-            _, listed, _ = await request(http, "GET", WIDGETS)
-            assert server.cache is not None
-            watchers = server.cache.watcher_count()
-            _, writer = await open_watch(
-                server, f"resourceVersion={listed['metadata']['resourceVersion']}",
-                context=context, rcvbuf=4096)
-            try:
-                pad = "x" * 60_000
-                for burst in range(10):  # 12 MB: more than the kernel buffers hold
-                    await create_all(http, [f"w{burst}-{n}" for n in range(20)],
-                                     annotations={"pad": pad})
-                assert server.cache.watcher_count() == watchers + 1  # not ended: it waits
-            finally:
-                writer.transport.abort()
-            await waiting.eventually(
-                lambda: server.cache is not None and server.cache.watcher_count() == watchers,
-                what="the watch to end")
+    async with serving(config, tls=tls) as (server, context, http):
+        _, listed, _ = await request(http, "GET", WIDGETS)
+        assert server.cache is not None
+        watchers = server.cache.watcher_count()
+        _, writer = await open_watch(
+            server, f"resourceVersion={listed['metadata']['resourceVersion']}",
+            context=context, rcvbuf=4096)
+        try:
+            pad = "x" * 60_000
+            for burst in range(10):  # 12 MB: more than the kernel buffers hold
+                await create_all(http, [f"w{burst}-{n}" for n in range(20)],
+                                 annotations={"pad": pad})
+            assert server.cache.watcher_count() == watchers + 1  # not ended: it waits
+        finally:
+            writer.transport.abort()
+        await waiting.eventually(
+            lambda: server.cache is not None and server.cache.watcher_count() == watchers,
+            what="the watch to end")
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
