@@ -106,7 +106,8 @@ class WatchConfig:
     rng: random.Random = field(default_factory=random.Random)
     #: open streams, closed all at once on shutdown
     active: weakref.WeakSet[WatchStream] = field(default_factory=weakref.WeakSet)
-    #: events written to a caught-up watch's connection from the cache's fan-out
+    #: events written to a caught-up watch's connection from the cache's fan-out (counted
+    #: when written: gathered events a closed connection never got are not)
     sent_from_fanout: int = 0
     #: writes those events took (several events of one turn of the loop go in one)
     fanout_writes: int = 0
@@ -211,12 +212,14 @@ async def serve_watch(request: web.Request, store: Store, namespace: str | None,
         nonlocal gathered_size
         if not gathered:
             return
-        data = gathered[0] if len(gathered) == 1 else b"".join(gathered)
+        events = len(gathered)
+        data = gathered[0] if events == 1 else b"".join(gathered)
         gathered.clear()
         gathered_size = 0
         if transport is not None and not transport.is_closing():
             transport.write(data)
             config.fanout_writes += 1
+            config.sent_from_fanout += events
 
     async def write(data: bytes) -> None:
         flush()
@@ -254,6 +257,7 @@ async def serve_watch(request: web.Request, store: Store, namespace: str | None,
                 except Exception:  # the task meets the closed connection and ends the watch
                     return False
                 config.fanout_writes += 1
+                config.sent_from_fanout += 1
             else:
                 if not gathered:
                     config.writes.defer(flush)
@@ -264,7 +268,6 @@ async def serve_watch(request: web.Request, store: Store, namespace: str | None,
                         flush()
                     except Exception:  # the task meets the closed connection
                         pass
-            config.sent_from_fanout += 1
             return True
 
         stream.set_sink(send_now, ("chunk", output.kind),
