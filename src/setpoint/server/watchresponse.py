@@ -221,6 +221,13 @@ async def serve_watch(request: web.Request, store: Store, namespace: str | None,
             config.fanout_writes += 1
             config.sent_from_fanout += events
 
+    def flush_quietly() -> None:
+        """:func:`flush` from the fan-out: a closed connection is the task's to meet."""
+        try:
+            flush()
+        except Exception:  # the watch's task meets the closed connection
+            pass
+
     async def write(data: bytes) -> None:
         flush()
         await response.write(data)
@@ -244,10 +251,7 @@ async def serve_watch(request: web.Request, store: Store, namespace: str | None,
             together at its end, or at once when they reach DIRECT_LIMIT."""
             nonlocal gathered_size, last_turn
             if protocol.writing_paused or transport.is_closing():
-                try:
-                    flush()  # what was taken goes before what the task will write
-                except Exception:  # the task meets the closed connection
-                    pass
+                flush_quietly()  # what was taken goes before what the task will write
                 return False
             turn = config.writes.turn()
             if turn != last_turn and not gathered:
@@ -264,10 +268,7 @@ async def serve_watch(request: web.Request, store: Store, namespace: str | None,
                 gathered.append(data)
                 gathered_size += len(data)
                 if gathered_size >= DIRECT_LIMIT:
-                    try:
-                        flush()
-                    except Exception:  # the task meets the closed connection
-                        pass
+                    flush_quietly()
             return True
 
         stream.set_sink(send_now, ("chunk", output.kind),

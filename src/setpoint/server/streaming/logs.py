@@ -20,6 +20,7 @@ from collections.abc import AsyncIterator
 
 from aiohttp import web
 
+from setpoint.server import responses
 from setpoint.server.streaming import conduit
 from setpoint.server.streaming.config import StreamingConfig
 from setpoint.server.streaming.options import LogOptions
@@ -32,8 +33,7 @@ async def serve(request: web.Request, options: LogOptions, target: StreamTarget,
                 config: StreamingConfig) -> web.StreamResponse:
     output = await target.logs(options)
     response = web.StreamResponse(status=200, headers={"Content-Type": "text/plain"})
-    if request.version >= (1, 1):
-        response.enable_chunked_encoding()  # HTTP/1.0: the body ends with the connection
+    responses.stream_body(request, response)
     response.force_close()  # the connection is watched for its end: not reused
     try:
         disconnected = conduit.watch_disconnection(request)
