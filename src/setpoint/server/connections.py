@@ -18,6 +18,10 @@ one is answered 503 with ``Retry-After: 1`` and closed at once. So a flood of ha
 requests cannot use up the process's file descriptors, and established clients keep being
 served. :func:`connection_budget` lowers the cap to what the descriptor limit allows.
 
+Each accepted connection gets TCP keep-alive and a bound on unacknowledged data
+(:mod:`setpoint.server.keepalive`), so that a client that vanished without a word is found by
+the kernel whatever state its connection is in, a watch included.
+
 Invariants: every open connection is in exactly one state; the ones not ``ACTIVE`` are queued
 per state in the order they started waiting, which is the order of their deadlines; eviction
 takes the one waiting longest. Nothing here reads the bytes it passes on. Per request the
@@ -42,6 +46,7 @@ import orjson
 from aiohttp import web
 
 from setpoint.apimachinery import errors
+from setpoint.server import keepalive
 from setpoint.server.limits import Limits
 
 log = logging.getLogger(__name__)
@@ -106,6 +111,7 @@ class ConnectionGuard:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopped = False
         self._refusal = _refusal()
+        self._socket_options = keepalive.socket_options(limits)
 
     @property
     def open_connections(self) -> int:
@@ -136,6 +142,7 @@ class ConnectionGuard:
                 transport.close()
                 return False
             self._close(victim, "evicted")
+        keepalive.apply(transport, self._socket_options)
         now = loop.time()
         conn = _Conn(transport, now, now + self._header_timeout)
         self._conns[transport] = conn
