@@ -50,7 +50,7 @@ from setpoint.registry import table
 from setpoint.registry.options import WatchOptions
 from setpoint.registry.resources import VersionInfo
 from setpoint.registry.store import Store, WatchEvent, WatchStream
-from setpoint.server import negotiation, responses
+from setpoint.server import connections, negotiation, responses
 
 Obj = dict[str, Any]
 
@@ -273,6 +273,9 @@ async def serve_watch(request: web.Request, store: Store, namespace: str | None,
 
         stream.set_sink(send_now, ("chunk", output.kind),
                         lambda kind, obj: _chunk(make(kind, obj)))
+    # a connection lost while the watch waits for its next event ends the watch then (its
+    # watcher and queue are freed), not at the next event or at its timeout
+    forget = connections.when_lost(request.transport, lambda exc: stream.close())
     try:
         while True:
             if need_initial_end and stream.pending_replay() == 0:
@@ -305,6 +308,7 @@ async def serve_watch(request: web.Request, store: Store, namespace: str | None,
         # vanished while the task waited for it): nothing to log, nothing more to send
         return response
     finally:
+        forget()
         stream.close()
     try:
         flush()
