@@ -10,7 +10,8 @@ and keep-alive is set too long to matter: only the user timeout can find the pee
 
 It waits for the positive signal (the server's side of the connection is lost, the watch's
 watcher is gone), lifts the blackhole, reads the server's metrics, and prints one JSON line.
-Exit code 77: this kernel or namespace cannot do it (the test is skipped).
+Arguments: the scenario, and the event loop (``asyncio`` or ``uvloop``, which ``setpoint
+serve`` runs on). Exit code 77: this kernel or namespace cannot do it (the test is skipped).
 """
 
 from __future__ import annotations
@@ -108,12 +109,16 @@ async def fetch_metrics(port: int) -> str:
 
 
 def main() -> int:
-    mode = sys.argv[1]
+    mode, loop = sys.argv[1], sys.argv[2]
     if not run("ip", "link", "set", "lo", "up"):
         print(orjson.dumps({"unsupported": "cannot bring the loopback up"}).decode())
         return UNSUPPORTED
     with tempfile.TemporaryDirectory() as directory:
-        result = asyncio.run(scenario(mode, Path(directory)))
+        if loop == "uvloop":
+            import uvloop
+            result = uvloop.run(scenario(mode, Path(directory)))
+        else:
+            result = asyncio.run(scenario(mode, Path(directory)))
     print(orjson.dumps(result).decode())
     return UNSUPPORTED if "unsupported" in result else 0
 

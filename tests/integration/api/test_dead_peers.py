@@ -45,8 +45,11 @@ def namespace_prefix() -> tuple[str, ...] | None:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
 @pytest.mark.parametrize("mode", ["quiet", "busy"])
-def test_a_vanished_watch_client_is_found_and_its_watch_ended(mode: str) -> None:
+def test_a_vanished_watch_client_is_found_and_its_watch_ended(mode: str, loop: str) -> None:
+    if loop == "uvloop":
+        pytest.importorskip("uvloop")
     prefix = namespace_prefix()
     if prefix is None:
         pytest.skip("no network namespace can be made here")
@@ -54,7 +57,7 @@ def test_a_vanished_watch_client_is_found_and_its_watch_ended(mode: str) -> None
     env["PYTHONPATH"] = os.pathsep.join(
         [str(SRC), str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
     done = subprocess.run([*prefix, sys.executable, "-m", "tests.integration.api.deadpeer",
-                           mode], cwd=ROOT, env=env, capture_output=True, text=True,
+                           mode, loop], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=200, check=False)
     if done.returncode == 77:
         pytest.skip(f"cannot make a dead peer here: {done.stdout.strip()}")

@@ -99,3 +99,22 @@ def test_out_of_bounds_keepalive_limits_are_refused(bad: dict[str, Any]) -> None
     (name,) = bad
     with pytest.raises(ValueError, match=f"^{name} must be between"):
         Limits(**bad)
+
+
+def test_on_uvloop_plain_and_tls_connections_have_them_too(tmp_path: Path) -> None:
+    """``setpoint serve`` runs on uvloop, whose transports and sockets are its own."""
+    uvloop = pytest.importorskip("uvloop")
+    limits = Limits(keepalive_idle=13, keepalive_interval=4, keepalive_count=3,
+                    tcp_user_timeout=9)
+
+    async def both() -> list[dict[str, int]]:
+        got = []
+        async with Server(config(tmp_path / "plain", limits)) as server:
+            got.append(await accepted_options(server, None))
+        async with Server(config(tmp_path / "tls", limits, secure=True)) as server:
+            context = ssl.create_default_context(cafile=str(tmp_path / "tls/pki/ca.crt"))
+            got.append(await accepted_options(server, context))
+        return got
+
+    expected = {"keepalive": 1, "idle": 13, "interval": 4, "count": 3, "user_timeout_ms": 9000}
+    assert uvloop.run(both()) == [expected, expected]
