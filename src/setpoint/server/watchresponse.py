@@ -11,7 +11,9 @@ old resourceVersion is a 410 ``Expired`` there, as kube-apiserver sends it). Str
 ``get -w`` exits when its stream ends, so that time is long), or when the watcher fell behind
 (the client resumes from its last resourceVersion). Bookmarks go out after ``bookmark_interval``
 of silence when the client allows them; kopf reconnects after 70 s without a byte. A client
-that closes its stream simply ends the watch (clients stop watches by disconnecting).
+that closes its stream simply ends the watch (clients stop watches by disconnecting), as soon
+as its connection is lost (:func:`~setpoint.server.connections.when_lost`), whether it closed
+it or the kernel gave up on a client that vanished.
 The body is chunked over HTTP/1.1; an HTTP/1.0 client (no chunks) gets the same lines
 through the watch's task, the body ending when the server closes the connection.
 
