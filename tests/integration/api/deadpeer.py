@@ -79,7 +79,7 @@ async def scenario(mode: str, directory: Path) -> dict[str, Any]:
                         "apiVersion": "v1", "kind": "ConfigMap",
                         "metadata": {"name": "unseen"}, "data": {"x": "y"}}, "v1",
                         WriteOptions())
-                exc = await asyncio.wait_for(lost, 120)
+                exc = await asyncio.wait_for(lost, 60)
                 await waiting.eventually(lambda: cache.watcher_count() == watchers,
                                          what="the watch's watcher to be released")
                 open_after = guard.open_connections

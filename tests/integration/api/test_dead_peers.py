@@ -58,7 +58,7 @@ def test_a_vanished_watch_client_is_found_and_its_watch_ended(mode: str, loop: s
         [str(SRC), str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
     done = subprocess.run([*prefix, sys.executable, "-m", "tests.integration.api.deadpeer",
                            mode, loop], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=200, check=False)
+                          timeout=100, check=False)
     if done.returncode == 77:
         pytest.skip(f"cannot make a dead peer here: {done.stdout.strip()}")
     assert done.returncode == 0, done.stderr[-4000:]
