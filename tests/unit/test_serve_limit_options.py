@@ -36,8 +36,10 @@ def test_keepalive_flags_reach_the_config(tmp_path: Path) -> None:
         "--tcp-keepalive-count", "3", "--tcp-user-timeout", "40")).limits
     assert (limits.keepalive_idle, limits.keepalive_interval, limits.keepalive_count,
             limits.tcp_user_timeout) == (60, 5, 3, 40)
+    # the kernel's own limit unless asked, as kube-apiserver (see server/keepalive.py)
     assert serve_config(parse(tmp_path, "--tcp-keepalive-idle", "60")
-                        ).limits.unacknowledged_timeout == 60 + 15 * 9
+                        ).limits.unacknowledged_timeout == 0
+    assert Limits(keepalive_idle=60, tcp_user_timeout=None).unacknowledged_timeout == 60 + 15 * 9
 
 
 @pytest.mark.parametrize("args", [

@@ -169,9 +169,11 @@ def _parser() -> argparse.ArgumentParser:
                        default=limits.keepalive_count,
                        help="unanswered keep-alive probes after which the connection is "
                        f"dropped (default: {limits.keepalive_count})")
-    serve.add_argument("--tcp-user-timeout", type=float, metavar="SECONDS", default=None,
-                       help="sent data unacknowledged this long drops the connection "
-                       "(default: idle + interval x count; 0: the kernel's limit)")
+    serve.add_argument("--tcp-user-timeout", type=float, metavar="SECONDS",
+                       default=limits.tcp_user_timeout,
+                       help="sent data unacknowledged (or unread behind a closed receive "
+                       "window) this long drops the connection (default: 0, the kernel's "
+                       "limit, as kube-apiserver)")
     serve.add_argument("--service-cluster-ip-range", default=DEFAULT_CLUSTER_IP_RANGE,
                        metavar="CIDR",
                        help="the addresses Services get their cluster IP from; the first is "

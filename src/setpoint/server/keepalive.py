@@ -12,12 +12,15 @@ timeout. The kernel finds such a peer for us, given two options per connection:
   Probes are only sent while nothing is waiting to be acknowledged.
 * **user timeout** (``TCP_USER_TIMEOUT``, RFC 5482): the longest sent data may stay
   unacknowledged. Without it a watch that keeps writing to a vanished peer is found only
-  when the kernel gives up retransmitting (``tcp_retries2``, about 15 minutes), and its
-  keep-alive never starts, as the connection is never quiet. A peer that is alive but reads
-  slowly still acknowledges (zero-window probes are answered), so it is not dropped by this;
-  how long a slow reader may lag is the watch's own bound. Once set, Linux also uses it,
-  instead of the probe count, to end a connection whose probes go unanswered: so its default
-  is the keep-alive's own bound, ``idle + interval x count``.
+  when the kernel gives up retransmitting (``tcp_retries2``, about 15 minutes; sooner if the
+  watch falls behind its own bound first), and its keep-alive never starts, as the
+  connection is never quiet. It is off by default, as in kube-apiserver, because Linux
+  applies it to data held back by a closed receive window too: a client that is alive but
+  has stopped reading for that long (``kubectl logs -f | less`` left on one page) would be
+  dropped, and kube-apiserver never drops it. A client that reads slowly still takes data
+  and is not affected. When it is set, Linux also uses it, instead of the probe count, to end
+  a connection whose probes go unanswered; ``Limits(tcp_user_timeout=None)`` sets it to the
+  keep-alive's own bound, ``idle + interval x count``.
 
 The options are set on each accepted connection (plain or TLS) before it is served. Options
 this platform lacks are skipped (macOS names the idle time ``TCP_KEEPALIVE`` and has no user

@@ -20,9 +20,10 @@ bounds are applied by :mod:`setpoint.server.connections`). Its defaults are Kube
   the kernel probes the client every ``keepalive_interval`` seconds and drops the connection
   after ``keepalive_count`` unanswered probes. Probes are sent only on a quiet connection; for
   data the client never acknowledges (a watch writing to a peer that vanished) the bound is
-  ``tcp_user_timeout`` (Linux ``TCP_USER_TIMEOUT``), by default the keep-alive's own bound
-  (idle + interval x count, 315 s), so a vanished client is found as soon whether its
-  connection was quiet or busy. See :mod:`setpoint.server.keepalive`.
+  ``tcp_user_timeout`` (Linux ``TCP_USER_TIMEOUT``), by default the kernel's own
+  retransmission limit, as kube-apiserver leaves it: a user timeout also drops a client that
+  is alive but has stopped reading for that long (``kubectl logs -f | less`` left on one
+  page), which kube-apiserver never does. See :mod:`setpoint.server.keepalive`.
 
 Non-guarantees: the limits count requests, not their cost (one LIST of 10,000 objects counts
 as one); kube-apiserver's exemption of ``system:masters`` does not exist here (every client
@@ -77,10 +78,11 @@ class Limits:
     keepalive_interval: int = 15
     #: unanswered probes after which the connection is dropped (Go's and Linux's default)
     keepalive_count: int = 9
-    #: seconds sent data may stay unacknowledged before the connection is dropped; None:
-    #: ``keepalive_idle + keepalive_interval * keepalive_count``; 0: the kernel's own
-    #: retransmission limit (about 15 minutes on Linux)
-    tcp_user_timeout: float | None = None
+    #: seconds sent data may stay unacknowledged, or unsent behind a client's closed receive
+    #: window, before the connection is dropped; 0 (kube-apiserver's): the kernel's own
+    #: retransmission limit (about 15 minutes on Linux, none for a closed window); None:
+    #: ``keepalive_idle + keepalive_interval * keepalive_count``
+    tcp_user_timeout: float | None = 0.0
     #: the Retry-After of a 429
     retry_after: int = 1
 

@@ -68,13 +68,14 @@ async def test_a_plain_connection_has_the_configured_keepalive(tmp_path: Path) -
 
 
 async def test_a_tls_connection_has_the_configured_keepalive(tmp_path: Path) -> None:
-    limits = Limits(keepalive_idle=11, keepalive_interval=2, keepalive_count=5)
+    limits = Limits(keepalive_idle=11, keepalive_interval=2, keepalive_count=5,
+                    tcp_user_timeout=None)
     async with Server(config(tmp_path, limits, secure=True)) as server:
         assert server.url.startswith("https://")
         context = ssl.create_default_context(cafile=str(tmp_path / "pki" / "ca.crt"))
         # the TLS handshake alone: the guard sees the connection once it is done
         got = await accepted_options(server, context)
-    # the user timeout defaults to the keep-alive's own bound: 11 + 2 x 5 seconds
+    # a user timeout of None is the keep-alive's own bound: 11 + 2 x 5 seconds
     assert got == {"keepalive": 1, "idle": 11, "interval": 2, "count": 5,
                    "user_timeout_ms": 21_000}
 
@@ -83,12 +84,12 @@ async def test_the_defaults_are_kube_apiservers(tmp_path: Path) -> None:
     async with Server(config(tmp_path, Limits())) as server:
         assert await accepted_options(server, None) == {
             "keepalive": 1, "idle": 180, "interval": 15, "count": 9,
-            "user_timeout_ms": 315_000}
+            "user_timeout_ms": 0}
 
 
-async def test_a_user_timeout_of_zero_leaves_the_kernels_limit(tmp_path: Path) -> None:
-    async with Server(config(tmp_path, Limits(tcp_user_timeout=0))) as server:
-        assert (await accepted_options(server, None))["user_timeout_ms"] == 0
+async def test_a_user_timeout_of_none_is_the_keepalives_bound(tmp_path: Path) -> None:
+    async with Server(config(tmp_path, Limits(tcp_user_timeout=None))) as server:
+        assert (await accepted_options(server, None))["user_timeout_ms"] == 315_000
 
 
 @pytest.mark.parametrize("bad", [
