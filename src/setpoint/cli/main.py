@@ -157,6 +157,23 @@ def _parser() -> argparse.ArgumentParser:
                        default=limits.idle_timeout,
                        help="a kept-alive connection idle this long is closed (default: "
                        f"{limits.idle_timeout:g})")
+    serve.add_argument("--tcp-keepalive-idle", type=int, metavar="SECONDS",
+                       default=limits.keepalive_idle,
+                       help="TCP keep-alive probes start after this much silence on a "
+                       f"connection (default: {limits.keepalive_idle})")
+    serve.add_argument("--tcp-keepalive-interval", type=int, metavar="SECONDS",
+                       default=limits.keepalive_interval,
+                       help="seconds between keep-alive probes (default: "
+                       f"{limits.keepalive_interval})")
+    serve.add_argument("--tcp-keepalive-count", type=int, metavar="N",
+                       default=limits.keepalive_count,
+                       help="unanswered keep-alive probes after which the connection is "
+                       f"dropped (default: {limits.keepalive_count})")
+    serve.add_argument("--tcp-user-timeout", type=float, metavar="SECONDS",
+                       default=limits.tcp_user_timeout,
+                       help="sent data unacknowledged (or unread behind a closed receive "
+                       "window) this long drops the connection (default: 0, the kernel's "
+                       "limit, as kube-apiserver)")
     serve.add_argument("--service-cluster-ip-range", default=DEFAULT_CLUSTER_IP_RANGE,
                        metavar="CIDR",
                        help="the addresses Services get their cluster IP from; the first is "
@@ -314,7 +331,11 @@ def serve_config(args: argparse.Namespace) -> ServerConfig:
     limits = Limits(max_requests_inflight=args.max_requests_inflight,
                     max_mutating_requests_inflight=args.max_mutating_requests_inflight,
                     max_connections=args.max_connections, header_timeout=args.header_timeout,
-                    body_timeout=args.body_timeout, idle_timeout=args.idle_timeout)
+                    body_timeout=args.body_timeout, idle_timeout=args.idle_timeout,
+                    keepalive_idle=args.tcp_keepalive_idle,
+                    keepalive_interval=args.tcp_keepalive_interval,
+                    keepalive_count=args.tcp_keepalive_count,
+                    tcp_user_timeout=args.tcp_user_timeout)
     files.private_dir(data_dir)
     for name in ("state.db", "state.db-wal", "state.db-shm", "kubeconfig"):
         files.tighten(data_dir / name)  # written by an older version, or by hand

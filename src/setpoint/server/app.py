@@ -103,23 +103,50 @@ async def status_errors(request: web.Request, answer: Awaitable[T]) -> T | web.R
         raise
     except st.StorageError as e:  # the registry maps them; this is the backstop
         return responses.error_response(storageerrors.api_error(e))
-    except (ConnectionResetError, TimeoutError) as e:
-        if isinstance(e, TimeoutError):
-            return responses.error_response(errors.Timeout("the request timed out",
-                                                           retry_after=1))
-        raise
+    except TimeoutError:
+        return responses.error_response(errors.Timeout("the request timed out",
+                                                       retry_after=1))
+    except ConnectionError as e:
+        if not client_gone(request):
+            # a connection of the server's own (to a node agent, say): a server error
+            log.exception("internal error serving %s %s", request.method, request.path)
+            return responses.error_response(errors.InternalError(
+                "an internal error occurred while serving the request"))
+        # the client went away in the middle of its request or its answer: not an error of
+        # the server's, and nothing to tell anyone (aiohttp would log it with a traceback)
+        log.debug("the client of %s %s went away: %s", request.method, request.path, e)
+        return responses.error_response(client_closed_request())
     except Exception:
         log.exception("internal error serving %s %s", request.method, request.path)
         return responses.error_response(errors.InternalError(
             "an internal error occurred while serving the request"))
 
 
+#: the code a request whose client went away is counted with (nginx's "client closed
+#: request"): nobody reads the answer, and it is not a server error
+CLIENT_CLOSED_REQUEST = 499
+
+
+def client_closed_request() -> errors.ApiError:
+    return errors.ApiError("the client closed the connection before it was answered",
+                           code=CLIENT_CLOSED_REQUEST, reason="ClientClosedRequest")
+
+
+def client_gone(request: web.Request) -> bool:
+    """The client's connection is closed or closing."""
+    transport = request.transport
+    return transport is None or transport.is_closing()
+
+
 async def _answer_and_close(request: web.Request, response: web.Response) -> web.Response:
     """Send ``response`` now and close the connection: its client stalled in the middle of a
-    body, so nothing more will be read from it."""
+    body, so nothing more will be read from it (unless it went away meanwhile)."""
     response.force_close()
-    await response.prepare(request)
-    await response.write_eof()
+    try:
+        await response.prepare(request)
+        await response.write_eof()
+    except ConnectionError:
+        return response
     if request.transport is not None:
         request.transport.close()  # flushes the response first
     return response

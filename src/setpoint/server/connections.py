@@ -18,6 +18,13 @@ one is answered 503 with ``Retry-After: 1`` and closed at once. So a flood of ha
 requests cannot use up the process's file descriptors, and established clients keep being
 served. :func:`connection_budget` lowers the cap to what the descriptor limit allows.
 
+Each accepted connection gets TCP keep-alive and a bound on unacknowledged data
+(:mod:`setpoint.server.keepalive`), so that a client that vanished without a word is found by
+the kernel whatever state its connection is in, a watch included; such a connection is counted
+as ``dead_peer``. aiohttp tells a handler nothing when its connection is lost, so a handler
+that waits for something else (a watch waiting for its next event) asks to be told
+(:func:`when_lost`), and ends then rather than at its next write.
+
 Invariants: every open connection is in exactly one state; the ones not ``ACTIVE`` are queued
 per state in the order they started waiting, which is the order of their deadlines; eviction
 takes the one waiting longest. Nothing here reads the bytes it passes on. Per request the
@@ -42,6 +49,7 @@ import orjson
 from aiohttp import web
 
 from setpoint.apimachinery import errors
+from setpoint.server import keepalive
 from setpoint.server.limits import Limits
 
 log = logging.getLogger(__name__)
@@ -49,8 +57,12 @@ log = logging.getLogger(__name__)
 #: descriptors left for storage, logs and the server's own clients when sizing the cap
 FD_RESERVE: Final = 128
 
-#: why connections were closed by the guard (the ``reason`` label of its metric)
-REASONS: Final = ("header_timeout", "idle_timeout", "evicted", "refused")
+#: why connections were closed by the guard (the ``reason`` label of its metric), or by the
+#: kernel for it (``dead_peer``: keep-alive probes or sent data went unacknowledged)
+REASONS: Final = ("header_timeout", "idle_timeout", "evicted", "refused", "dead_peer")
+
+#: told why a connection was lost: None when it was closed, else the error that ended it
+LostCallback = Callable[[Exception | None], None]
 
 
 class State(enum.Enum):
@@ -106,6 +118,7 @@ class ConnectionGuard:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopped = False
         self._refusal = _refusal()
+        self._socket_options = keepalive.socket_options(limits)
 
     @property
     def open_connections(self) -> int:
@@ -136,6 +149,7 @@ class ConnectionGuard:
                 transport.close()
                 return False
             self._close(victim, "evicted")
+        keepalive.apply(transport, self._socket_options)
         now = loop.time()
         conn = _Conn(transport, now, now + self._header_timeout)
         self._conns[transport] = conn
@@ -155,10 +169,12 @@ class ConnectionGuard:
             conn.since, conn.deadline = now, now + self._header_timeout
             self._headers[transport] = conn
 
-    def _lost(self, transport: asyncio.BaseTransport) -> None:
+    def _lost(self, transport: asyncio.BaseTransport, exc: Exception | None) -> None:
         conn = self._conns.pop(transport, None)
         if conn is not None:
             self._unqueue(conn)
+            if isinstance(exc, TimeoutError):  # ETIMEDOUT: the kernel gave up on the peer
+                self._on_close("dead_peer")
 
     def _unqueue(self, conn: _Conn) -> None:
         if conn.state is State.HEADERS:
@@ -214,16 +230,46 @@ class ConnectionGuard:
             self._sweeper = None
 
 
+def when_lost(transport: asyncio.BaseTransport | None,
+              callback: LostCallback) -> Callable[[], None]:
+    """Have ``callback`` called once when the connection under ``transport`` is lost (closed
+    by either side, reset, or given up on by the kernel), or at once if it already was; the
+    function returned cancels that. A transport that is not a guarded connection's (an app
+    served some other way) never calls it."""
+    protocol = transport.get_protocol() if transport is not None else None
+    if not isinstance(protocol, _GuardedProtocol):
+        return _nothing
+    return protocol.add_lost_callback(callback)
+
+
+def _nothing() -> None:
+    pass
+
+
 class _GuardedProtocol(asyncio.Protocol):
     """Passes everything to the HTTP server's protocol, and tells the guard what happens."""
 
-    __slots__ = ("_accepted", "_guard", "_inner", "_transport")
+    __slots__ = ("_accepted", "_guard", "_inner", "_lost", "_on_lost", "_transport")
 
     def __init__(self, guard: ConnectionGuard, inner: asyncio.Protocol) -> None:
         self._guard = guard
         self._inner = inner
         self._accepted = False
         self._transport: asyncio.BaseTransport | None = None
+        self._on_lost: list[LostCallback] = []
+        #: set once the connection is lost: why (see :data:`LostCallback`)
+        self._lost: tuple[Exception | None] | None = None
+
+    def add_lost_callback(self, callback: LostCallback) -> Callable[[], None]:
+        if self._lost is not None:
+            callback(self._lost[0])
+            return _nothing
+        self._on_lost.append(callback)
+
+        def cancel() -> None:
+            if callback in self._on_lost:
+                self._on_lost.remove(callback)
+        return cancel
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's transports are not asyncio.Transport subclasses, but have its methods
@@ -244,10 +290,19 @@ class _GuardedProtocol(asyncio.Protocol):
         return self._inner.eof_received() if self._accepted else None
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if self._lost is not None:  # asyncio calls it once; a second call changes nothing
+            return
+        self._lost = (exc,)
         if self._transport is not None:
-            self._guard._lost(self._transport)
+            self._guard._lost(self._transport, exc)
         if self._accepted:
             self._inner.connection_lost(exc)
+        callbacks, self._on_lost = self._on_lost, []
+        for callback in callbacks:
+            try:
+                callback(exc)
+            except Exception:  # one listener's failure must not keep the others uninformed
+                log.exception("a callback on a lost connection failed")
 
     def pause_writing(self) -> None:
         if self._accepted:

@@ -15,6 +15,16 @@ bounds are applied by :mod:`setpoint.server.connections`). Its defaults are Kube
   queued. Long-running requests (watches) are not counted, nor are the health and metrics
   endpoints, so that probes keep answering under load.
 
+* **Dead peers**: every accepted connection has TCP keep-alive on (as kube-apiserver, whose
+  listener sets it with a 3-minute period): after ``keepalive_idle`` seconds without traffic
+  the kernel probes the client every ``keepalive_interval`` seconds and drops the connection
+  after ``keepalive_count`` unanswered probes. Probes are sent only on a quiet connection; for
+  data the client never acknowledges (a watch writing to a peer that vanished) the bound is
+  ``tcp_user_timeout`` (Linux ``TCP_USER_TIMEOUT``), by default the kernel's own
+  retransmission limit, as kube-apiserver leaves it: a user timeout also drops a client that
+  is alive but has stopped reading for that long (``kubectl logs -f | less`` left on one
+  page), which kube-apiserver never does. See :mod:`setpoint.server.keepalive`.
+
 Non-guarantees: the limits count requests, not their cost (one LIST of 10,000 objects counts
 as one); kube-apiserver's exemption of ``system:masters`` does not exist here (every client
 is limited).
@@ -62,6 +72,17 @@ class Limits:
     header_timeout: float = 32.0
     #: seconds a kept-alive connection may wait for its next request
     idle_timeout: float = 90.0
+    #: seconds without traffic before TCP keep-alive probes start (kube-apiserver's 3 min)
+    keepalive_idle: int = 180
+    #: seconds between keep-alive probes (Go's default, which kube-apiserver keeps)
+    keepalive_interval: int = 15
+    #: unanswered probes after which the connection is dropped (Go's and Linux's default)
+    keepalive_count: int = 9
+    #: seconds sent data may stay unacknowledged, or unsent behind a client's closed receive
+    #: window, before the connection is dropped; 0 (kube-apiserver's): the kernel's own
+    #: retransmission limit (about 15 minutes on Linux, none for a closed window); None:
+    #: ``keepalive_idle + keepalive_interval * keepalive_count``
+    tcp_user_timeout: float | None = 0.0
     #: the Retry-After of a 429
     retry_after: int = 1
 
@@ -77,8 +98,26 @@ class Limits:
             value = getattr(self, name)
             if not 0 < value <= 24 * 3600:
                 raise ValueError(f"{name} must be more than 0 and at most a day, not {value}")
+        # Linux's own bounds (MAX_TCP_KEEPIDLE, MAX_TCP_KEEPINTVL, MAX_TCP_KEEPCNT)
+        for name, top in (("keepalive_idle", 32767), ("keepalive_interval", 32767),
+                          ("keepalive_count", 127)):
+            value = getattr(self, name)
+            if not 1 <= value <= top:
+                raise ValueError(f"{name} must be between 1 and {top}, not {value}")
+        timeout = self.tcp_user_timeout
+        if timeout is not None and not 0 <= timeout <= 24 * 3600:
+            raise ValueError(f"tcp_user_timeout must be between 0 and a day, not {timeout}")
         if not 1 <= self.retry_after <= 3600:
             raise ValueError("retry_after must be between 1 and 3600 seconds")
+
+
+    @property
+    def unacknowledged_timeout(self) -> float:
+        """Seconds sent data may stay unacknowledged (0: the kernel's limit); see
+        ``tcp_user_timeout``."""
+        if self.tcp_user_timeout is not None:
+            return self.tcp_user_timeout
+        return self.keepalive_idle + self.keepalive_interval * self.keepalive_count
 
 
 class BodyTimeout(errors.ApiError):

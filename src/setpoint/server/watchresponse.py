@@ -11,7 +11,9 @@ old resourceVersion is a 410 ``Expired`` there, as kube-apiserver sends it). Str
 ``get -w`` exits when its stream ends, so that time is long), or when the watcher fell behind
 (the client resumes from its last resourceVersion). Bookmarks go out after ``bookmark_interval``
 of silence when the client allows them; kopf reconnects after 70 s without a byte. A client
-that closes its stream simply ends the watch (clients stop watches by disconnecting).
+that closes its stream simply ends the watch (clients stop watches by disconnecting), as soon
+as its connection is lost (:func:`~setpoint.server.connections.when_lost`), whether it closed
+it or the kernel gave up on a client that vanished.
 The body is chunked over HTTP/1.1; an HTTP/1.0 client (no chunks) gets the same lines
 through the watch's task, the body ending when the server closes the connection.
 
@@ -50,7 +52,7 @@ from setpoint.registry import table
 from setpoint.registry.options import WatchOptions
 from setpoint.registry.resources import VersionInfo
 from setpoint.registry.store import Store, WatchEvent, WatchStream
-from setpoint.server import negotiation, responses
+from setpoint.server import connections, negotiation, responses
 
 Obj = dict[str, Any]
 
@@ -273,6 +275,9 @@ async def serve_watch(request: web.Request, store: Store, namespace: str | None,
 
         stream.set_sink(send_now, ("chunk", output.kind),
                         lambda kind, obj: _chunk(make(kind, obj)))
+    # a connection lost while the watch waits for its next event ends the watch then (its
+    # watcher and queue are freed), not at the next event or at its timeout
+    forget = connections.when_lost(request.transport, lambda exc: stream.close())
     try:
         while True:
             if need_initial_end and stream.pending_replay() == 0:
@@ -305,6 +310,7 @@ async def serve_watch(request: web.Request, store: Store, namespace: str | None,
         # vanished while the task waited for it): nothing to log, nothing more to send
         return response
     finally:
+        forget()
         stream.close()
     try:
         flush()
