@@ -86,6 +86,37 @@ DESCRIPTION = (
     "'setpoint COMMAND --help' describes each.")
 
 
+#: ``setpoint serve``'s flags for :class:`Limits` fields: (flag, field, type, metavar, help
+#: with ``{default}``)
+_LIMIT_FLAGS: tuple[tuple[str, str, type, str, str], ...] = (
+    ("--max-requests-inflight", "max_requests_inflight", int, "N",
+     "read-only requests served at once; more are answered 429 (default: {default}; watches "
+     "are not counted)"),
+    ("--max-mutating-requests-inflight", "max_mutating_requests_inflight", int, "N",
+     "writes served at once; more are answered 429 (default: {default})"),
+    ("--max-connections", "max_connections", int, "N",
+     "open client connections (default: {default}, lowered to fit the file descriptor limit)"),
+    ("--header-timeout", "header_timeout", float, "SECONDS",
+     "a connection that has not sent a whole request header in this time is closed "
+     "(default: {default})"),
+    ("--body-timeout", "body_timeout", float, "SECONDS",
+     "a request body that has not arrived in this time is answered 408 (default: {default})"),
+    ("--idle-timeout", "idle_timeout", float, "SECONDS",
+     "a kept-alive connection idle this long is closed (default: {default})"),
+    ("--tcp-keepalive-idle", "keepalive_idle", int, "SECONDS",
+     "TCP keep-alive probes start after this much silence on a connection (default: "
+     "{default})"),
+    ("--tcp-keepalive-interval", "keepalive_interval", int, "SECONDS",
+     "seconds between keep-alive probes (default: {default})"),
+    ("--tcp-keepalive-count", "keepalive_count", int, "N",
+     "unanswered keep-alive probes after which the connection is dropped (default: "
+     "{default})"),
+    ("--tcp-user-timeout", "tcp_user_timeout", float, "SECONDS",
+     "sent data unacknowledged (or unread behind a closed receive window) this long drops "
+     "the connection (default: {default}: the kernel's limit, as kube-apiserver)"),
+)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="setpoint", description=DESCRIPTION)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -133,47 +164,10 @@ def _parser() -> argparse.ArgumentParser:
                        "up to 5 s, then get 429 (default: "
                        f"{format_size(DEFAULT_LIST_BYTES)})")
     limits = Limits()
-    serve.add_argument("--max-requests-inflight", type=int, metavar="N",
-                       default=limits.max_requests_inflight,
-                       help="read-only requests served at once; more are answered 429 "
-                       f"(default: {limits.max_requests_inflight}; watches are not counted)")
-    serve.add_argument("--max-mutating-requests-inflight", type=int, metavar="N",
-                       default=limits.max_mutating_requests_inflight,
-                       help="writes served at once; more are answered 429 (default: "
-                       f"{limits.max_mutating_requests_inflight})")
-    serve.add_argument("--max-connections", type=int, metavar="N",
-                       default=limits.max_connections,
-                       help="open client connections (default: "
-                       f"{limits.max_connections}, lowered to fit the file descriptor limit)")
-    serve.add_argument("--header-timeout", type=float, metavar="SECONDS",
-                       default=limits.header_timeout,
-                       help="a connection that has not sent a whole request header in this "
-                       f"time is closed (default: {limits.header_timeout:g})")
-    serve.add_argument("--body-timeout", type=float, metavar="SECONDS",
-                       default=limits.body_timeout,
-                       help="a request body that has not arrived in this time is answered "
-                       f"408 (default: {limits.body_timeout:g})")
-    serve.add_argument("--idle-timeout", type=float, metavar="SECONDS",
-                       default=limits.idle_timeout,
-                       help="a kept-alive connection idle this long is closed (default: "
-                       f"{limits.idle_timeout:g})")
-    serve.add_argument("--tcp-keepalive-idle", type=int, metavar="SECONDS",
-                       default=limits.keepalive_idle,
-                       help="TCP keep-alive probes start after this much silence on a "
-                       f"connection (default: {limits.keepalive_idle})")
-    serve.add_argument("--tcp-keepalive-interval", type=int, metavar="SECONDS",
-                       default=limits.keepalive_interval,
-                       help="seconds between keep-alive probes (default: "
-                       f"{limits.keepalive_interval})")
-    serve.add_argument("--tcp-keepalive-count", type=int, metavar="N",
-                       default=limits.keepalive_count,
-                       help="unanswered keep-alive probes after which the connection is "
-                       f"dropped (default: {limits.keepalive_count})")
-    serve.add_argument("--tcp-user-timeout", type=float, metavar="SECONDS",
-                       default=limits.tcp_user_timeout,
-                       help="sent data unacknowledged (or unread behind a closed receive "
-                       "window) this long drops the connection (default: 0, the kernel's "
-                       "limit, as kube-apiserver)")
+    for flag, name, kind, metavar, text in _LIMIT_FLAGS:
+        default = getattr(limits, name)
+        serve.add_argument(flag, type=kind, metavar=metavar, default=default, dest=name,
+                           help=text.format(default=f"{default:g}"))
     serve.add_argument("--service-cluster-ip-range", default=DEFAULT_CLUSTER_IP_RANGE,
                        metavar="CIDR",
                        help="the addresses Services get their cluster IP from; the first is "
@@ -328,14 +322,7 @@ def serve_config(args: argparse.Namespace) -> ServerConfig:
         storage = StorageConfig(kind="sqlite", path=data_dir / "state.db")
     else:
         storage = StorageConfig(kind="memory")
-    limits = Limits(max_requests_inflight=args.max_requests_inflight,
-                    max_mutating_requests_inflight=args.max_mutating_requests_inflight,
-                    max_connections=args.max_connections, header_timeout=args.header_timeout,
-                    body_timeout=args.body_timeout, idle_timeout=args.idle_timeout,
-                    keepalive_idle=args.tcp_keepalive_idle,
-                    keepalive_interval=args.tcp_keepalive_interval,
-                    keepalive_count=args.tcp_keepalive_count,
-                    tcp_user_timeout=args.tcp_user_timeout)
+    limits = Limits(**{name: getattr(args, name) for _, name, _, _, _ in _LIMIT_FLAGS})
     files.private_dir(data_dir)
     for name in ("state.db", "state.db-wal", "state.db-shm", "kubeconfig"):
         files.tighten(data_dir / name)  # written by an older version, or by hand
