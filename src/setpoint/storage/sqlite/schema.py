@@ -11,8 +11,10 @@ revision. Columns:
 
 ``UNIQUE (key, prev_revision)`` means two writes can never both succeed from the same previous
 row: a lost compare-and-swap becomes a constraint violation even if a check were skipped.
-The same index serves "newest row of a key" and key-range scans (every SQLite index ends with
-the rowid, here the revision).
+The index on ``key`` alone serves "newest row of a key" and key-range scans: every SQLite
+index ends with the rowid, here the revision, so its rows of one key are in revision order
+(the unique index orders them by ``prev_revision`` first, and a read of the newest row through
+it would sort).
 
 ``AUTOINCREMENT`` keeps the highest id ever used in ``sqlite_sequence``, so the current revision
 survives restarts and compactions that remove the newest row (a delete). ``meta`` holds the
