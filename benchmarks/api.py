@@ -4,7 +4,7 @@ Phases, all in one run against one server process started here (port 0, fresh da
 
 1. once the server and its children (the controllers' process, the node agent) have settled
    after start, create N custom resources with C concurrent clients (creates/s, p50/p99
-   latency);
+   latency), ``--rounds`` times, taking turns with the minimal-work ceiling below;
 2. list them all, several times (best and median time);
 3. watch delivery: one watcher, then W watchers (``--watchers 1,1000``), all on one object
    (a field selector on its name); U updates of it, one at a time; the delay from each
@@ -22,7 +22,11 @@ what else runs on the machine than rates, the CPU time each server spent per cre
   orjson endpoint that parses the posted object, sets uid, resourceVersion and timestamp,
   group-commits it to SQLite (WAL, ``synchronous=FULL``) and answers 201. It serves TLS with
   the server's own certificate when ``setpoint serve`` is measured with TLS, plain HTTP
-  otherwise. ``API / minimal-work`` is the ratio the project's target is stated in;
+  otherwise. ``API / minimal-work`` is the ratio the project's target is stated in. Both
+  servers run side by side, and ``--rounds R`` measures R rounds of N creates through each,
+  back to back, taking turns to go first, every phase started once ``setpoint serve``'s
+  processes are quiet; the table gives medians, and the range of the rounds' shares (on
+  two shared cores they swing by ten points or more between rounds);
 * the same N writes straight into the storage backend in this process (no HTTP, no
   registry): what storage alone allows.
 
@@ -44,7 +48,7 @@ The load generator runs on uvloop; the watchers are raw connections that look fo
 event's resourceVersion without decoding the JSON, so that the client's own cost per event
 stays small beside the server's.
 
-    python benchmarks/api.py [--n 10000] [--concurrency 16] [--watchers 1,100]
+    python benchmarks/api.py [--n 10000] [--concurrency 16] [--rounds 1] [--watchers 1,100]
                              [--storage sqlite] [--security secure|plain|both]
                              [--controllers-mode process|inline] [--profile DIR]
     python benchmarks/api.py --storage etcd [--etcd-endpoints http://127.0.0.1:2379]
@@ -68,7 +72,7 @@ import tempfile
 import time
 import typing
 import urllib.parse
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -118,10 +122,11 @@ def pct(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, int(p / 100 * len(ordered)))]
 
 
-async def create_all(session: aiohttp.ClientSession, n: int, concurrency: int
-                     ) -> tuple[float, list[float]]:
+async def create_all(session: aiohttp.ClientSession, n: int, concurrency: int,
+                     first: int = 0) -> tuple[float, list[float]]:
+    """``n`` creates (``item(first)`` on) with ``concurrency`` clients: seconds, latencies."""
     latencies: list[float] = []
-    counter = iter(range(n))
+    counter = iter(range(first, first + n))
 
     async def worker() -> None:
         for i in counter:
@@ -280,8 +285,8 @@ async def watch_delivery(session: aiohttp.ClientSession, url: str,
             from_request.extend(t - sent for t in got)
         cpu = cpu_seconds(pid) - cpu_before
     finally:
-        for transport in connections:
-            transport.close()
+        for connection in connections:
+            connection.close()
     return Delivery(watchers, delays, from_request, cpu, updates)
 
 
@@ -311,18 +316,17 @@ def start_minimal(tmp: Path, cert: tuple[Path, Path] | None
     return process, f"{scheme}://127.0.0.1:{port_file.read_text()}"
 
 
-async def minimal_ceiling(args: argparse.Namespace, tmp: Path,
-                          ssl_context: ssl.SSLContext | None, cert: tuple[Path, Path] | None
-                          ) -> tuple[float, list[float], float]:
-    """N creates at concurrency C through ``benchmarks/minimal_server.py``: the
-    minimal-work ceiling (seconds, latencies, the server's CPU seconds)."""
+@contextlib.asynccontextmanager
+async def minimal_server(args: argparse.Namespace, tmp: Path,
+                         ssl_context: ssl.SSLContext | None, cert: tuple[Path, Path] | None
+                         ) -> AsyncIterator[tuple[aiohttp.ClientSession, int]]:
+    """``benchmarks/minimal_server.py`` running, the minimal-work ceiling: a session to it
+    and its PID."""
     process, url = start_minimal(tmp, cert)
     try:
         connector = aiohttp.TCPConnector(limit=args.concurrency + 4, ssl=ssl_context or False)
         async with aiohttp.ClientSession(base_url=url, connector=connector) as s:
-            cpu = cpu_seconds(process.pid)
-            seconds, latencies = await create_all(s, args.n, args.concurrency)
-            return seconds, latencies, cpu_seconds(process.pid) - cpu
+            yield s, process.pid
     finally:
         process.terminate()
         process.wait(timeout=15)
@@ -407,17 +411,32 @@ async def run(args: argparse.Namespace) -> None:
 
 
 @dataclasses.dataclass
-class Figures:
+class Round:
+    """N creates through the API and N through the minimal-work server, back to back."""
+
     seconds: float
+    cpu: float  # the server's CPU seconds over its creates
+    controllers_cpu: float  # its child processes' (the built-in controllers, as a process)
+    minimal_seconds: float
+    minimal_cpu: float  # the minimal-work server's
+
+    @property
+    def share(self) -> float:
+        """The API's creates/s as a share of the minimal-work server's, this round."""
+        return self.minimal_seconds / self.seconds
+
+
+@dataclasses.dataclass
+class Figures:
+    rounds: list[Round]
     latencies: list[float]
+    minimal_latencies: list[float]
     lists: list[float]
     deliveries: list[Delivery]
     rss: float
-    minimal_seconds: float
-    minimal_latencies: list[float]
-    cpu: float  # the server's CPU seconds over the creates
-    controllers_cpu: float  # its child processes' (the built-in controllers, as a process)
-    minimal_cpu: float  # the minimal-work server's
+
+    def median(self, measure: Callable[[Round], float]) -> float:
+        return statistics.median(measure(r) for r in self.rounds)
 
 
 def children(pid: int) -> list[int]:
@@ -518,13 +537,30 @@ async def measure_api(args: argparse.Namespace, data: Path, secure: bool,
             waited = await settle(pid)
             print(f"  ({'TLS+RBAC' if secure else 'plain HTTP'}: the server's processes "
                   f"settled {waited:.1f} s after the CRD was served)", file=sys.stderr)
-            cpu, controllers_cpu = cpu_seconds(pid), children_cpu(pid)
-            seconds, latencies = await create_all(s, args.n, args.concurrency)
-            cpu = cpu_seconds(pid) - cpu
-            # the controllers see the creates a little later: let them catch up
-            await asyncio.sleep(1.0)
-            controllers_cpu = children_cpu(pid) - controllers_cpu
-            lists = await list_times(s, args.n)
+            cert = (data / "pki" / "apiserver.crt", data / "pki" / "apiserver.key") \
+                if secure else None
+            rounds: list[Round] = []
+            latencies: list[float] = []
+            minimal_latencies: list[float] = []
+            async with minimal_server(args, data / "minimal", ssl_context, cert) as (m, mpid):
+                for number in range(args.rounds):
+                    api_first = number % 2 == 0  # taking turns, so that drift evens out
+                    if not api_first:
+                        minimal = await minimal_creates(m, mpid, args, number, pid)
+                    await settle(pid)
+                    cpu, controllers_cpu = cpu_seconds(pid), children_cpu(pid)
+                    seconds, lat = await create_all(s, args.n, args.concurrency,
+                                                    first=number * args.n)
+                    cpu = cpu_seconds(pid) - cpu
+                    # the controllers see the creates a little later: let them catch up
+                    await settle(pid)
+                    controllers_cpu = children_cpu(pid) - controllers_cpu
+                    latencies += lat
+                    if api_first:
+                        minimal = await minimal_creates(m, mpid, args, number, pid)
+                    minimal_latencies += minimal[1]
+                    rounds.append(Round(seconds, cpu, controllers_cpu, minimal[0], minimal[2]))
+            lists = await list_times(s, args.n * args.rounds)
             deliveries = [await watch_delivery(s, server.url, ssl_context, pid, count,
                                                args.updates) for count in watcher_counts]
         rss = peak_rss_mb(pid)
@@ -532,11 +568,19 @@ async def measure_api(args: argparse.Namespace, data: Path, secure: bool,
         stop(server, pid)
     if profile is not None:
         print_profile(profile, secure)
-    cert = (data / "pki" / "apiserver.crt", data / "pki" / "apiserver.key") if secure else None
-    minimal_seconds, minimal_latencies, minimal_cpu = await minimal_ceiling(
-        args, data / "minimal", ssl_context, cert)
-    return Figures(seconds, latencies, lists, deliveries, rss, minimal_seconds,
-                   minimal_latencies, cpu, controllers_cpu, minimal_cpu)
+    return Figures(rounds, latencies, minimal_latencies, lists, deliveries, rss)
+
+
+async def minimal_creates(session: aiohttp.ClientSession, minimal_pid: int,
+                          args: argparse.Namespace, number: int, serve_pid: int
+                          ) -> tuple[float, list[float], float]:
+    """Round ``number``'s N creates through the minimal-work server, once ``setpoint
+    serve``'s processes are quiet: seconds, latencies, its CPU seconds."""
+    await settle(serve_pid)
+    cpu = cpu_seconds(minimal_pid)
+    seconds, latencies = await create_all(session, args.n, args.concurrency,
+                                          first=number * args.n)
+    return seconds, latencies, cpu_seconds(minimal_pid) - cpu
 
 
 def print_profile(path: Path, secure: bool, top: int = 30) -> None:
@@ -599,11 +643,11 @@ async def measure(args: argparse.Namespace, tmp: Path,
              "create latency p50 / p99 (ms)",
              "minimal-work ceiling creates/s (same run)",
              "  its latency p50 / p99 (ms)",
-             "API / minimal-work ceiling",
+             "API / minimal-work ceiling" + (" (rounds' range)" if args.rounds > 1 else ""),
              "server CPU per create: API / minimal (µs)",
              "minimal / API server CPU per create",
              "  controllers' process CPU per create (µs)",
-             f"list {args.n:,} (ms, best / median)"]
+             f"list {args.n * args.rounds:,} (ms, best / median)"]
     first = next(iter(figures.values()))
     for d in first.deliveries:
         names += [f"watch delivery p50 / p99 (ms, {d.watchers:,} watchers)",
@@ -612,15 +656,19 @@ async def measure(args: argparse.Namespace, tmp: Path,
     names += ["server peak RSS (MiB)", "API / storage ceiling"]
 
     def rows(f: Figures) -> list[str]:
-        cells = [f"{args.n / f.seconds:,.0f}",
+        shares = sorted(r.share * 100 for r in f.rounds)
+        spread = f" ({shares[0]:.0f}-{shares[-1]:.0f})" if len(shares) > 1 else ""
+        seconds = f.median(lambda r: r.seconds)
+        cells = [f"{args.n / seconds:,.0f}",
                  f"{pct(f.latencies, 50) * 1e3:.1f} / {pct(f.latencies, 99) * 1e3:.1f}",
-                 f"{args.n / f.minimal_seconds:,.0f}",
+                 f"{args.n / f.median(lambda r: r.minimal_seconds):,.0f}",
                  f"{pct(f.minimal_latencies, 50) * 1e3:.1f} / "
                  f"{pct(f.minimal_latencies, 99) * 1e3:.1f}",
-                 f"{f.minimal_seconds / f.seconds * 100:.0f} %",
-                 f"{f.cpu / args.n * 1e6:.0f} / {f.minimal_cpu / args.n * 1e6:.0f}",
-                 f"{f.minimal_cpu / f.cpu * 100:.0f} %",
-                 f"{f.controllers_cpu / args.n * 1e6:.0f}",
+                 f"{statistics.median(shares):.0f} %{spread}",
+                 f"{f.median(lambda r: r.cpu) / args.n * 1e6:.0f} / "
+                 f"{f.median(lambda r: r.minimal_cpu) / args.n * 1e6:.0f}",
+                 f"{f.median(lambda r: r.minimal_cpu / r.cpu) * 100:.0f} %",
+                 f"{f.median(lambda r: r.controllers_cpu) / args.n * 1e6:.0f}",
                  f"{min(f.lists) * 1e3:.0f} / {statistics.median(f.lists) * 1e3:.0f}"]
         for d in f.deliveries:
             per_update = d.cpu_seconds / max(d.updates, 1) * 1e6
@@ -629,13 +677,14 @@ async def measure(args: argparse.Namespace, tmp: Path,
                       f"{pct(d.from_request, 50) * 1e3:.1f} / "
                       f"{pct(d.from_request, 99) * 1e3:.1f}",
                       f"{per_update:,.0f} / {per_delivery:,.1f}"]
-        cells += [f"{f.rss:.0f}", f"{raw_seconds / f.seconds * 100:.0f} %"]
+        cells += [f"{f.rss:.0f}", f"{raw_seconds / seconds * 100:.0f} %"]
         return cells
 
     columns = {secure: rows(f) for secure, f in figures.items()}
     width = max(len(n) for n in names)
     print(f"setpoint API benchmark: storage={args.storage} n={args.n} "
-          f"concurrency={args.concurrency} watchers={args.watchers} updates={args.updates} "
+          f"concurrency={args.concurrency} rounds={args.rounds} watchers={args.watchers} "
+          f"updates={args.updates} "
           f"controllers={args.controllers_mode}"
           + (" profiled" if args.profile else "")
           + (f" etcd={etcd_version}" if etcd_version else ""))
@@ -645,7 +694,8 @@ async def measure(args: argparse.Namespace, tmp: Path,
         cells = "".join(f"  {columns[secure][i]:>14}" for secure in columns)
         print(f"{name:<{width}}{cells}  {ceiling if i == 0 else ''}")
     if len(figures) == 2:
-        cost = figures[True].seconds / figures[False].seconds
+        cost = figures[True].median(lambda r: r.seconds) / \
+            figures[False].median(lambda r: r.seconds)
         print(f"TLS, authentication and RBAC: creates take {cost:.2f}x the time of plain HTTP "
               "(same run)")
 
@@ -655,6 +705,10 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, default=10_000)
     parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="rounds of N creates through the API and N through the "
+                        "minimal-work server, taking turns (medians and the range of the "
+                        "share are printed)")
     parser.add_argument("--watchers", default="1,100",
                         help="watcher counts measured one after the other (the first is the "
                         "baseline), comma-separated")
