@@ -98,16 +98,36 @@ def _render(value: Any) -> str:
 
 
 def merge_patch(target: Any, patch: Any) -> Any:
-    """Apply a JSON merge patch: objects merge key by key, ``null`` deletes, all else replaces."""
+    """Apply a JSON merge patch (RFC 7386): objects merge key by key, ``null`` deletes, all
+    else replaces. The result shares nothing with either argument.
+
+    The target is copied once, and the patch merged into that copy in place: copying each
+    nested level again as the patch descends into it cost, for a patch as deep as the
+    object, the depth times the containers below it (a deep patch of a large object could
+    hold the event loop for seconds)."""
     if not isinstance(patch, Mapping):
         return deep_copy(patch)
     result: dict[str, Any] = deep_copy(dict(target)) if isinstance(target, Mapping) else {}
+    _merge_into(result, patch)
+    return result
+
+
+def _merge_into(result: dict[str, Any], patch: Mapping[str, Any]) -> None:
+    """Merge ``patch`` into ``result``, a copy of the caller's own (changed in place)."""
     for key, value in patch.items():
         if value is None:
             result.pop(key, None)
+        elif isinstance(value, Mapping):
+            current = result.get(key)
+            if isinstance(current, dict):
+                _merge_into(current, value)  # already part of the copy
+            else:
+                child: dict[str, Any] = deep_copy(dict(current)) \
+                    if isinstance(current, Mapping) else {}
+                _merge_into(child, value)
+                result[key] = child
         else:
-            result[key] = merge_patch(result.get(key), value)
-    return result
+            result[key] = deep_copy(value)
 
 
 # --- RFC 6902 JSON patch -----------------------------------------------------------------------

@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from setpoint.apimachinery import patch
 from setpoint.apimachinery.patch import PatchError, PatchTestFailed
@@ -64,6 +66,70 @@ def test_merge_patch_shares_nothing() -> None:
     got["new"]["z"]["w"] = 1
     assert target == {"keep": {"deep": [1]}, "change": {"x": 1}}
     assert body == {"change": {"y": [2]}, "new": {"z": {}}}
+
+
+def _rfc7386(target: Any, body: Any) -> Any:
+    """RFC 7386's MergePatch pseudocode, word for word (copying whatever it keeps)."""
+    if not isinstance(body, dict):
+        return copy.deepcopy(body)
+    result = copy.deepcopy(target) if isinstance(target, dict) else {}
+    for name, value in body.items():
+        if value is None:
+            result.pop(name, None)
+        else:
+            result[name] = _rfc7386(result.get(name), value)
+    return result
+
+
+_KEYS = st.sampled_from(["a", "b", "c", "metadata", "status"])
+_SCALARS = st.none() | st.booleans() | st.integers(-3, 3) | st.sampled_from(["", "x", "y"])
+_JSON = st.recursive(_SCALARS, lambda inner: st.lists(inner, max_size=3)
+                     | st.dictionaries(_KEYS, inner, max_size=4), max_leaves=25)
+
+
+@settings(max_examples=400, deadline=None)
+@given(target=_JSON, body=_JSON)
+def test_merge_patch_is_rfc7386_and_shares_nothing(target: Any, body: Any) -> None:
+    target_before, body_before = copy.deepcopy(target), copy.deepcopy(body)
+    got = patch.merge_patch(target, body)
+    assert got == _rfc7386(target, body)
+    assert target == target_before
+    assert body == body_before
+    originals = {id(c) for c in (*_containers(target), *_containers(body))}
+    assert not any(id(c) in originals for c in _containers(got))
+
+
+def _containers(value: Any) -> list[Any]:
+    found: list[Any] = []
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict | list):
+            found.append(node)
+            stack.extend(node.values() if isinstance(node, dict) else node)
+    return found
+
+
+def test_a_deep_merge_patch_copies_the_target_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a patch as deep as the object once had every level below it copied again: the depth
+    # times the containers below (seconds of the event loop for a large object)
+    copied: list[int] = []
+    real = patch.deep_copy
+
+    def counting(value: Any) -> Any:
+        copied.append(len(_containers(value)))
+        return real(value)
+
+    monkeypatch.setattr(patch, "deep_copy", counting)
+    target: Any = {"blob": [{} for _ in range(1000)]}
+    body: Any = {"x": 1}
+    for _ in range(50):
+        target, body = {"a": target}, {"a": body}
+    got = patch.merge_patch(target, body)
+    assert sum(copied) <= len(_containers(target)) + len(_containers(body))
+    for _ in range(50):
+        got = got["a"]
+    assert got == {"blob": [{} for _ in range(1000)], "x": 1}
 
 
 # --- JSON patch --------------------------------------------------------------------------------
