@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import types
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Final
 
 import orjson
 
@@ -197,7 +197,40 @@ def _get(doc: Any, tokens: list[str], path: str, op: str) -> Any:
     return parent[_array_index(key, len(parent), path, allow_end=False)]
 
 
-def _add(doc: Any, tokens: list[str], value: Any, path: str, op: str = "add") -> Any:
+class _Work:
+    """What the operations of one JSON patch have cost so far, within its bounds."""
+
+    __slots__ = ("copied", "max_copied", "max_shifted", "shifted")
+
+    def __init__(self, max_copied: int | None, max_shifted: int | None) -> None:
+        self.copied = self.shifted = 0
+        self.max_copied, self.max_shifted = max_copied, max_shifted
+
+    def copy(self, value: Any) -> None:
+        if self.max_copied is None:
+            return
+        self.copied += _json_size(value)
+        if self.copied > self.max_copied:
+            raise PatchError("the copy operations of the patch add more than "
+                             f"{self.max_copied} bytes")
+
+    def shift(self, elements: int) -> None:
+        self.shifted += elements
+        if self.max_shifted is not None and self.shifted > self.max_shifted:
+            raise PatchError("the operations of the patch move more than "
+                             f"{self.max_shifted} array elements")
+
+
+def _json_size(value: Any) -> int:
+    """Bytes of ``value`` as JSON (its ``repr``'s for what orjson cannot encode)."""
+    try:
+        return len(orjson.dumps(value))
+    except orjson.JSONEncodeError:
+        return len(repr(value))
+
+
+def _add(doc: Any, tokens: list[str], value: Any, path: str, op: str = "add",
+         work: _Work | None = None) -> Any:
     if not tokens:
         return value
     parent = _parent(doc, tokens, path, op)
@@ -205,11 +238,15 @@ def _add(doc: Any, tokens: list[str], value: Any, path: str, op: str = "add") ->
     if isinstance(parent, dict):
         parent[key] = value
     else:
-        parent.insert(_array_index(key, len(parent), path, allow_end=True), value)
+        index = _array_index(key, len(parent), path, allow_end=True)
+        if work is not None:
+            work.shift(len(parent) - index)  # the elements after it move up
+        parent.insert(index, value)
     return doc
 
 
-def _remove(doc: Any, tokens: list[str], path: str, op: str = "remove") -> Any:
+def _remove(doc: Any, tokens: list[str], path: str, op: str = "remove",
+            work: _Work | None = None) -> Any:
     """Remove and return the value at ``tokens`` (which must not be the root)."""
     parent = _parent(doc, tokens, path, op)
     key = tokens[-1]
@@ -217,31 +254,49 @@ def _remove(doc: Any, tokens: list[str], path: str, op: str = "remove") -> Any:
         if key not in parent:
             raise PatchError(f'{op} operation does not apply: doc is missing path: "{path}"')
         return parent.pop(key)
-    return parent.pop(_array_index(key, len(parent), path, allow_end=False))
+    index = _array_index(key, len(parent), path, allow_end=False)
+    if work is not None:
+        work.shift(len(parent) - index - 1)  # the elements after it move down
+    return parent.pop(index)
 
 
 _JSON_PATCH_OPS = ("add", "remove", "replace", "move", "copy", "test")
 
+#: what the values ``copy`` operations add may total, as JSON (kube-apiserver's default
+#: ``JSONPatchMaxCopyBytes``): each copy can double the document, so without a bound a few
+#: dozen of them ask for terabytes
+MAX_COPY_BYTES: Final = 3 * 1024 * 1024
 
-def json_patch(doc: Any, operations: Any, *, max_added_bytes: int | None = None) -> Any:
+#: array elements the operations may move in all (an insert or a removal moves every element
+#: after it): 10,000 removals at the head of a long array would hold the caller for seconds;
+#: this allows 10,000 operations at the head of 5,000-element arrays
+MAX_SHIFTED_ELEMENTS: Final = 50_000_000
+
+
+def json_patch(doc: Any, operations: Any, *, max_added_bytes: int | None = None,
+               max_copy_bytes: int | None = MAX_COPY_BYTES,
+               max_shifted_elements: int | None = MAX_SHIFTED_ELEMENTS) -> Any:
     """Apply an RFC 6902 JSON patch and return the new document.
 
     The operations apply in order to one working copy; the first failure raises and nothing
     of the partial result escapes. A ``test`` of a missing member against ``null`` passes, as
-    in the library Kubernetes uses. With ``max_added_bytes``, the values the operations add
-    (``add``, ``replace`` and ``copy``, as JSON) may total at most that many bytes: repeated
-    copies cannot grow the document exponentially.
+    in the library Kubernetes uses. Bounds, each a :class:`PatchError` when passed (None:
+    none): the values ``copy`` operations add, as JSON, total at most ``max_copy_bytes``
+    (repeated copies cannot grow the document exponentially); the operations move at most
+    ``max_shifted_elements`` array elements; with ``max_added_bytes``, the values of
+    ``add``, ``replace`` and ``copy`` together total at most that many bytes.
     """
     if not isinstance(operations, list):
         raise PatchError(f"a JSON patch must be a list of operations, got {_kind(operations)}")
     result = deep_copy(doc)
     added = 0
+    work = _Work(max_copy_bytes, max_shifted_elements)
 
     def grow(value: Any) -> None:
         nonlocal added
         if max_added_bytes is None:
             return
-        added += len(orjson.dumps(value)) if value is not None else 4
+        added += _json_size(value)
         if added > max_added_bytes:
             raise PatchError(f"the patch adds more than {max_added_bytes} bytes")
     for i, operation in enumerate(operations):
@@ -261,19 +316,19 @@ def json_patch(doc: Any, operations: Any, *, max_added_bytes: int | None = None)
             grow(operation.get("value"))
         value = deep_copy(operation.get("value"))
         if op == "add":
-            result = _add(result, tokens, value, path)
+            result = _add(result, tokens, value, path, work=work)
         elif op == "remove":
             if not tokens:
                 raise PatchError("remove operation does not apply: cannot remove the whole "
                                  "document")
-            _remove(result, tokens, path)
+            _remove(result, tokens, path, work=work)
         elif op == "replace":
             if not tokens:
                 result = value
             else:
                 _get(result, tokens, path, op)  # must exist
-                _remove(result, tokens, path, op)
-                result = _add(result, tokens, value, path, op)
+                _remove(result, tokens, path, op, work)
+                result = _add(result, tokens, value, path, op, work)
         elif op == "test":
             _test(result, tokens, path, operation["value"])
         else:  # move, copy
@@ -290,13 +345,14 @@ def json_patch(doc: Any, operations: Any, *, max_added_bytes: int | None = None)
                 if not from_tokens:
                     raise PatchError("move operation does not apply: cannot move the whole "
                                      "document")
-                moved = _remove(result, from_tokens, source, op)
-                result = _add(result, tokens, moved, path, op)
+                moved = _remove(result, from_tokens, source, op, work)
+                result = _add(result, tokens, moved, path, op, work)
             else:
                 found = _get(result, from_tokens, source, op)
+                work.copy(found)
                 grow(found)
                 copied = deep_copy(found)
-                result = _add(result, tokens, copied, path, op)
+                result = _add(result, tokens, copied, path, op, work)
     return result
 
 

@@ -6,8 +6,11 @@
   anything else (apply in CBOR included: setpoint does not decode CBOR) is a 415 listing
   what the resource takes, as kube-apiserver lists it.
 * :func:`apply_patch` computes the patched object from a base (pure: the base is the caller's
-  copy, the body is not changed). A malformed JSON patch is 422 on ``patch``; any other
-  malformed patch 400; a result that is not an object 400.
+  copy, the body is not changed). A malformed JSON patch is 422 on ``patch``, as is one
+  whose copies add more than 3 MiB or whose operations move more than 50 million array
+  elements (:func:`~setpoint.apimachinery.patch.json_patch`); one of more than 10,000
+  operations 413 (kube-apiserver's bounds but the last); any other malformed patch 400; a
+  result that is not an object 400.
 * :meth:`Patching.patch` patches the current object and writes it back through the
   update path: retried on a fresh read when it loses its compare-and-swap (a patch is
   unconditional unless it sets a resourceVersion itself, which is then a precondition).
@@ -40,6 +43,10 @@ _SUPPORTED: Final = (PATCH_JSON, PATCH_MERGE, PATCH_APPLY)
 #: ... and those of a resource that takes strategic merge patches
 _SUPPORTED_STRATEGIC: Final = (PATCH_JSON, PATCH_MERGE, PATCH_STRATEGIC, PATCH_APPLY)
 
+#: operations one JSON patch may hold (kube-apiserver's ``maxJSONPatchOperations``; 413
+#: beyond): a body of a few MiB holds tens of thousands
+MAX_JSON_PATCH_OPERATIONS: Final = 10_000
+
 
 def check_patch_type(patch_type: str, *, strategic: bool, field_manager: str) -> None:
     """Refuse a patch type the resource does not take (415, listing those it takes) and
@@ -60,6 +67,10 @@ def apply_patch(base: Obj, patch_type: str, body: Any, *, name: str, group: str,
                 raise errors.BadRequest(
                     "the body of a json-patch must be a JSON array of operations, got "
                     f"{json_type(body)}")
+            if len(body) > MAX_JSON_PATCH_OPERATIONS:
+                raise errors.RequestEntityTooLarge(
+                    "The allowed maximum operations in a JSON patch is "
+                    f"{MAX_JSON_PATCH_OPERATIONS}, got {len(body)}")
             result = patch.json_patch(base, body)
         elif patch_type in (PATCH_MERGE, PATCH_APPLY):
             if not isinstance(body, dict):

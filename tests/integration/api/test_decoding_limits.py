@@ -163,6 +163,64 @@ async def test_a_patch_that_nests_too_deep_is_a_422_and_lists_keep_working(
     assert listed["items"][0]["spec"] == nested(99)
 
 
+async def test_a_json_patch_copy_bomb_is_a_422_and_the_server_keeps_serving(
+        http: aiohttp.ClientSession) -> None:
+    # thirty copies of /spec into itself double it thirty times: a two-kilobyte body asking
+    # for a terabyte (kube-apiserver bounds what copies add at 3 MiB)
+    status, _, _ = await request(http, "POST", "/api/v1/namespaces/default/configmaps", {
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "seed"},
+        "data": {"a": "x" * 1000}})
+    assert status == 201
+    bomb = [{"op": "copy", "from": "/data", "path": f"/data/k{i}"} for i in range(30)]
+    status, answer, _ = await request(
+        http, "PATCH", "/api/v1/namespaces/default/configmaps/seed", bomb,
+        content_type="application/json-patch+json")
+    assert status == 422, answer
+    assert "copy operations of the patch add more than 3145728 bytes" in \
+        answer["details"]["causes"][0]["message"]
+    status, seed, _ = await request(http, "GET", "/api/v1/namespaces/default/configmaps/seed")
+    assert status == 200
+    assert seed["data"] == {"a": "x" * 1000}
+
+
+async def test_a_json_patch_of_more_than_10000_operations_is_a_413(
+        http: aiohttp.ClientSession) -> None:
+    status, _, _ = await request(http, "POST", "/api/v1/namespaces/default/configmaps", {
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ops"},
+        "data": {"a": "1"}})
+    assert status == 201
+    ops = [{"op": "test", "path": "/data/a", "value": "1"}]
+    path = "/api/v1/namespaces/default/configmaps/ops"
+    status, answer, _ = await request(http, "PATCH", path, ops * 10_001,
+                                      content_type="application/json-patch+json")
+    assert status == 413, answer
+    assert answer["reason"] == "RequestEntityTooLarge"
+    assert answer["message"] == \
+        "The allowed maximum operations in a JSON patch is 10000, got 10001"
+    status, answer, _ = await request(http, "PATCH", path, ops * 10_000,
+                                      content_type="application/json-patch+json")
+    assert status == 200, answer
+
+
+async def test_a_json_patch_that_moves_an_array_head_again_and_again_is_a_422(
+        http: aiohttp.ClientSession) -> None:
+    await install_things(http)
+    status, _, _ = await request(http, "POST", THINGS, {
+        "apiVersion": "example.com/v1", "kind": "Thing", "metadata": {"name": "long"},
+        "spec": {"a": [0] * 200_000}})
+    assert status == 201
+    # 10,000 removals at the head move two thousand million elements
+    head = [{"op": "remove", "path": "/spec/a/0"}] * 10_000
+    status, answer, _ = await request(http, "PATCH", f"{THINGS}/long", head,
+                                      content_type="application/json-patch+json")
+    assert status == 422, answer
+    assert "move more than 50000000 array elements" in \
+        answer["details"]["causes"][0]["message"]
+    status, listed, _ = await request(http, "GET", THINGS)
+    assert status == 200
+    assert len(listed["items"][0]["spec"]["a"]) == 200_000
+
+
 async def test_integers_beyond_int64_are_stored_as_floats(
         http: aiohttp.ClientSession) -> None:
     await install_things(http)

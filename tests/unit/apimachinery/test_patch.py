@@ -288,6 +288,32 @@ def test_json_patch_test_failure_is_patch_error() -> None:
     assert issubclass(PatchTestFailed, PatchError)
 
 
+def test_repeated_copies_stop_at_the_copy_bound() -> None:
+    # each copy doubles the spec: thirty would ask for a terabyte
+    doc = {"spec": {"a": "x" * 1000}}
+    bomb = [{"op": "copy", "from": "/spec", "path": f"/spec/k{i}"} for i in range(30)]
+    with pytest.raises(PatchError, match="copy operations of the patch add more than 3145728"):
+        patch.json_patch(doc, bomb)
+    small = patch.json_patch(doc, bomb[:5], max_copy_bytes=None)
+    assert len(small["spec"]) == 6
+    with pytest.raises(PatchError, match="add more than 10000 bytes"):
+        patch.json_patch(doc, bomb[:5], max_copy_bytes=10_000)
+
+
+def test_moving_array_elements_stops_at_the_shift_bound() -> None:
+    doc = {"a": list(range(1000))}
+    head = [{"op": "remove", "path": "/a/0"}] * 100  # moves 999 + 998 + ... + 900 elements
+    with pytest.raises(PatchError, match="move more than 50000 array elements"):
+        patch.json_patch(doc, head, max_shifted_elements=50_000)
+    assert patch.json_patch(doc, head, max_shifted_elements=94_950)["a"] == \
+        list(range(100, 1000))
+    tail = [{"op": "remove", "path": "/a/999"}, {"op": "add", "path": "/a/-", "value": 7}]
+    assert patch.json_patch(doc, tail * 100, max_shifted_elements=0)["a"][-1] == 7
+    move = [{"op": "move", "from": "/a/0", "path": "/a/1"}]  # out (999), back in (998)
+    with pytest.raises(PatchError, match="move more than 1996 array elements"):
+        patch.json_patch(doc, move * 2, max_shifted_elements=1996)
+
+
 def test_json_patch_shares_nothing() -> None:
     value = {"x": [1]}
     doc = {"a": {"b": [1]}}
