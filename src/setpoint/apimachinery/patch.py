@@ -389,11 +389,29 @@ atomic in Kubernetes, so a patch replaces it).
 """
 
 
+#: the list work one strategic merge patch may do, in element comparisons: merging two lists
+#: (and ordering them by ``$setElementOrder``) compares each element of one with each of the
+#: other, so it is charged the square of their lengths. 100,000 is lists of about 300
+#: elements in all; Kubernetes' only merged lists of the kinds served here, finalizers and
+#: owner references, hold a handful. Without a bound, a patch of a few thousand finalizers
+#: held the event loop for minutes
+MAX_MERGE_WORK: Final = 100_000
+
+
 class _Strategic:
     """One application of a strategic merge patch; works on private copies in place."""
 
-    def __init__(self, merge_keys: Mapping[str, str]) -> None:
+    def __init__(self, merge_keys: Mapping[str, str], max_work: int | None) -> None:
         self.merge_keys = merge_keys
+        self.max_work = max_work
+        self.work = 0
+
+    def charge(self, *lengths: int, path: str) -> None:
+        """Count the work of merging lists of ``lengths``; PatchError beyond the bound."""
+        self.work += sum(lengths) ** 2
+        if self.max_work is not None and self.work > self.max_work:
+            raise PatchError(f"the lists merged at {path} are too long: a strategic merge "
+                             f"patch may compare list elements at most {self.max_work} times")
 
     # The list strategy of the field at ``path``: None = replace, "" = primitives, else key.
     def strategy(self, path: str) -> str | None:
@@ -482,6 +500,7 @@ class _Strategic:
                                  f'"{child}" is not one')
             strategy = self.strategy(child)
             merge_key = strategy or ""
+            self.charge(len(order), len(original_list), len(patch_list), path=child)
             _check_order(patch_list, order, merge_key)
             live_order = original_list
             if in_original and not in_patch:
@@ -514,6 +533,7 @@ class _Strategic:
         """
         if not original and not patch:
             return original, original
+        self.charge(len(original), len(patch), path=path)
         kind = _element_kind(original, patch)
         if kind != "object":
             if is_delete_list:
@@ -781,17 +801,19 @@ def _check_order(patch_list: list[Any], order: list[Any], merge_key: str) -> Non
 
 
 def strategic_merge_patch(target: Mapping[str, Any], patch: Mapping[str, Any], *,
-                          merge_keys: Mapping[str, str] | None = None) -> dict[str, Any]:
+                          merge_keys: Mapping[str, str] | None = None,
+                          max_work: int | None = MAX_MERGE_WORK) -> dict[str, Any]:
     """Apply a strategic merge patch to an object of a built-in kind.
 
     Objects merge as in a merge patch (``null`` deletes); lists listed in ``merge_keys``
     (default :data:`DEFAULT_MERGE_KEYS`) merge, every other list is replaced. Directives:
     ``$patch: replace|delete|merge`` in maps (``merge`` is the default behaviour) and
     ``$patch: replace|delete`` as elements of keyed lists, ``$deleteFromPrimitiveList/<f>``,
-    ``$setElementOrder/<f>`` and ``$retainKeys``.
+    ``$setElementOrder/<f>`` and ``$retainKeys``. Merging lists is bounded by ``max_work``
+    (:data:`MAX_MERGE_WORK`; None: no bound), a :class:`PatchError` beyond.
     """
     if not isinstance(target, Mapping) or not isinstance(patch, Mapping):
         raise PatchError("a strategic merge patch and its target must be JSON objects")
-    merger = _Strategic(DEFAULT_MERGE_KEYS if merge_keys is None else merge_keys)
+    merger = _Strategic(DEFAULT_MERGE_KEYS if merge_keys is None else merge_keys, max_work)
     result = merger.merge_map(deep_copy(dict(target)), deep_copy(dict(patch)), "")
     return {} if result is None else result

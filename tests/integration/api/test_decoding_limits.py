@@ -221,6 +221,36 @@ async def test_a_json_patch_that_moves_an_array_head_again_and_again_is_a_422(
     assert len(listed["items"][0]["spec"]["a"]) == 200_000
 
 
+async def test_a_strategic_merge_patch_of_thousands_of_finalizers_is_refused_at_once(
+        http: aiohttp.ClientSession) -> None:
+    # merging lists compares every element of one with every element of the other: a
+    # patch of a few thousand finalizers held the server's event loop for minutes
+    path = "/api/v1/namespaces/default/configmaps/many"
+    status, _, _ = await request(http, "POST", "/api/v1/namespaces/default/configmaps", {
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+            "name": "many", "finalizers": [f"example.com/old{i}" for i in range(3000)]}})
+    assert status == 201
+    smp = "application/strategic-merge-patch+json"
+    body = {"metadata": {"finalizers": [f"example.com/new{i}" for i in range(3000)]}}
+    status, answer, _ = await request(http, "PATCH", path, body, content_type=smp)
+    assert status == 400, answer
+    assert answer["message"] == (
+        "the lists merged at metadata.finalizers are too long: a strategic merge patch may "
+        "compare list elements at most 100000 times")
+    # a merge patch replaces the list without merging it; then strategic ones merge again
+    status, answer, _ = await request(http, "PATCH", path, {"metadata": {"finalizers": None}},
+                                      content_type="application/merge-patch+json")
+    assert status == 200, answer
+    for finalizer in ("example.com/a", "example.com/b"):
+        status, answer, _ = await request(
+            http, "PATCH", path, {"metadata": {"finalizers": [finalizer]}}, content_type=smp)
+        assert status == 200, answer
+    assert sorted(answer["metadata"]["finalizers"]) == ["example.com/a", "example.com/b"]
+    status, answer, _ = await request(http, "PATCH", path, {"metadata": {"finalizers": None}},
+                                      content_type="application/merge-patch+json")
+    assert status == 200, answer
+
+
 async def test_integers_beyond_int64_are_stored_as_floats(
         http: aiohttp.ClientSession) -> None:
     await install_things(http)

@@ -632,6 +632,37 @@ def test_strategic_merge_patch_rejects_non_objects() -> None:
         patch.strategic_merge_patch({}, [{"op": "add"}])  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("body", [
+    {"metadata": {"finalizers": [f"new/{i}" for i in range(2000)]}},
+    {"metadata": {"ownerReferences": [{"uid": f"v{i}", "name": "y"} for i in range(2000)]}},
+    {"metadata": {"$deleteFromPrimitiveList/finalizers": [f"old/{i}" for i in range(2000)]}},
+    {"metadata": {"$setElementOrder/finalizers": [f"old/{i}" for i in range(2000)],
+                  "finalizers": ["old/1"]}},
+], ids=["finalizers", "owner-references", "delete-from-primitive-list", "set-element-order"])
+def test_merging_long_lists_stops_at_the_work_bound(body: dict[str, Any]) -> None:
+    # merging lists compares each element with each: two lists of 2,000 held the caller
+    # for about fifteen seconds
+    target = {"metadata": {
+        "finalizers": [f"old/{i}" for i in range(2000)],
+        "ownerReferences": [{"apiVersion": "v1", "kind": "K", "name": "x", "uid": f"u{i}"}
+                            for i in range(2000)]}}
+    with pytest.raises(PatchError, match=r"^the lists merged at metadata\.(finalizers|"
+                       r"ownerReferences) are too long: a strategic merge patch may compare "
+                       r"list elements at most 100000 times$"):
+        patch.strategic_merge_patch(target, body)
+
+
+def test_lists_within_the_work_bound_merge() -> None:
+    target = {"metadata": {"finalizers": [f"old/{i}" for i in range(100)]}}
+    body = {"metadata": {"finalizers": [f"new/{i}" for i in range(100)]}}
+    merged = patch.strategic_merge_patch(target, body)
+    assert sorted(merged["metadata"]["finalizers"]) == sorted(
+        [*(f"old/{i}" for i in range(100)), *(f"new/{i}" for i in range(100))])
+    with pytest.raises(PatchError, match="at most 39999 times"):
+        patch.strategic_merge_patch(target, body, max_work=39_999)  # (100 + 100) ** 2
+    assert patch.strategic_merge_patch(target, body, max_work=40_000) == merged
+
+
 def test_default_merge_keys_are_read_only() -> None:
     with pytest.raises(TypeError):
         patch.DEFAULT_MERGE_KEYS["spec.x"] = "y"  # type: ignore[index]
