@@ -27,6 +27,7 @@ from setpoint.registry.options import (
 from setpoint.registry.resources import ResourceInfo, VersionInfo
 from setpoint.registry.store import PATCH_APPLY, Store
 from setpoint.server import limits, negotiation, nodeproxy, responses, security, streaming
+from setpoint.server.bodydecoding import BodyDecoder
 from setpoint.server.request_info import RequestInfo
 from setpoint.server.watchresponse import WatchConfig, serve_watch
 
@@ -37,8 +38,10 @@ class ResourceHandler:
     def __init__(self, catalog: Catalog, clock: Clock, watch_config: WatchConfig,
                  lists: listbudget.ListBudget | None = None,
                  request_limits: limits.Limits | None = None, *,
-                 pod_streams: nodeproxy.PodStreams | None = None) -> None:
+                 pod_streams: nodeproxy.PodStreams | None = None,
+                 bodies: BodyDecoder | None = None) -> None:
         self._catalog = catalog
+        self._bodies = bodies or BodyDecoder()
         self._pod_streams = pod_streams
         self._clock = clock
         self._watch = watch_config
@@ -250,7 +253,7 @@ class ResourceHandler:
             request.headers.get("Content-Type"),
             negotiation.CUSTOM_BODY_TYPES if served.custom else negotiation.BODY_TYPES)
         raw = await limits.read_body(request, self._limits)
-        return _audited(request, negotiation.decode_body(raw, content_type))
+        return _audited(request, await self._bodies.decode(raw, content_type))
 
     async def _virtual_read(self, request: web.Request, virtual: actions.VirtualResource,
                             read: actions.Reader, ri: RequestInfo) -> web.StreamResponse:
@@ -281,8 +284,8 @@ class ResourceHandler:
             raise self._no_route(ri)
         content_type = negotiation.body_content_type(request.headers.get("Content-Type"),
                                                      negotiation.BODY_TYPES)
-        body = negotiation.decode_body(await limits.read_body(request, self._limits),
-                                       content_type)
+        body = await self._bodies.decode(await limits.read_body(request, self._limits),
+                                         content_type)
         return await self._act(request, create, ri, _ready(body))
 
     async def _act(self, request: web.Request, action: actions.Action, ri: RequestInfo,
@@ -335,7 +338,7 @@ class ResourceHandler:
         opts = self._write_options(request, default_manager=content_type != PATCH_APPLY)
         store = served.store
         store.check_patch_type(content_type, opts)  # before the body is read
-        body = _audited(request, negotiation.decode_body(
+        body = _audited(request, await self._bodies.decode(
             await limits.read_body(request, self._limits), content_type))
         if ri.subresource == "scale":
             scale = await store.patch_scale(ri.namespace, ri.name, content_type, body,
@@ -359,7 +362,7 @@ class ResourceHandler:
             raw = await limits.read_body(request, self._limits)
             if raw.strip():
                 # as kube-apiserver: an empty body needs no Content-Type, any other is checked
-                decoded = negotiation.decode_body(raw, negotiation.body_content_type(
+                decoded = await self._bodies.decode(raw, negotiation.body_content_type(
                     request.headers.get("Content-Type")))
                 if not isinstance(decoded, dict):
                     raise errors.BadRequest("DeleteOptions must be a JSON object")
