@@ -13,6 +13,11 @@ Invariants:
   with the message a Kubernetes API server gives for the same input;
 * the empty selector matches everything; there is no selector that matches nothing.
 
+Matching costs at most the object's labels (or the fields named), not the selector's terms:
+a selector is folded, once, into one condition per key (:class:`_LabelMatcher`,
+:class:`_FieldMatcher`), so a LIST or watch of many objects with a selector of a thousand
+terms (what a URL of 8 KiB holds) costs about as much as with one term.
+
 Non-guarantees: which field names a resource supports is the caller's business
 (:func:`check_supported`); label values are compared as strings, except by ``>``/``<``.
 
@@ -27,6 +32,7 @@ Non-guarantees: which field names a resource supports is the caller's business
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -361,11 +367,99 @@ _DICT_OPERATORS = {
 }
 
 
+@dataclass(slots=True)
+class _KeyCondition:
+    """What the requirements on one key ask of its value, folded together."""
+
+    present: bool = False  # a positive term (=, in, exists, >, <): the key must be there
+    allowed: frozenset[str] | None = None  # None: any value (the intersection of in/= sets)
+    forbidden: set[str] = dataclasses.field(default_factory=set)  # the union of notin/!= sets
+    absent: bool = False  # !key
+    above: int | None = None  # the greatest ``>`` bound
+    below: int | None = None  # the least ``<`` bound
+    never: bool = False  # a comparison that cannot hold (its bound is not one integer)
+
+    def add(self, r: Requirement) -> None:
+        op = r.operator
+        if op in (Operator.NOT_IN, Operator.NOT_EQUALS):
+            self.forbidden.update(r.values)
+            return
+        if op is Operator.DOES_NOT_EXIST:
+            self.absent = True
+            return
+        self.present = True
+        if op in (Operator.IN, Operator.EQUALS, Operator.DOUBLE_EQUALS):
+            values = frozenset(r.values)
+            self.allowed = values if self.allowed is None else self.allowed & values
+        elif op is not Operator.EXISTS:
+            want = _parse_int64(r.values[0]) if len(r.values) == 1 else None
+            if want is None:
+                self.never = True
+            elif op is Operator.GREATER_THAN:
+                self.above = want if self.above is None else max(self.above, want)
+            else:
+                self.below = want if self.below is None else min(self.below, want)
+
+    def holds(self, value: str) -> bool:
+        """Whether a present label of this value meets every requirement on its key."""
+        if self.absent or self.never or value in self.forbidden:
+            return False
+        if self.allowed is not None and value not in self.allowed:
+            return False
+        if self.above is not None or self.below is not None:
+            have = _parse_int64(value)
+            if have is None:
+                return False
+            if self.above is not None and not have > self.above:
+                return False
+            if self.below is not None and not have < self.below:
+                return False
+        return True
+
+
+class _LabelMatcher:
+    """A label selector folded into one condition per key: matching looks at each key the
+    selector requires (no more of them than the object has labels, else it fails at once)
+    and at whichever is smaller, the object's other labels or the keys the selector only
+    forbids values of. Exactly ``all(r.matches(labels) for r in requirements)``."""
+
+    __slots__ = ("required", "restricted")
+
+    def __init__(self, requirements: Iterable[Requirement]) -> None:
+        conditions: dict[str, _KeyCondition] = {}
+        for r in requirements:
+            conditions.setdefault(r.key, _KeyCondition()).add(r)
+        self.required = {k: c for k, c in conditions.items() if c.present}
+        self.restricted = {k: c for k, c in conditions.items() if not c.present}
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        if len(self.required) > len(labels):
+            return False
+        for key, condition in self.required.items():
+            if key not in labels or not condition.holds(labels[key]):
+                return False
+        restricted = self.restricted
+        if len(restricted) <= len(labels):
+            for key, condition in restricted.items():
+                if key in labels and not condition.holds(labels[key]):
+                    return False
+        else:
+            for key, value in labels.items():
+                found = restricted.get(key)
+                if found is not None and not found.holds(value):
+                    return False
+        return True
+
+
 @dataclass(frozen=True, slots=True)
 class LabelSelector:
     """An AND of label requirements, sorted by key (stable for equal keys)."""
 
     requirements: tuple[Requirement, ...] = ()
+    _matcher: _LabelMatcher = dataclasses.field(init=False, repr=False, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_matcher", _LabelMatcher(self.requirements))
 
     @classmethod
     def parse(cls, text: str) -> LabelSelector:
@@ -425,8 +519,7 @@ class LabelSelector:
         return not self.requirements
 
     def matches(self, labels: Mapping[str, str] | None) -> bool:
-        labels = labels or {}
-        return all(r.matches(labels) for r in self.requirements)
+        return self._matcher.matches(labels or {})
 
     def __str__(self) -> str:
         return ",".join(str(r) for r in self.requirements)
@@ -500,6 +593,20 @@ class FieldSelector:
     """
 
     requirements: tuple[tuple[str, str, str], ...] = ()
+    # per field: the values its ``=`` terms ask for (more than one: nothing matches) and the
+    # values its ``!=`` terms refuse; matching costs one lookup per field, not per term
+    _conditions: tuple[tuple[str, frozenset[str], frozenset[str]], ...] = dataclasses.field(
+        init=False, repr=False, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        equal: dict[str, set[str]] = {}
+        unequal: dict[str, set[str]] = {}
+        for name, op, value in self.requirements:
+            equal.setdefault(name, set())
+            unequal.setdefault(name, set())
+            (equal if op == "=" else unequal)[name].add(value)
+        object.__setattr__(self, "_conditions", tuple(
+            (name, frozenset(equal[name]), frozenset(unequal[name])) for name in equal))
 
     @classmethod
     def parse(cls, text: str) -> FieldSelector:
@@ -526,9 +633,9 @@ class FieldSelector:
         return not self.requirements
 
     def matches(self, fields: Mapping[str, str]) -> bool:
-        for name, op, value in self.requirements:
+        for name, equal, unequal in self._conditions:
             have = fields.get(name, "")
-            if (have == value) != (op == "="):
+            if have in unequal or (equal and (len(equal) > 1 or have not in equal)):
                 return False
         return True
 

@@ -141,13 +141,13 @@ def _starts_deletion_with(old: Obj | None, new: Obj, finalizer: str) -> bool:
 class Node:
     """One object (or a virtual owner) in the graph."""
 
-    __slots__ = ("being_deleted", "deleting_dependents", "dependents", "identity", "obj",
-                 "observed", "owners")
+    __slots__ = ("_owners", "_owners_by_uid", "being_deleted", "deleting_dependents",
+                 "dependents", "identity", "obj", "observed")
 
     def __init__(self, identity: Identity, *, owners: list[Obj] | None = None,
                  observed: bool = True, obj: Obj | None = None) -> None:
         self.identity = identity
-        self.owners: list[Obj] = owners or []
+        self.owners = owners or []
         self.dependents: set[Node] = set()
         #: seen through an informer (False: a virtual owner, not verified yet)
         self.observed = observed
@@ -160,6 +160,21 @@ class Node:
     @property
     def uid(self) -> str:
         return self.identity.uid
+
+    @property
+    def owners(self) -> list[Obj]:
+        """The object's owner references, in order."""
+        return self._owners
+
+    @owners.setter
+    def owners(self, refs: list[Obj]) -> None:
+        self._owners = refs
+        self._owners_by_uid = by_uid(refs)
+
+    def references_to(self, uid: str) -> list[Obj]:
+        """The owner references naming ``uid``, in order: a lookup, not a scan, so that
+        handling each owner of an object of thousands of references is not quadratic."""
+        return [r for r in self._owners_by_uid.get(uid, ()) if r.get("uid") == uid]
 
     def blocking_dependents(self) -> list[Node]:
         """Dependents whose reference to this node has ``blockOwnerDeletion: true`` (the node
@@ -175,7 +190,7 @@ def blocks(dependent: Node, owner: Node) -> bool:
     """Whether ``dependent`` holds up ``owner``'s foreground deletion: one of its references
     to the owner has ``blockOwnerDeletion: true``, and it is not the owner itself."""
     return dependent is not owner and any(
-        r.get("uid") == owner.uid and is_blocking(r) for r in dependent.owners)
+        is_blocking(r) for r in dependent.references_to(owner.uid))
 
 
 class AbsentOwners:
@@ -218,12 +233,11 @@ def partition_dependents(dependents: Iterable[Node], owner: Identity
         if owner.namespace and owner.namespace != dep.identity.namespace:
             found_mismatch = True
         else:
-            for ref in dep.owners:
-                if ref.get("uid") == owner.uid:
-                    if reference_matches(ref, owner):
-                        found_match = True
-                    else:
-                        found_mismatch = True
+            for ref in dep.references_to(owner.uid):
+                if reference_matches(ref, owner):
+                    found_match = True
+                else:
+                    found_mismatch = True
         if found_match:
             matching.append(dep)
         if found_mismatch:
@@ -244,9 +258,7 @@ def alternate_identity(dependents: Iterable[Node], absent: Identity) -> Identity
     first: Identity | None = None
     following: Identity | None = None
     for dep in dependents:
-        for ref in dep.owners:
-            if ref.get("uid") != absent.uid:
-                continue
+        for ref in dep.references_to(absent.uid):
             if reference_matches(ref, absent) and (
                     cluster_scoped or absent.namespace == dep.identity.namespace):
                 continue
@@ -431,10 +443,9 @@ class Graph:
         node.observed = True
 
     def _report_invalid(self, node: Node, owner_uid: str) -> None:
-        for ref in node.owners:
-            if ref.get("uid") == owner_uid:
-                self._invalid_owner(node, ref)
-                return
+        for ref in node.references_to(owner_uid):
+            self._invalid_owner(node, ref)
+            return
 
     def _add_dependent_to_owners(self, node: Node, refs: list[Obj]) -> None:
         potentially_invalid = False

@@ -19,7 +19,7 @@ from setpoint.apimachinery import errors
 from setpoint.auth import user as users
 from setpoint.auth.attributes import Attributes
 from setpoint.auth.rbac.authorizer import Authorizer, RuleResolver
-from setpoint.auth.rbac.rules import PolicyRule, uncovered
+from setpoint.auth.rbac.rules import BreakdownTooLarge, PolicyRule, uncovered
 from setpoint.auth.user import UserInfo
 
 Obj = Mapping[str, Any]
@@ -49,12 +49,17 @@ def _allowed(authorizer: Authorizer, user: UserInfo, verb: str, resource: str,
 def _confirm(user: UserInfo, resolver: RuleResolver, namespace: str, rules: list[PolicyRule],
              resource: str, name: str) -> None:
     held, problems = resolver.rules_for(user, namespace)
-    missing = uncovered(held, rules)
+    attempting = (f'user "{user.name}" (groups={_go_strings(user.groups)}) is attempting to '
+                  "grant RBAC permissions not currently held:")
+    try:
+        missing = uncovered(held, rules)
+    except BreakdownTooLarge as e:
+        # not confirmed within the bound is not confirmed: refused as an escalation would
+        # be, at once; the "escalate" verb (or "bind" for a binding) still allows it
+        raise _forbidden(resource, name, f"{attempting} cannot confirm it: {e}") from e
     if not missing:
         return
-    message = (f'user "{user.name}" (groups={_go_strings(user.groups)}) is attempting to '
-               "grant RBAC permissions not currently held:\n"
-               + "\n".join(str(rule) for rule in missing))
+    message = attempting + "\n" + "\n".join(str(rule) for rule in missing)
     if problems:
         message += f"; resolution errors: [{', '.join(problems)}]"
     raise _forbidden(resource, name, message)

@@ -302,3 +302,18 @@ async def test_a_foreground_cycle_is_broken(plane: ControlPlane, client: Client)
     await client.delete(CM, "first", namespace="default", propagation_policy="Foreground")
     await gone(client, CM, "first")
     await gone(client, CM, "second")
+
+
+@pytest.mark.slow
+async def test_an_object_of_thousands_of_absent_owners_is_collected(client: Client) -> None:
+    # each owner found absent scanned every reference of its dependents: for one object of
+    # 16,000 owner references that was 256 million reads (9.6 s of the collector's loop);
+    # they are looked up by UID now. Here 3,000, and an ordinary chain collected meanwhile
+    widget = await client.create(make(WIDGET, "present", spec={"size": 1}))
+    refs = [{"apiVersion": "example.com/v1", "kind": "Widget", "name": f"absent-{i}",
+             "uid": f"00000000-0000-0000-0000-{i:012}"} for i in range(3000)]
+    await client.create(make(CM, "many", owners=[*refs, owner_ref(widget, block=None)]))
+    await client.create(make(CM, "one", owners=[owner_ref(widget, block=None)]))
+    await client.delete(WIDGET, "present", namespace="default")
+    await gone(client, CM, "one")
+    await gone(client, CM, "many", timeout=60)

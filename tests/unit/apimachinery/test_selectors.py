@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from setpoint.apimachinery import errors, selectors
 from setpoint.apimachinery.selectors import FieldSelector, LabelSelector, Operator, Requirement
@@ -449,3 +451,89 @@ def test_check_supported(text: str, message: str | None) -> None:
             selectors.check_supported(sel, SUPPORTED)
         assert info.value.message == message
         assert info.value.status()["code"] == 400
+
+
+# --- matching many terms: folded per key, equal to term-by-term evaluation ----------------------
+
+_KEYS = st.sampled_from(["a", "b", "c", "d"])
+_VALUES = st.sampled_from(["", "x", "y", "1", "2", "-3", "10"])
+_REQUIREMENTS = st.builds(
+    Requirement, _KEYS, st.sampled_from(list(Operator)),
+    st.lists(_VALUES, max_size=3).map(tuple))
+_LABELS = st.dictionaries(_KEYS, _VALUES, max_size=4)
+
+
+@given(st.lists(_REQUIREMENTS, max_size=8), _LABELS)
+def test_label_matching_is_every_requirement(requirements: list[Requirement],
+                                             labels: dict[str, str]) -> None:
+    # built without validation too: odd operand counts must fold as Requirement.matches has them
+    sel = LabelSelector(tuple(requirements))
+    assert sel.matches(labels) == all(r.matches(labels) for r in requirements)
+
+
+_FIELD_TERMS = st.tuples(st.sampled_from(["metadata.name", "status.phase", "spec.x"]),
+                         st.sampled_from(["=", "!="]), _VALUES)
+
+
+@given(st.lists(_FIELD_TERMS, max_size=8),
+       st.dictionaries(st.sampled_from(["metadata.name", "status.phase"]), _VALUES))
+def test_field_matching_is_every_term(terms: list[tuple[str, str, str]],
+                                      fields: dict[str, str]) -> None:
+    want = all((fields.get(f, "") == v) == (op == "=") for f, op, v in terms)
+    assert FieldSelector(tuple(terms)).matches(fields) is want
+
+
+class _CountingLabels(dict[str, str]):
+    """Labels that count the lookups a selector makes of them."""
+
+    lookups = 0
+
+    def __contains__(self, key: object) -> bool:
+        self.lookups += 1
+        return super().__contains__(key)
+
+    def __getitem__(self, key: str) -> str:
+        self.lookups += 1
+        return super().__getitem__(key)
+
+    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+        self.lookups += 1
+        return super().get(key, default)
+
+    def items(self) -> Any:
+        for item in super().items():
+            self.lookups += 1
+            yield item
+
+
+@pytest.mark.parametrize("terms", [10, 1_000, 10_000])
+def test_label_matching_looks_at_the_labels_not_at_every_term(terms: int) -> None:
+    # a LIST of many objects evaluated a selector term by term: 1,000 terms over 2,000
+    # objects held the event loop for more than a second
+    forbidding = LabelSelector.parse(",".join(f"k{i}!=v" for i in range(terms)))
+    labels = _CountingLabels({"app": "web", "k1": "w", "tier": "db"})
+    assert forbidding.matches(labels)
+    assert labels.lookups <= 3
+    labels = _CountingLabels({"app": "web", "k1": "v"})
+    assert not forbidding.matches(labels)
+    assert labels.lookups <= 2
+    # terms that require keys fail at once on an object with fewer labels than that
+    requiring = LabelSelector.parse(",".join(f"k{i}" for i in range(terms)))
+    labels = _CountingLabels({"app": "web"})
+    assert not requiring.matches(labels)
+    assert labels.lookups <= 1
+    # many values of one key are one set
+    one_of = LabelSelector.parse("app in (" + ",".join(f"v{i}" for i in range(terms)) + ")")
+    labels = _CountingLabels({"app": f"v{terms - 1}"})
+    assert one_of.matches(labels)
+    assert labels.lookups <= 2
+
+
+def test_field_matching_looks_up_each_field_once() -> None:
+    sel = FieldSelector.parse(",".join(f"metadata.name!=n{i}" for i in range(1_000)))
+    counted = _CountingLabels({"metadata.name": "other"})
+    assert sel.matches(counted)
+    assert counted.lookups == 1
+    assert not sel.matches({"metadata.name": "n999"})
+    assert not FieldSelector.parse("metadata.name=a,metadata.name=b").matches(
+        {"metadata.name": "a"})

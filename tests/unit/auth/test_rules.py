@@ -3,9 +3,20 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from setpoint.auth.attributes import Attributes, resource_verb
-from setpoint.auth.rbac.rules import PolicyRule, covers, uncovered
+from setpoint.auth.rbac.rules import (
+    MAX_BREAKDOWN_WORK,
+    BreakdownTooLarge,
+    PolicyRule,
+    atoms,
+    breakdown,
+    covers,
+    rule_covers,
+    uncovered,
+)
 from setpoint.auth.user import UserInfo
 
 BOB = UserInfo("bob")
@@ -110,3 +121,77 @@ def test_resource_verb(method: str, has_name: bool, watch: bool, verb: str) -> N
 ])
 def test_forbidden_messages(attrs: Attributes, message: str) -> None:
     assert attrs.forbidden_message() == message
+
+
+# --- the breakdown's cost -------------------------------------------------------------------------
+
+def _uncovered_atom_by_atom(owner: list[PolicyRule], servant: list[PolicyRule]) -> list[str]:
+    """The definition: every atom of every servant rule, checked against each owner rule."""
+    missing: list[str] = []
+    for rule in servant:
+        for atom in breakdown(rule):
+            if not any(rule_covers(o, atom) for o in owner) and str(atom) not in missing:
+                missing.append(str(atom))
+    return missing
+
+
+_WORDS = st.lists(st.sampled_from(["*", "a", "b", "c"]), max_size=3)
+_RESOURCES = st.lists(st.sampled_from(["*", "pods", "pods/log", "*/log", "nodes"]), max_size=3)
+_URLS = st.lists(st.sampled_from(["/a", "/a/*", "/a/b", "*"]), max_size=2)
+_RULES = st.builds(lambda v, g, res, n, u: r(v, g, res, names=n, urls=u),
+                   _WORDS, _WORDS, _RESOURCES, _WORDS, _URLS)
+
+
+@given(st.lists(_RULES, max_size=4), st.lists(_RULES, max_size=4))
+def test_uncovered_is_every_atom_checked(owner: list[PolicyRule],
+                                         servant: list[PolicyRule]) -> None:
+    found = [str(m) for m in uncovered(owner, servant, max_work=None)]
+    assert found == _uncovered_atom_by_atom(owner, servant)
+
+
+def test_a_rule_held_whole_is_not_broken_down() -> None:
+    # a billion atoms, covered by one owner rule: nothing to compare one by one
+    huge = r([f"v{i}" for i in range(1000)], [f"g{i}" for i in range(1000)],
+             [f"r{i}" for i in range(1000)])
+    assert atoms(huge) == 10**9
+    assert uncovered([r(["*"], ["*"], ["*"])], [huge], max_work=0) == []
+
+
+def test_breaking_down_rules_held_piecewise_is_bounded() -> None:
+    # one rule of 80 verbs, resources and names broke down into 512,000 atoms (2.4 s)
+    rule = r([f"v{i}" for i in range(80)], [""], [f"r{i}" for i in range(80)],
+             names=[f"n{i}" for i in range(80)])
+    owner = [r(["v0"], [""], ["*"]), r(["*"], [""], ["r0"])]
+    with pytest.raises(BreakdownTooLarge) as caught:
+        uncovered(owner, [rule])
+    assert caught.value.limit == MAX_BREAKDOWN_WORK
+    assert str(caught.value) == (
+        "the rules that no single rule held covers whole break down into too many single "
+        "permissions to compare (at most 100000 comparisons)")
+    # the work is the atoms times the owner rules (and one): 8,000 atoms here fit
+    small = r([f"v{i}" for i in range(20)], [""], [f"r{i}" for i in range(20)],
+              names=[f"n{i}" for i in range(20)])
+    assert atoms(small) * (len(owner) + 1) <= MAX_BREAKDOWN_WORK
+    assert len(uncovered(owner, [small])) == 8000 - 20 * 20 - 20 * 20 + 20
+
+
+class _CountedStr(str):
+    """A string that counts how often it is compared for equality."""
+
+    compared = 0
+
+    def __eq__(self, other: object) -> bool:
+        _CountedStr.compared += 1
+        return str.__eq__(self, other)
+
+    __hash__ = str.__hash__
+
+
+def test_long_lists_are_compared_as_sets() -> None:
+    # an owner rule of n verbs against a servant rule of n verbs compared each with each
+    n = 5_000
+    verbs = [_CountedStr(f"v{i}") for i in range(n)]
+    owner = r(list(reversed(verbs)), [""], ["pods"])
+    _CountedStr.compared = 0
+    assert rule_covers(owner, r(verbs, [""], ["pods"]))
+    assert _CountedStr.compared <= 4 * n

@@ -261,3 +261,39 @@ def test_absent_owners_forget_the_least_recently_used() -> None:
     assert a in absent
     assert b not in absent
     assert c in absent
+
+
+class _CountedRef(dict[str, Any]):
+    """An owner reference that counts how often it is read."""
+
+    reads = 0
+
+    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+        _CountedRef.reads += 1
+        return super().get(key, default)
+
+    def __getitem__(self, key: str) -> Any:
+        _CountedRef.reads += 1
+        return super().__getitem__(key)
+
+
+def test_owners_of_one_dependent_are_handled_each_in_constant_reads() -> None:
+    # each owner verified absent scanned every reference of its dependents: an object of
+    # 16,000 owner references cost the collector 9.6 s (256 million reads), now 0.1 s
+    n = 2_000
+    r = Recorder()
+    refs = [_CountedRef(ref(f"w{i}", f"u{i}", block=True)) for i in range(n)]
+    r.graph.observe(*CM, None, obj("cm", "c1", owners=list(refs)))
+    _CountedRef.reads = 0
+    for i in range(0, n, 2):  # verified absent under the coordinates the dependent gives
+        r.graph.virtual_delete(Identity("example.com/v1", "Widget", "default", f"w{i}",
+                                        f"u{i}"))
+    for i in range(1, n, 2):  # under others: the dependent's owner may still exist
+        r.graph.virtual_delete(Identity("example.com/v1", "Gadget", "default", f"w{i}",
+                                        f"u{i}"))
+    assert _CountedRef.reads <= 20 * n
+    assert r.deletes.count("cm") == n // 2
+    owner = r.graph.get("u1")
+    assert owner is not None
+    assert owner.identity.kind == "Widget"
+    assert r.graph.get("u0") is None
