@@ -83,6 +83,21 @@ def test_from_status(status: dict[str, Any], cls: type[errors.ApiError]) -> None
         assert error.status()["reason"] == status["reason"]
 
 
+def test_an_invalid_status_lists_at_most_max_causes_errors() -> None:
+    # each error names its value and is listed twice: 64,000 of them made a 43 MB Status
+    errs = [fields.invalid(f"metadata.finalizers[{i}]", "x" * 100, "not a qualified name")
+            for i in range(2500)]
+    e = errors.invalid("ConfigMap", "", "many", errs)
+    assert len(e.details["causes"]) == errors.MAX_CAUSES == 1000
+    assert e.details["causes"][0]["field"] == "metadata.finalizers[0]"
+    assert e.message.endswith(", and 1500 more errors]")
+    assert e.message.count("not a qualified name") == 1000
+    assert len(e.errors) == 1000
+    few = errors.invalid("ConfigMap", "", "few", errs[:3])
+    assert len(few.details["causes"]) == 3
+    assert "more errors" not in few.message
+
+
 def test_retry_after_travels_in_details() -> None:
     error = errors.TooManyRequests("slow down", retry_after=3)
     assert error.status()["details"] == {"retryAfterSeconds": 3}
