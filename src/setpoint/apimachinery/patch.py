@@ -198,21 +198,30 @@ def _get(doc: Any, tokens: list[str], path: str, op: str) -> Any:
 
 
 class _Work:
-    """What the operations of one JSON patch have cost so far, within its bounds."""
+    """What the operations of one JSON patch have cost so far, within its bounds (None: no
+    bound): the bytes the values of ``add``, ``replace`` and ``copy`` add, those of ``copy``
+    alone, and the array elements moved."""
 
-    __slots__ = ("copied", "max_copied", "max_shifted", "shifted")
+    __slots__ = ("added", "copied", "max_added", "max_copied", "max_shifted", "shifted")
 
-    def __init__(self, max_copied: int | None, max_shifted: int | None) -> None:
-        self.copied = self.shifted = 0
-        self.max_copied, self.max_shifted = max_copied, max_shifted
+    def __init__(self, max_added: int | None, max_copied: int | None,
+                 max_shifted: int | None) -> None:
+        self.added = self.copied = self.shifted = 0
+        self.max_added, self.max_copied, self.max_shifted = max_added, max_copied, max_shifted
 
-    def copy(self, value: Any) -> None:
-        if self.max_copied is None:
+    def add(self, value: Any, *, copied: bool = False) -> None:
+        """Count a value an operation adds (``copied``: by a ``copy``)."""
+        if self.max_added is None and (self.max_copied is None or not copied):
             return
-        self.copied += _json_size(value)
-        if self.copied > self.max_copied:
-            raise PatchError("the copy operations of the patch add more than "
-                             f"{self.max_copied} bytes")
+        size = _json_size(value)
+        self.added += size
+        if self.max_added is not None and self.added > self.max_added:
+            raise PatchError(f"the patch adds more than {self.max_added} bytes")
+        if copied and self.max_copied is not None:
+            self.copied += size
+            if self.copied > self.max_copied:
+                raise PatchError("the copy operations of the patch add more than "
+                                 f"{self.max_copied} bytes")
 
     def shift(self, elements: int) -> None:
         self.shifted += elements
@@ -289,16 +298,7 @@ def json_patch(doc: Any, operations: Any, *, max_added_bytes: int | None = None,
     if not isinstance(operations, list):
         raise PatchError(f"a JSON patch must be a list of operations, got {_kind(operations)}")
     result = deep_copy(doc)
-    added = 0
-    work = _Work(max_copy_bytes, max_shifted_elements)
-
-    def grow(value: Any) -> None:
-        nonlocal added
-        if max_added_bytes is None:
-            return
-        added += _json_size(value)
-        if added > max_added_bytes:
-            raise PatchError(f"the patch adds more than {max_added_bytes} bytes")
+    work = _Work(max_added_bytes, max_copy_bytes, max_shifted_elements)
     for i, operation in enumerate(operations):
         if not isinstance(operation, Mapping):
             raise PatchError(f"operation {i}: must be an object, got {_kind(operation)}")
@@ -313,7 +313,7 @@ def json_patch(doc: Any, operations: Any, *, max_added_bytes: int | None = None,
         if op in ("add", "replace", "test") and "value" not in operation:
             raise PatchError(f'{op} operation at "{path}": missing "value"')
         if op in ("add", "replace"):
-            grow(operation.get("value"))
+            work.add(operation.get("value"))
         value = deep_copy(operation.get("value"))
         if op == "add":
             result = _add(result, tokens, value, path, work=work)
@@ -349,8 +349,7 @@ def json_patch(doc: Any, operations: Any, *, max_added_bytes: int | None = None,
                 result = _add(result, tokens, moved, path, op, work)
             else:
                 found = _get(result, from_tokens, source, op)
-                work.copy(found)
-                grow(found)
+                work.add(found, copied=True)
                 copied = deep_copy(found)
                 result = _add(result, tokens, copied, path, op, work)
     return result
