@@ -26,9 +26,7 @@ from typing import Any, Final
 from setpoint.server import negotiation
 
 #: bodies of these types decode in Python code, slowly enough to be worth a thread when large
-THREADED_TYPES: Final = frozenset({
-    negotiation.YAML, negotiation.PROTOBUF, "application/apply-patch+yaml",
-    "application/x-yaml", "text/yaml"})
+THREADED_TYPES: Final = negotiation.YAML_BODY_TYPES | {negotiation.PROTOBUF}
 
 
 class BodyDecoder:

@@ -110,7 +110,6 @@ class Limits:
         if not 1 <= self.retry_after <= 3600:
             raise ValueError("retry_after must be between 1 and 3600 seconds")
 
-
     @property
     def unacknowledged_timeout(self) -> float:
         """Seconds sent data may stay unacknowledged (0: the kernel's limit); see

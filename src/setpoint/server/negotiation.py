@@ -18,7 +18,7 @@ depth, YAML alias expansion, numbers, protobuf fields), whose message the 400 ca
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from setpoint.apimachinery import decoding, errors, protobuf
 
@@ -147,6 +147,11 @@ def body_content_type(header: str | None, accepted: tuple[str, ...] = BODY_TYPES
     return content_type
 
 
+#: the Content-Types whose bodies :func:`decode_body` reads as YAML (apply's included)
+YAML_BODY_TYPES: Final = frozenset({YAML, "application/apply-patch+yaml", "application/x-yaml",
+                                    "text/yaml"})
+
+
 def decode_body(raw: bytes, content_type: str) -> Any:
     """Decode a request body; 400 for anything that is not valid in its declared type."""
     if len(raw) > MAX_BODY:
@@ -158,8 +163,7 @@ def decode_body(raw: bytes, content_type: str) -> Any:
             raise errors.BadRequest(f"unable to decode protobuf body: {e}") from e
     if not raw.strip():
         raise errors.BadRequest("the request body is empty")
-    if content_type in (YAML, "application/apply-patch+yaml", "application/x-yaml",
-                        "text/yaml"):
+    if content_type in YAML_BODY_TYPES:
         try:
             return decoding.decode_yaml(raw)
         except decoding.DecodeError as e:
