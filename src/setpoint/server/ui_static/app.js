@@ -83,15 +83,28 @@ function byApiVersionKind(apiVersion, kind) {
   return kinds.find((k) => k.group === group && k.kind === kind);
 }
 
+// A name or namespace as one segment of an API path. encodeURIComponent leaves "." alone, and
+// a browser resolves "." and ".." segments before it sends a request: ".../configmaps/.."
+// would ask for the namespace itself, and the page's Delete would delete it. No Kubernetes
+// object is named "." or "..", so such a name (from a link or an ownerReference) is refused.
+function segment(value, what = "name") {
+  const text = String(value);
+  if (text === "" || text === "." || text === "..") {
+    throw new Error(`not a valid ${what}: ${JSON.stringify(text)}`);
+  }
+  return encodeURIComponent(text);
+}
+
 function collectionPath(k, namespace) {
   const base = k.group ? `/apis/${k.group}/${k.version}` : `/api/${k.version}`;
-  const ns = k.namespaced && namespace ? `/namespaces/${encodeURIComponent(namespace)}` : "";
+  const ns = k.namespaced && namespace ? `/namespaces/${segment(namespace, "namespace")}` : "";
   return `${base}${ns}/${k.resource}`;
 }
 
 function objectPath(k, namespace, name) {
-  return `${collectionPath(k, namespace)}/${encodeURIComponent(name)}`;
+  return `${collectionPath(k, namespace)}/${segment(name)}`;
 }
+
 
 function objectHref(k, namespace, name) {
   return `#/o/${k.group || "core"}/${k.version}/${k.resource}/${encodeURIComponent(namespace || "-")}/${encodeURIComponent(name)}`;
@@ -360,7 +373,7 @@ async function objectView(signal, group, version, resource, namespace, name) {
   await drawTree(current);
   if (k.namespaced || k.resource === "namespaces" || k.resource === "nodes") {
     const evNs = ns || (k.resource === "namespaces" ? name : "");
-    const evPath = evNs ? `/api/v1/namespaces/${encodeURIComponent(evNs)}/events` : "/api/v1/events";
+    const evPath = evNs ? `/api/v1/namespaces/${segment(evNs, "namespace")}/events` : "/api/v1/events";
     const loadEvents = async () => {
       const found = await eventsOf(evPath, current, signal);
       if (signal.aborted) return null;
@@ -605,10 +618,11 @@ async function route() {
   signOut.hidden = false;
   const hash = location.hash.replace(/^#/, "") || "/";
   const [pathPart, queryPart] = hash.split("?");
-  const parts = pathPart.split("/").filter(Boolean).map(decodeURIComponent);
   const query = new URLSearchParams(queryPart || "");
   const group = (g) => (g === "core" ? "" : g);
   try {
+    // a malformed escape ("%E0%A4%A") is the link's fault: say so instead of keeping the old view
+    const parts = pathPart.split("/").filter(Boolean).map(decodePart);
     if (!who.textContent) who.textContent = await whoAmI(signal);
     if (parts[0] === "r" && parts.length === 4) {
       await tableView(signal, group(parts[1]), parts[2], parts[3], query);
@@ -626,7 +640,18 @@ async function route() {
       signInView("The server refused that token (401 Unauthorized).");
       return;
     }
+    // a view that could not start (a bad link, a kind not served) leaves nothing of the
+    // previous view on screen, which would seem to be what the link shows
+    if (!(e instanceof ApiError)) replace(main);
     showError(e);
+  }
+}
+
+function decodePart(part) {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    throw new Error(`a malformed escape in the link: ${part}`);
   }
 }
 

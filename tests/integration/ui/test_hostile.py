@@ -1,0 +1,142 @@
+"""The UI in a real browser against hostile objects and hostile links.
+
+Every string the UI shows was written by some user: annotations, ConfigMap data, a custom
+resource's printer column, condition messages, Event messages, ownerReferences. These tests
+write markup, ``javascript:`` URLs, ``</textarea>`` and bidirectional overrides into all of
+them, wait until the page shows the object (a positive signal: the payload's text is on
+screen), and then check that nothing became markup: no script ran (the payloads would set
+``window.pwned`` and the title), no element the payload names exists, every link stays inside
+the UI. Links to names the browser would resolve as dot segments (``..``) are refused instead
+of reaching another object; the page's Trusted Types policy makes the HTML sinks refuse
+strings; a token that cannot be a token is refused at the sign-in form.
+
+Skipped, with the reason, when selenium, chromium or chromedriver is not installed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from setpoint.testing.waiting import eventually_blocking
+from tests.integration.ui.browser import chromium, until
+from tests.integration.ui.browser import sign_in as browser_sign_in
+from tests.integration.ui.cluster import ADMIN_TOKEN, WIDGETS_CRD, UiCluster, start
+
+pytestmark = pytest.mark.slow
+
+pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
+from selenium.webdriver.common.by import By  # noqa: E402
+
+IMG = "<img src=x id=injected-img onerror=\"window.pwned='img';document.title='pwned'\">"
+SCRIPT = "<script id=injected-script>window.pwned='script';document.title='pwned'</script>"
+TEXTAREA = "</textarea><img src=x id=injected-textarea onerror=\"window.pwned='textarea'\">"
+JS_URL = "javascript:window.pwned='url'"
+RLO = "\u202e"
+BIDI = f"invoice{RLO}fdp.exe"  # shown as "invoiceexe.pdf" if the override is obeyed
+PAYLOAD = f"{IMG} {SCRIPT} {JS_URL}"
+
+NOTES_CRD: dict[str, Any] = {
+    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    "metadata": {"name": "notes.example.com"},
+    "spec": {
+        "group": "example.com", "scope": "Namespaced",
+        "names": {"plural": "notes", "singular": "note", "kind": "Note"},
+        "versions": [{
+            "name": "v1", "served": True, "storage": True,
+            "additionalPrinterColumns": [
+                {"name": "Text", "type": "string", "jsonPath": ".spec.text",
+                 "description": PAYLOAD},
+                {"name": "Link", "type": "string", "jsonPath": ".spec.link"}],
+            "schema": {"openAPIV3Schema": {
+                "type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+        }],
+    },
+}
+
+#: what the page holds that a payload would have made: run in the page after it rendered
+INERT = """
+const attributes = (e) => [...e.attributes].map((a) => a.name);
+return {
+  pwned: window.pwned === undefined ? null : String(window.pwned),
+  title: document.title,
+  injected: document.querySelectorAll(
+    "#injected-img, #injected-script, #injected-textarea, img, iframe, object, embed").length,
+  scripts: [...document.scripts].map((s) => s.getAttribute("src")),
+  handlers: [...document.querySelectorAll("*")].filter(
+    (e) => attributes(e).some((name) => name.startsWith("on"))).length,
+  links: [...document.querySelectorAll("a[href]")].map((a) => a.getAttribute("href"))
+    .filter((href) => !href.startsWith("#")),
+  overrides: document.body.innerText.includes("\\u202e"),
+};
+"""
+
+
+def assert_inert(driver: Any) -> None:
+    found = driver.execute_script(INERT)
+    assert found == {"pwned": None, "title": "setpoint", "injected": 0, "scripts": ["app.js"],
+                     "handlers": 0, "links": [], "overrides": False}, found
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[UiCluster]:
+    c = start(tmp_path_factory.mktemp("ui-hostile") / "serve")
+    try:
+        for crd in (WIDGETS_CRD, NOTES_CRD):
+            c.ok("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+        for path in ("/apis/example.com/v1/widgets", "/apis/example.com/v1/notes"):
+            eventually_blocking(lambda path=path: c.call("GET", path)[0] == 200,
+                                what=f"{path} is served")
+        yield c
+    finally:
+        c.serve.stop()
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    with chromium(tmp_path_factory.mktemp("chromium")) as driver:
+        yield driver
+
+
+def sign_in(driver: Any, cluster: UiCluster) -> None:
+    browser_sign_in(driver, cluster.url, ADMIN_TOKEN)
+    until(driver, lambda d: d.find_element(By.ID, "who").text == "alice", "alice is signed in")
+
+
+def test_a_link_to_a_dot_segment_name_reaches_no_other_object(
+        cluster: UiCluster, browser: Any) -> None:
+    # the browser resolves ".." before sending a request: configmaps/.. would be the namespace
+    # itself, shown as a ConfigMap with a Delete button that deletes the namespace
+    cluster.ok("POST", "/api/v1/namespaces", {
+        "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "precious"}})
+    sign_in(browser, cluster)
+    for link, refused in [
+            ("#/o/core/v1/configmaps/precious/..", 'not a valid name: ".."'),
+            ("#/o/core/v1/configmaps/precious/.", 'not a valid name: "."'),
+            ("#/o/core/v1/configmaps/../precious", 'not a valid namespace: ".."'),
+            ("#/r/core/v1/configmaps?ns=..", 'not a valid namespace: ".."'),
+            ("#/o/core/v1/configmaps/precious/%E0%A4%A", "a malformed escape in the link")]:
+        # from a page that shows an object, so that a stale view would be noticed
+        browser.get(cluster.url + "/ui/#/o/core/v1/namespaces/-/precious")
+        until(browser, lambda d: d.find_element(By.ID, "object-json"), "a namespace shows")
+        browser.get(cluster.url + "/ui/" + link)
+        until(browser, lambda d, refused=refused: refused in d.find_element(By.ID, "error").text,
+              f"{link} is refused")
+        assert not browser.find_elements(By.ID, "object-json"), link
+        assert not browser.find_elements(By.ID, "delete"), link
+    # an ownerReference is data too: an owner named ".." is not read (the finalizer keeps
+    # the object readable once the garbage collector finds its owner absent)
+    cluster.ok("POST", "/api/v1/namespaces/precious/configmaps", {
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "dotted-owner", "finalizers": ["example.com/hold"],
+                     "ownerReferences": [{
+            "apiVersion": "v1", "kind": "ConfigMap", "name": "..",
+            "uid": "00000000-0000-0000-0000-000000000001"}]}})
+    browser.get(cluster.url + "/ui/#/o/core/v1/configmaps/precious/dotted-owner")
+    until(browser, lambda d: 'cannot read: not a valid name: ".."' in d.find_element(
+        By.ID, "tree").text, "the owner is not read")
+    assert "Namespace" not in browser.find_element(By.ID, "tree").text
+    assert cluster.call("GET", "/api/v1/namespaces/precious")[0] == 200
+    cluster.ok("PATCH", "/api/v1/namespaces/precious/configmaps/dotted-owner",
+               {"metadata": {"finalizers": None}}, content_type="application/merge-patch+json")
