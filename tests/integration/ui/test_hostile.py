@@ -14,6 +14,7 @@ Skipped, with the reason, when selenium, chromium or chromedriver is not install
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -102,6 +103,103 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 def sign_in(driver: Any, cluster: UiCluster) -> None:
     browser_sign_in(driver, cluster.url, ADMIN_TOKEN)
     until(driver, lambda d: d.find_element(By.ID, "who").text == "alice", "alice is signed in")
+
+
+def test_a_printer_column_of_markup_is_shown_as_text(cluster: UiCluster, browser: Any) -> None:
+    cluster.ok("POST", "/apis/example.com/v1/namespaces/default/notes", {
+        "apiVersion": "example.com/v1", "kind": "Note", "metadata": {"name": "xss-note"},
+        "spec": {"text": f"{PAYLOAD} {BIDI}", "link": JS_URL}})
+    sign_in(browser, cluster)
+    browser.get(cluster.url + "/ui/#/r/example.com/v1/notes?ns=default")
+    cells = until(browser, lambda d: [td.text for td in d.find_elements(
+        By.CSS_SELECTOR, "#table tr[data-name=xss-note] td")], "the row shows")
+    assert f"{PAYLOAD} invoice\\u202efdp.exe" in cells
+    assert JS_URL in cells
+    assert_inert(browser)
+
+
+def test_an_object_full_of_markup_is_shown_and_edited_as_text(
+        cluster: UiCluster, browser: Any) -> None:
+    hostile = {"note": PAYLOAD, "file": BIDI, "textarea": TEXTAREA}
+    cluster.ok("POST", "/api/v1/namespaces/default/configmaps", {
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "xss-config", "annotations": hostile},
+        "data": hostile})
+    sign_in(browser, cluster)
+    browser.get(cluster.url + "/ui/#/o/core/v1/configmaps/default/xss-config")
+    text = until(browser, lambda d: d.find_element(By.ID, "object-json").text,
+                 "the object's JSON shows")
+    # the override is written as its JSON escape: the same JSON, nothing reordered
+    assert '"file": "invoice\\u202efdp.exe"' in text
+    assert json.dumps(IMG)[1:-1] in text
+    assert_inert(browser)
+    # the editor holds the object as text: "</textarea>" does not close it, and what it would
+    # save is the object, overrides included, unchanged
+    browser.find_element(By.ID, "edit").click()
+    editor = until(browser, lambda d: d.find_element(By.ID, "editor"), "the editor opens")
+    edited = json.loads(editor.get_property("value"))
+    assert edited["data"] == hostile
+    assert edited["metadata"]["annotations"] == hostile
+    assert_inert(browser)
+    # saved with one key more, the rest of the text as the editor showed it
+    browser.execute_script(
+        "const e = document.getElementById('editor');"
+        "e.value = e.value.replace('\"data\": {', '\"data\": {\"saved\": \"1\", ');")
+    browser.find_element(By.ID, "save").click()
+    saved = eventually_blocking(
+        lambda: (got := cluster.ok("GET", "/api/v1/namespaces/default/configmaps/xss-config"))
+        ["data"].get("saved") == "1" and got, what="the edit is saved")
+    assert saved["data"] == {**hostile, "saved": "1"}
+    assert saved["metadata"]["annotations"] == hostile
+    assert_inert(browser)
+
+
+def test_conditions_events_and_owners_full_of_markup_are_shown_as_text(
+        cluster: UiCluster, browser: Any) -> None:
+    widget = cluster.ok("POST", "/apis/example.com/v1/namespaces/default/widgets", {
+        "apiVersion": "example.com/v1", "kind": "Widget",
+        "metadata": {"name": "xss-widget"},
+        "spec": {"size": 1}})
+    cluster.ok("PATCH", "/apis/example.com/v1/namespaces/default/widgets/xss-widget/status",
+               {"status": {"conditions": [{
+                   "type": "Ready", "status": "False", "reason": "Broken",
+                   "message": f"{PAYLOAD} {BIDI}",
+                   "lastTransitionTime": "2026-01-01T00:00:00Z"}]}},
+               content_type="application/merge-patch+json")
+    cluster.ok("POST", "/api/v1/namespaces/default/events", {
+        "apiVersion": "v1", "kind": "Event", "metadata": {"name": "xss-widget.1"},
+        "involvedObject": {"apiVersion": "example.com/v1", "kind": "Widget",
+                           "name": "xss-widget", "namespace": "default",
+                           "uid": widget["metadata"]["uid"]},
+        "reason": "Hostile", "message": f"{TEXTAREA} {BIDI}", "type": "Warning",
+        "source": {"component": SCRIPT}, "count": 1,
+        "firstTimestamp": "2026-01-01T00:00:00Z", "lastTimestamp": "2026-01-01T00:00:00Z"})
+    # a child that names its owner with markup as its manager and as an annotation
+    cluster.ok("POST", "/api/v1/namespaces/default/configmaps?fieldManager=%3Cb%3Ex%3C%2Fb%3E", {
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "xss-child", "annotations": {"a": PAYLOAD},
+                     "ownerReferences": [{"apiVersion": "example.com/v1", "kind": "Widget",
+                                          "name": "xss-widget",
+                                          "uid": widget["metadata"]["uid"]}]}})
+    sign_in(browser, cluster)
+    browser.get(cluster.url + "/ui/#/o/example.com/v1/widgets/default/xss-widget")
+    until(browser, lambda d: IMG in d.find_element(By.ID, "health-message").text,
+          "the health message shows")
+    until(browser, lambda d: "Hostile: </textarea>" in d.find_element(
+        By.CSS_SELECTOR, "#timeline tr[data-what=event]").text, "the event shows")
+    until(browser, lambda d: d.find_element(
+        By.CSS_SELECTOR, "#tree li[data-name=xss-child]"), "the child shows in the tree")
+    conditions = browser.find_element(By.ID, "conditions").text
+    assert "invoice\\u202efdp.exe" in conditions
+    assert SCRIPT in browser.find_element(By.ID, "timeline").text
+    assert_inert(browser)
+    browser.get(cluster.url + "/ui/#/o/core/v1/configmaps/default/xss-child")
+    until(browser, lambda d: d.find_element(
+        By.CSS_SELECTOR, "#tree li[data-name=xss-widget]"), "the owner shows in the tree")
+    until(browser, lambda d: "write Update" in d.find_element(By.ID, "timeline").text
+          and "<b>x</b>" in d.find_element(By.ID, "timeline").text,
+          "the write of the manager named with markup shows")
+    assert_inert(browser)
 
 
 def test_a_link_to_a_dot_segment_name_reaches_no_other_object(

@@ -4,7 +4,7 @@
 //   #/o/GROUP/VERSION/RESOURCE/NAMESPACE/NAME  one object: health, owner tree, events, JSON
 // GROUP is "core" for the core group, NAMESPACE "-" for cluster-scoped objects.
 import { ApiError, DISCOVERY, TABLE, request, setToken, token, watchChanges, watchStream } from "./api.js";
-import { h, replace } from "./dom.js";
+import { h, json, replace, visible } from "./dom.js";
 import { LABELS, health } from "./health.js";
 
 const main = document.getElementById("main");
@@ -29,7 +29,7 @@ let kinds = null; // discovery, once per sign-in
 function showError(e) {
   if (!e) { errorBox.hidden = true; errorBox.textContent = ""; return; }
   const code = e instanceof ApiError ? `${e.code} ${e.reason || ""}: ` : "";
-  errorBox.textContent = `${code}${e.message || e}`;
+  errorBox.textContent = visible(`${code}${e.message || e}`);
   errorBox.hidden = false;
 }
 
@@ -403,13 +403,13 @@ function renderObject(holder, obj, k, path, startEditing, stopEditing) {
   const managed = (obj.metadata && obj.metadata.managedFields) || [];
   const folded = h("details", { id: "managed-fields" },
     h("summary", {}, `managedFields: ${managed.length} entries (${managed.map((m) => `${m.manager} ${m.operation}${m.subresource ? " " + m.subresource : ""}`).join(", ")})`),
-    h("pre", {}, JSON.stringify(managed, null, 2)));
-  const text = h("pre", { id: "object-json" }, JSON.stringify(withoutManagedFields(obj), null, 2));
+    h("pre", {}, json(managed)));
+  const text = h("pre", { id: "object-json" }, json(withoutManagedFields(obj)));
   const canWrite = (k.verbs || []).includes("update");
   const edit = h("button", { type: "button", id: "edit", hidden: !canWrite, onclick: () => {
     startEditing();
     const area = h("textarea", { id: "editor", spellcheck: "false" },
-                   JSON.stringify(withoutManagedFields(obj), null, 2));
+                   json(withoutManagedFields(obj)));
     const save = h("button", { type: "button", id: "save", onclick: async () => {
       let body;
       try { body = JSON.parse(area.value); } catch (e) { showError(new Error(`not JSON: ${e.message}`)); return; }
@@ -623,7 +623,7 @@ async function route() {
   try {
     // a malformed escape ("%E0%A4%A") is the link's fault: say so instead of keeping the old view
     const parts = pathPart.split("/").filter(Boolean).map(decodePart);
-    if (!who.textContent) who.textContent = await whoAmI(signal);
+    if (!who.textContent) who.textContent = visible(await whoAmI(signal));
     if (parts[0] === "r" && parts.length === 4) {
       await tableView(signal, group(parts[1]), parts[2], parts[3], query);
     } else if (parts[0] === "o" && parts.length === 6) {
