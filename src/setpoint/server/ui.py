@@ -9,7 +9,8 @@ Invariants: the set of files is fixed when the server starts (read once, looked 
 name; no path reaches the file system, so ``..`` and friends can only miss); a response never
 contains anything from the request or from storage; every response under ``/ui`` carries
 the security headers below (a strict Content-Security-Policy without inline script or
-``eval``, ``connect-src 'self'``, framing denied, no MIME sniffing, no referrer). Only GET
+``eval``, ``connect-src 'self'``, Trusted Types required with no policy allowed, framing
+denied, no MIME sniffing, no referrer). Only GET
 and HEAD are answered; anything else is a 405 Status.
 """
 
@@ -44,9 +45,16 @@ CONTENT_SECURITY_POLICY: Final = "; ".join([
     "style-src 'self'",
     "img-src 'self'",
     "connect-src 'self'",
+    "object-src 'none'",
     "base-uri 'none'",
     "form-action 'none'",
     "frame-ancestors 'none'",
+    # Trusted Types: the DOM's HTML and script sinks (innerHTML, outerHTML,
+    # insertAdjacentHTML, document.write, string event handlers) refuse plain strings, and
+    # no policy may be created to turn one into markup. The UI builds every element with
+    # createElement and text nodes, so a sink used by mistake fails instead of parsing data
+    "require-trusted-types-for 'script'",
+    "trusted-types 'none'",
 ])
 
 SECURITY_HEADERS: Final[Mapping[str, str]] = MappingProxyType({

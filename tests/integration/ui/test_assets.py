@@ -40,6 +40,10 @@ def assert_security_headers(headers: dict[str, str]) -> None:
     assert directives["script-src"] == ["'self'"]
     assert directives["connect-src"] == ["'self'"]
     assert directives["frame-ancestors"] == ["'none'"]
+    assert directives["object-src"] == ["'none'"]
+    assert directives["base-uri"] == ["'none'"]
+    assert directives["require-trusted-types-for"] == ["'script'"]
+    assert directives["trusted-types"] == ["'none'"]
     assert not any("unsafe" in v for values in directives.values() for v in values)
     assert headers["X-Frame-Options"] == "DENY"
     assert headers["X-Content-Type-Options"] == "nosniff"

@@ -238,3 +238,24 @@ def test_a_link_to_a_dot_segment_name_reaches_no_other_object(
     assert cluster.call("GET", "/api/v1/namespaces/precious")[0] == 200
     cluster.ok("PATCH", "/api/v1/namespaces/precious/configmaps/dotted-owner",
                {"metadata": {"finalizers": None}}, content_type="application/merge-patch+json")
+
+
+def test_html_sinks_refuse_strings_under_the_pages_trusted_types_policy(
+        cluster: UiCluster, browser: Any) -> None:
+    sign_in(browser, cluster)
+    got = browser.execute_script("""
+        const tries = {
+          innerHTML: () => { document.getElementById("who").innerHTML = "<i id=tt>x</i>"; },
+          insertAdjacentHTML: () => document.body.insertAdjacentHTML("beforeend", "<i id=tt>x</i>"),
+          handler: () => document.body.setAttribute("onclick", "window.pwned = 1"),
+          policy: () => trustedTypes.createPolicy("p", { createHTML: (s) => s }),
+        };
+        const out = {};
+        for (const [name, attempt] of Object.entries(tries)) {
+          try { attempt(); out[name] = "accepted"; } catch (e) { out[name] = e.name; }
+        }
+        out.made = document.querySelectorAll("#tt").length;
+        return out;
+    """)
+    assert got == {"innerHTML": "TypeError", "insertAdjacentHTML": "TypeError",
+                   "handler": "TypeError", "policy": "TypeError", "made": 0}, got
