@@ -259,3 +259,32 @@ def test_html_sinks_refuse_strings_under_the_pages_trusted_types_policy(
     """)
     assert got == {"innerHTML": "TypeError", "insertAdjacentHTML": "TypeError",
                    "handler": "TypeError", "policy": "TypeError", "made": 0}, got
+
+
+def test_the_token_stays_in_the_tab_and_a_bad_one_is_refused_cleanly(
+        cluster: UiCluster, browser: Any) -> None:
+    browser.get(cluster.url + "/ui/")
+    browser.execute_script("sessionStorage.clear()")
+    for bad, message in [("not a token ü", "That is not a bearer token"),
+                         ("wrong-token-0123456789", "The server refused that token (401")]:
+        browser.get(cluster.url + "/ui/#/")
+        field = until(browser, lambda d: d.find_element(By.ID, "token"), "the sign-in form")
+        field.send_keys(bad)
+        browser.find_element(By.CSS_SELECTOR, "#signin button[type=submit]").click()
+        until(browser, lambda d, message=message: message in d.find_element(By.ID, "main").text,
+              f"{bad!r} is refused")
+        assert browser.execute_script("return sessionStorage.length") == 0
+        assert browser.find_element(By.ID, "error").text == ""
+    # a sign-in link whose fragment is not a token: refused, and gone from the address bar
+    browser.get(cluster.url + "/ui/#token=%E0%A4%A")
+    until(browser, lambda d: "holds no usable token" in d.find_element(By.ID, "main").text,
+          "the link is refused")
+    assert browser.current_url == cluster.url + "/ui/#/"
+    sign_in(browser, cluster)
+    stored = browser.execute_script(
+        "return [sessionStorage.getItem('setpoint.token'), localStorage.length, document.cookie]")
+    assert stored == [ADMIN_TOKEN, 0, ""]
+    assert ADMIN_TOKEN not in browser.current_url
+    browser.find_element(By.ID, "signout").click()
+    until(browser, lambda d: d.find_element(By.ID, "token"), "the sign-in form is back")
+    assert browser.execute_script("return sessionStorage.length") == 0

@@ -105,7 +105,6 @@ function objectPath(k, namespace, name) {
   return `${collectionPath(k, namespace)}/${segment(name)}`;
 }
 
-
 function objectHref(k, namespace, name) {
   return `#/o/${k.group || "core"}/${k.version}/${k.resource}/${encodeURIComponent(namespace || "-")}/${encodeURIComponent(name)}`;
 }
@@ -117,12 +116,25 @@ function kindHref(k, query) {
 
 // ---- sign-in ---------------------------------------------------------------------------
 
+// A bearer token is printable ASCII without spaces (ServiceAccount tokens are JWTs, static
+// tokens are CSV fields): anything else cannot be sent in an Authorization header (fetch
+// would refuse every request with a TypeError), so it is refused at the door.
+const TOKEN_CHARS = /^[\x21-\x7e]{1,16384}$/;
+const BAD_TOKEN = "That is not a bearer token: a token is printable ASCII without spaces.";
+
+function isToken(value) { return TOKEN_CHARS.test(value); }
+
 function signInView(message) {
   const input = h("input", { type: "password", id: "token", autocomplete: "off",
                              size: 60, placeholder: "bearer token" });
   const form = h("form", { id: "signin", onsubmit: async (ev) => {
     ev.preventDefault();
-    setToken(input.value.trim());
+    const value = input.value.trim();
+    if (!isToken(value)) {
+      signInView(value ? BAD_TOKEN : null);
+      return;
+    }
+    setToken(value);
     kinds = null;
     await route();
   } }, h("p", {}, "Sign in with a bearer token: a ServiceAccount token (",
@@ -613,7 +625,16 @@ async function route() {
   page = new AbortController();
   const signal = page.signal;
   showError(null);
-  if (takeTokenFromFragment()) { kinds = null; who.textContent = ""; }
+  const fromLink = takeTokenFromFragment();
+  if (fromLink) { kinds = null; who.textContent = ""; }
+  if (fromLink === false) {
+    setToken(null);
+    kinds = null;
+    who.textContent = "";
+    signOut.hidden = true;
+    signInView(`The sign-in link holds no usable token. ${BAD_TOKEN}`);
+    return;
+  }
   if (!token()) { who.textContent = ""; signOut.hidden = true; signInView(); return; }
   signOut.hidden = false;
   const hash = location.hash.replace(/^#/, "") || "/";
@@ -655,11 +676,16 @@ function decodePart(part) {
   }
 }
 
+// a login URL: /ui/#token=... (the fragment never reaches the server); the fragment is taken
+// out of the address bar and the history whether or not it holds a usable token. Returns
+// null (no login URL), true (signed in with its token) or false (it holds no token)
 function takeTokenFromFragment() {
-  // a login URL: /ui/#token=... (the fragment never reaches the server); keep it out of history
-  if (!location.hash.startsWith("#token=")) return false;
-  setToken(decodeURIComponent(location.hash.slice("#token=".length)));
+  if (!location.hash.startsWith("#token=")) return null;
+  let value = "";
+  try { value = decodeURIComponent(location.hash.slice("#token=".length)); } catch { value = ""; }
   history.replaceState(null, "", `${location.pathname}#/`);
+  if (!isToken(value)) return false;
+  setToken(value);
   return true;
 }
 
