@@ -5,8 +5,9 @@ code runs in the browser and asks the ordinary Kubernetes API for every piece of
 the user's own bearer token, so authentication and RBAC apply to it exactly as to kubectl.
 This module serves only the asset files, and serves them to anyone: they hold no data.
 
-Invariants: the set of files is fixed when the server starts (read once, looked up by exact
-name; no path reaches the file system, so ``..`` and friends can only miss); a response never
+Invariants: the set of files is fixed when the server starts (the directory's regular files
+with a known suffix, symbolic links left out, read once and looked up by exact name; no path
+reaches the file system, so ``..`` and friends can only miss); a response never
 contains anything from the request or from storage; every response under ``/ui`` carries
 the security headers below (a strict Content-Security-Policy without inline script or
 ``eval``, ``connect-src 'self'``, Trusted Types required with no policy allowed, framing
@@ -91,7 +92,8 @@ class Assets:
         if directory.is_dir():
             for path in sorted(directory.iterdir()):
                 content_type = CONTENT_TYPES.get(path.suffix)
-                if content_type is not None and path.is_file():
+                # a symbolic link could name any file of the machine: only regular files
+                if content_type is not None and path.is_file() and not path.is_symlink():
                     files[path.name] = Asset(path.read_bytes(), content_type)
         return cls(MappingProxyType(files))
 
