@@ -288,3 +288,33 @@ def test_the_token_stays_in_the_tab_and_a_bad_one_is_refused_cleanly(
     browser.find_element(By.ID, "signout").click()
     until(browser, lambda d: d.find_element(By.ID, "token"), "the sign-in form is back")
     assert browser.execute_script("return sessionStorage.length") == 0
+
+
+def test_a_partial_table_keeps_to_the_range_it_read(cluster: UiCluster, browser: Any) -> None:
+    # a kind larger than the table's limit: changes to objects past the last row read stay
+    # out (they would grow the table, row by row, to every object of the kind)
+    cluster.ok("POST", "/api/v1/namespaces", {
+        "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "large"}})
+    base = "/apis/example.com/v1/namespaces/large/widgets"
+    for name in ("w1", "w2", "w3", "w4"):
+        cluster.ok("POST", base, {"apiVersion": "example.com/v1", "kind": "Widget",
+                                  "metadata": {"name": name}, "spec": {"size": 1}})
+    sign_in(browser, cluster)
+    browser.get(cluster.url + "/ui/#/r/example.com/v1/widgets?ns=large&limit=2")
+    until(browser, lambda d: d.find_element(By.ID, "table-status").text.startswith(
+        "2 objects, live (only the first 2 were read"), "the table is partial")
+    for name in ("w3", "w4"):
+        cluster.ok("PATCH", f"{base}/{name}", {"spec": {"size": 2}},
+                   content_type="application/merge-patch+json")
+    cluster.ok("PATCH", f"{base}/w2", {"spec": {"size": 5}},
+               content_type="application/merge-patch+json")
+    # created among the rows read: it joins them, after the changes above were applied
+    cluster.ok("POST", base, {"apiVersion": "example.com/v1", "kind": "Widget",
+                              "metadata": {"name": "w0"}, "spec": {"size": 1}})
+    until(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#table tr[data-name=w0]"),
+          "the new object in the range shows")
+    names = [tr.get_attribute("data-name")
+             for tr in browser.find_elements(By.CSS_SELECTOR, "#table tbody tr")]
+    assert names == ["w0", "w1", "w2"]
+    assert "5" in [td.text for td in browser.find_elements(
+        By.CSS_SELECTOR, "#table tr[data-name=w2] td")]

@@ -250,11 +250,13 @@ class LiveTable {
     this.columns = [];
     this.rows = new Map(); // uid -> <tr>
     this.truncated = false;
+    this.end = null; // the key of the last row read, when the kind has more than were read
     this.tbody = null;
   }
 
   reset(table, truncated) {
     this.truncated = truncated;
+    this.end = null;
     this.columns = (table.columnDefinitions || []).map((c, i) => ({ ...c, i }))
       .filter((c) => !c.priority);
     this.rows = new Map();
@@ -263,6 +265,7 @@ class LiveTable {
       const tr = this.element(row);
       this.rows.set(tr.dataset.uid, tr);
       if (this.shown(row)) this.tbody.appendChild(tr);
+      if (truncated) this.end = tr.dataset.key;
     }
     const head = h("tr", {}, this.columns.map((c) => h("th", { title: c.description || "" }, c.name)),
                    h("th", {}, "Health"));
@@ -279,6 +282,11 @@ class LiveTable {
       this.rows.delete(uid);
     } else {
       const tr = this.element(row);
+      // a table that read only the first `limit` objects keeps to them and to objects
+      // created among them (before the last one read): a change to an object after that
+      // is left out, as the list left it out, so a kind larger than the limit does not
+      // grow the table row by row, up to every object of the kind, as its objects change
+      if (!old && this.end !== null && tr.dataset.key > this.end) return;
       this.rows.set(uid, tr);
       if (old) old.remove();
       if (this.shown(row)) {
