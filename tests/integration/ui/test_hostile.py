@@ -318,3 +318,34 @@ def test_a_partial_table_keeps_to_the_range_it_read(cluster: UiCluster, browser:
     assert names == ["w0", "w1", "w2"]
     assert "5" in [td.text for td in browser.find_elements(
         By.CSS_SELECTOR, "#table tr[data-name=w2] td")]
+
+
+def test_a_pod_and_an_owner_named_with_markup_are_shown_as_text(
+        cluster: UiCluster, browser: Any) -> None:
+    # an image and a command are the user's text too, and so is an ownerReference's name
+    image = "registry.example/<img src=x id=injected-img onerror=window.pwned=1>:1"
+    cluster.ok("POST", "/api/v1/namespaces/default/pods", {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "xss-pod"},
+        "spec": {"containers": [{"name": "c", "image": image,
+                                 "command": ["sh", "-c", f"echo '{SCRIPT}' {BIDI}"]}]}})
+    cluster.ok("POST", "/api/v1/namespaces/default/configmaps", {
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "markup-owner", "finalizers": ["example.com/hold"],
+                     "ownerReferences": [{
+                         "apiVersion": "v1", "kind": "Pod", "name": IMG,
+                         "uid": "00000000-0000-0000-0000-000000000002"}]}})
+    sign_in(browser, cluster)
+    browser.get(cluster.url + "/ui/#/o/core/v1/pods/default/xss-pod")
+    text = until(browser, lambda d: d.find_element(By.ID, "object-json").text,
+                 "the pod's JSON shows")
+    assert json.dumps(image)[1:-1] in text
+    assert "\\u202efdp.exe" in text
+    until(browser, lambda d: d.find_element(By.CSS_SELECTOR, "#tree li.self"),
+          "the pod's tree shows")
+    assert_inert(browser)
+    browser.get(cluster.url + "/ui/#/o/core/v1/configmaps/default/markup-owner")
+    until(browser, lambda d: f"Pod {IMG}" in d.find_element(By.ID, "tree").text,
+          "the owner's name shows in the tree")
+    assert_inert(browser)
+    cluster.ok("PATCH", "/api/v1/namespaces/default/configmaps/markup-owner",
+               {"metadata": {"finalizers": None}}, content_type="application/merge-patch+json")
