@@ -1,14 +1,16 @@
 """The UI in a real browser against hostile objects and hostile links.
 
 Every string the UI shows was written by some user: annotations, ConfigMap data, a custom
-resource's printer column, condition messages, Event messages, ownerReferences. These tests
+resource's printer column, condition messages, Event messages, field managers, a pod's image
+and command, ownerReferences. These tests
 write markup, ``javascript:`` URLs, ``</textarea>`` and bidirectional overrides into all of
 them, wait until the page shows the object (a positive signal: the payload's text is on
 screen), and then check that nothing became markup: no script ran (the payloads would set
 ``window.pwned`` and the title), no element the payload names exists, every link stays inside
 the UI. Links to names the browser would resolve as dot segments (``..``) are refused instead
 of reaching another object; the page's Trusted Types policy makes the HTML sinks refuse
-strings; a token that cannot be a token is refused at the sign-in form.
+strings; a token that cannot be a token is refused at the sign-in form; a table that read
+only part of a larger kind does not grow past that part as the kind changes.
 
 Skipped, with the reason, when selenium, chromium or chromedriver is not installed."""
 
