@@ -27,7 +27,10 @@ Outcomes, with Kubernetes' messages and codes:
   context deadline exceeded``; under ``Ignore`` the request goes on and the audit
   annotation ``failed-open.(validating|mutation).webhook.admission.k8s.io/round_R_index_I``
   names the webhook;
-* a patch that does not apply: 500 ``Internal error occurred: ...`` whatever the policy;
+* a patch that does not apply (its copies adding more than ``patch.MAX_COPY_BYTES``, or
+  nesting the object too deep to walk included): 500 ``Internal error occurred: ...``
+  whatever the policy; a patched object deeper than ``decoding.MAX_DEPTH`` is refused by
+  ``attrs.revalidate`` (422) before anything else walks it;
 * warnings become ``Warning`` headers; ``auditAnnotations`` become ``<webhook>/<key>``; each
   mutating call is recorded as ``mutation.webhook.admission.k8s.io/round_R_index_I``.
 
@@ -60,7 +63,7 @@ from setpoint.admission import expressions as ex
 from setpoint.admission import matching, webhookconfig
 from setpoint.admission import review as rv
 from setpoint.admission.authz import Authorize, Authorizer
-from setpoint.apimachinery import errors, patch
+from setpoint.apimachinery import decoding, errors, patch
 from setpoint.auth.user import UserInfo
 from setpoint.cel.errors import EvalError
 from setpoint.registry import watchcache as wc
@@ -447,12 +450,14 @@ class WebhookAdmission:
         changed = False
         if response.patch and new is not None:
             target = req["object"]
-            try:
-                patched = patch.json_patch(target, response.patch)
-            except patch.PatchError as e:
-                raise internal_error(str(e)) from None
-            if not isinstance(patched, dict):
-                raise internal_error("the patched object is not a JSON object")
+            patched = apply_patch(target, response.patch)
+            if decoding.too_deep(patched, decoding.MAX_DEPTH) is not None:
+                # refused as any object that deep is (422), before anything walks it
+                if attrs.revalidate is not None:
+                    keep_identity(patched, new)
+                    attrs.revalidate(patched)
+                raise internal_error(f"the patched object nests deeper than "
+                                     f"{decoding.MAX_DEPTH} levels")
             patched["apiVersion"] = target.get("apiVersion")
             patched["kind"] = target.get("kind")
             if version != attrs.version and attrs.convert is not None:
@@ -482,6 +487,26 @@ class WebhookAdmission:
             attrs.warn(warning)
         for key, value in response.annotations.items():
             attrs.annotate(f"{hook.name}/{key}", value)
+
+
+def apply_patch(obj: Obj, operations: list[Any]) -> Obj:
+    """``obj`` (left as it is) patched by a webhook's JSON patch; a patch that does not apply
+    is a 500 ``Internal error occurred: ...``. The patch's bounds are ``patch.json_patch``'s
+    (copies add at most ``MAX_COPY_BYTES``, operations shift at most
+    ``MAX_SHIFTED_ELEMENTS`` array elements); the answer's size bounds the rest."""
+    try:
+        patched = patch.json_patch(obj, operations, max_copy_bytes=patch.MAX_COPY_BYTES,
+                                   max_shifted_elements=patch.MAX_SHIFTED_ELEMENTS)
+    except patch.PatchError as e:
+        raise internal_error(str(e)) from None
+    except RecursionError:
+        # each copy into the copied value nests it deeper: a result too deep to walk is one
+        # Kubernetes cannot decode either (an internal error there too)
+        raise internal_error(f"the patched object nests deeper than {decoding.MAX_DEPTH} "
+                             f"levels") from None
+    if not isinstance(patched, dict):
+        raise internal_error("the patched object is not a JSON object")
+    return patched
 
 
 def keep_identity(patched: Obj, original: Obj) -> None:
