@@ -10,7 +10,9 @@ else. A patch is decoded (base64) and parsed here; it is applied by the caller.
 Invariant: never raises anything but :class:`InvalidResponse` on any bytes; the size of the
 body is bounded by the caller (it never reaches here larger than the transport's limit); a
 patch value nested deeper than an object may be (``decoding.MAX_DEPTH``) is invalid, so
-applying it cannot exhaust the stack.
+applying it cannot exhaust the stack; what is kept of warnings and audit annotations is
+bounded (:data:`MAX_WARNINGS`, :data:`MAX_ANNOTATIONS`, each value cut), and an audit
+annotation key that Kubernetes would refuse (not a qualified name's name part) is dropped.
 """
 
 from __future__ import annotations
@@ -23,14 +25,15 @@ from typing import Any, Final
 
 import orjson
 
-from setpoint.apimachinery import decoding
+from setpoint.apimachinery import decoding, validation
 
 API_VERSION: Final = "admission.k8s.io/v1"
 #: warnings kept from one response, and the longest one (longer ones are cut)
 MAX_WARNINGS: Final = 32
 MAX_WARNING_BYTES: Final = 1024
-#: audit annotations kept from one response
+#: audit annotations kept from one response, and the longest value (longer ones are cut)
 MAX_ANNOTATIONS: Final = 32
+MAX_ANNOTATION_BYTES: Final = 10 * 1024
 
 
 class InvalidResponse(Exception):
@@ -83,6 +86,22 @@ def _warnings(value: Any) -> list[str]:
     return out
 
 
+def _annotations(value: Any) -> dict[str, str]:
+    """The audit annotations kept: as Kubernetes' ``checkKeyFormat``, only a key that makes
+    ``<webhook>/<key>`` a qualified name (a name part: at most 63 characters, no ``/``);
+    the others are dropped, as kube-apiserver drops them with a logged warning."""
+    out: dict[str, str] = {}
+    if not isinstance(value, dict):
+        return out
+    for k, v in value.items():
+        if len(out) == MAX_ANNOTATIONS:
+            break
+        if isinstance(k, str) and isinstance(v, str) and "/" not in k \
+                and not validation.is_qualified_name(k):
+            out[k] = v[:MAX_ANNOTATION_BYTES]
+    return out
+
+
 def parse_response(body: bytes, uid: str, *, mutating: bool) -> Response:
     try:
         doc = orjson.loads(body)
@@ -112,11 +131,7 @@ def parse_response(body: bytes, uid: str, *, mutating: bool) -> Response:
             and 0 <= code < 1000 else 0
         out.message = str(status.get("message") or "")[:MAX_WARNING_BYTES * 4]
         out.reason = str(status.get("reason") or "")[:256]
-    annotations = resp.get("auditAnnotations")
-    if isinstance(annotations, dict):
-        for k, v in list(annotations.items())[:MAX_ANNOTATIONS]:
-            if isinstance(k, str) and isinstance(v, str):
-                out.annotations[k] = v[:MAX_WARNING_BYTES * 10]
+    out.annotations = _annotations(resp.get("auditAnnotations"))
     patch, patch_type = resp.get("patch"), resp.get("patchType")
     if patch is not None and patch != "":
         if not mutating:

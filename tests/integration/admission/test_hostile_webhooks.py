@@ -3,14 +3,19 @@ called for gets a Kubernetes Status in Kubernetes' words, and the server keeps s
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
 
+from setpoint.testing import eventually_blocking
+from tests.conftest import start_serve
 from tests.integration.admission.test_webhooks import (
     CONFIGMAPS,
+    VALIDATING,
     configmap,
     configuration,
     hook,
@@ -67,3 +72,48 @@ async def test_a_patch_nesting_the_object_ever_deeper_is_refused(
     assert status == 201, body
     assert "x" not in body
     await still_serving(http, "after-deep")
+
+
+@pytest.mark.slow
+def test_audit_annotation_and_warning_bombs_are_bounded(
+        tmp_path: Path, webhook: WebhookServer) -> None:
+    log = tmp_path / "audit" / "audit.log"
+    serve = start_serve(tmp_path / "data", extra_args=["--audit-log-path", str(log)])
+    try:
+        annotations = {"ok": "kept", "a/b": "not a key", "k" * 100_000: "not a key",
+                       "long": "v" * 100_000}
+        annotations.update({f"n{i}": "x" for i in range(1000)})
+        webhook.handlers["/bombs"] = lambda review: {
+            "allowed": True, "auditAnnotations": annotations,
+            "warnings": ["w" * 1_000_000, *(f"warning {i}" for i in range(5000))]}
+        client = url_client(webhook, "/bombs")
+        body = json.dumps(configuration("bombs", hook("bombs.example.com", client)))
+        serve.urlopen(VALIDATING, data=body.encode(), method="POST",
+                      headers={"Content-Type": "application/json"}).close()
+        created = serve.urlopen(
+            CONFIGMAPS, data=json.dumps(configmap("bombed", a="1")).encode(), method="POST",
+            headers={"Content-Type": "application/json"})
+        with created:
+            assert created.status == 201
+            warnings = created.headers.get_all("Warning")
+        assert 0 < len(warnings) <= 32
+        assert all(len(w) < 2048 for w in warnings)
+
+        def event() -> dict[str, Any] | None:
+            for line in log.read_text().splitlines():
+                found = json.loads(line)
+                if found["verb"] == "create" and found["stage"] == "ResponseComplete" \
+                        and "bombs.example.com/ok" in found.get("annotations", {}):
+                    return dict(found)
+            return None
+
+        kept = eventually_blocking(event)["annotations"]
+        ours = {k: v for k, v in kept.items() if k.startswith("bombs.example.com/")}
+        assert ours["bombs.example.com/ok"] == "kept"
+        assert ours["bombs.example.com/long"] == "v" * 10 * 1024
+        assert len(ours) == 32
+        assert all(len(k) < 100 for k in ours)
+        with serve.urlopen(CONFIGMAPS + "/bombed") as got:
+            assert got.status == 200
+    finally:
+        serve.stop()

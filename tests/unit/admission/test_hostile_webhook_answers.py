@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from setpoint.admission import review, webhookconfig
+from setpoint.apimachinery import validation
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats(allow_nan=False)
@@ -86,3 +87,30 @@ def test_validating_any_configuration_never_raises(hooks: list[Any], mutating: b
     webhookconfig.default_configuration(obj, mutating=mutating)
     errs = webhookconfig.validate_configuration(obj, mutating=mutating)
     assert isinstance(errs, list)
+
+
+def test_audit_annotation_keys_are_kept_only_as_kubernetes_keeps_them() -> None:
+    annotations = {"ok": "v", "a/b": "slash", "k" * 64: "long key", "bad key": "space",
+                   "-dash": "edge", "long": "v" * (review.MAX_ANNOTATION_BYTES + 1)}
+    annotations.update({f"n{i}": "x" for i in range(100)})
+    body = orjson.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                         "response": {"uid": "u", "allowed": True,
+                                      "auditAnnotations": annotations}})
+    got = review.parse_response(body, "u", mutating=False).annotations
+    assert list(got)[:2] == ["ok", "long"]
+    assert got["long"] == "v" * review.MAX_ANNOTATION_BYTES
+    assert len(got) == review.MAX_ANNOTATIONS
+    assert set(got) - {"ok", "long"} == {f"n{i}" for i in range(review.MAX_ANNOTATIONS - 2)}
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.text(max_size=80), st.text(max_size=20), max_size=40))
+def test_every_audit_annotation_kept_makes_a_qualified_key(annotations: dict[str, str]
+                                                           ) -> None:
+    body = orjson.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                         "response": {"uid": "u", "allowed": True,
+                                      "auditAnnotations": annotations}})
+    got = review.parse_response(body, "u", mutating=True).annotations
+    assert len(got) <= review.MAX_ANNOTATIONS
+    for key in got:
+        assert validation.is_qualified_name(f"hook.example.com/{key}") == []
