@@ -117,3 +117,52 @@ def test_audit_annotation_and_warning_bombs_are_bounded(
             assert got.status == 200
     finally:
         serve.stop()
+
+
+MISSHAPEN: dict[str, Any] = {
+    "/status-a-string": {"allowed": False, "status": "no"},
+    "/message-an-object": {"allowed": False,
+                           "status": {"code": 403, "message": {"a": "b" * 100_000}}},
+    "/allowed-a-string": {"allowed": "true"},
+    "/warnings-an-object": {"allowed": True, "warnings": {"w": 1}},
+    "/huge-api-version": b'{"apiVersion": "' + b"v" * 2_000_000 + b'", "kind": "x"}',
+    "/huge-uid": {"uid": "u" * 2_000_000, "allowed": True},
+}
+
+
+@pytest.mark.parametrize("policy", ["Fail", "Ignore"])
+async def test_answers_of_the_wrong_shape_are_failed_calls(
+        webhook: WebhookServer, http: aiohttp.ClientSession, policy: str) -> None:
+    for path, answer in MISSHAPEN.items():
+        name = path.strip("/")
+        webhook.handlers[path] = lambda review, answer=answer: answer
+        await install(http, configuration(f"{name}-{policy.lower()}", hook(
+            f"{name}.example.com", url_client(webhook, path), failurePolicy=policy,
+            objectSelector={"matchLabels": {"case": name}})))
+    for path in MISSHAPEN:
+        name = path.strip("/")
+        cm = configmap(f"{name}-{policy.lower()}", a="1")
+        cm["metadata"]["labels"] = {"case": name}
+        status, body, _ = await request(http, "POST", CONFIGMAPS, cm)
+        if policy == "Ignore":
+            # a failed call, not a denial: the write goes on
+            assert status == 201, (path, body)
+            continue
+        assert status == 500, (path, body)
+        assert body["reason"] == "InternalError"
+        assert body["message"].startswith(
+            f'Internal error occurred: failed calling webhook "{name}.example.com": '
+            "received invalid webhook response: "), body
+        assert len(body["message"]) < 1024, path
+    await still_serving(http, f"after-misshapen-{policy.lower()}")
+
+
+async def test_an_answer_without_allowed_denies_as_go_decodes_it(
+        webhook: WebhookServer, http: aiohttp.ClientSession) -> None:
+    webhook.handlers["/silent"] = lambda review: {}
+    await install(http, configuration("silent", hook(
+        "silent.example.com", url_client(webhook, "/silent"), failurePolicy="Ignore")))
+    status, body, _ = await request(http, "POST", CONFIGMAPS, configmap("silent"))
+    assert status == 400, body
+    assert body["message"] == ('admission webhook "silent.example.com" denied the request '
+                               "without explanation")
