@@ -3,16 +3,26 @@ called for gets a Kubernetes Status in Kubernetes' words, and the server keeps s
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
 
-from setpoint.testing import eventually_blocking
+from setpoint.server.limits import Limits
+from setpoint.server.server import Server, ServerConfig
+from setpoint.storage import StorageConfig
+from setpoint.testing import eventually, eventually_blocking
 from tests.conftest import start_serve
+from tests.integration.admission.test_webhook_transport import (
+    cut_short,
+    hang_up,
+    to_itself,
+    trickle,
+)
 from tests.integration.admission.test_webhooks import (
     CONFIGMAPS,
     VALIDATING,
@@ -23,7 +33,7 @@ from tests.integration.admission.test_webhooks import (
     url_client,
 )
 from tests.integration.api.helpers import request
-from tests.webhookserver import WebhookServer, allow, patch_response, webhook_server
+from tests.webhookserver import Hang, Raw, WebhookServer, allow, patch_response, webhook_server
 
 
 @pytest.fixture
@@ -166,3 +176,66 @@ async def test_an_answer_without_allowed_denies_as_go_decodes_it(
     assert status == 400, body
     assert body["message"] == ('admission webhook "silent.example.com" denied the request '
                                "without explanation")
+
+
+@pytest.fixture
+async def few_writes(tmp_path: Path) -> AsyncIterator[aiohttp.ClientSession]:
+    """A server that serves at most 4 writes at once."""
+    config = ServerConfig(port=0, storage=StorageConfig(kind="memory"),
+                          kubeconfig_path=tmp_path / "kubeconfig",
+                          limits=Limits(max_mutating_requests_inflight=4))
+    async with Server(config) as server, aiohttp.ClientSession(base_url=server.url) as http:
+        yield http
+
+
+async def test_writes_stuck_on_a_webhook_that_never_answers_leave_the_server_serving(
+        webhook: WebhookServer, few_writes: aiohttp.ClientSession) -> None:
+    http = few_writes
+    webhook.handlers["/hang"] = lambda review: Hang()
+    await install(http, configuration("hang", hook(
+        "hang.example.com", url_client(webhook, "/hang"), timeoutSeconds=2)))
+    stuck = [asyncio.ensure_future(request(http, "POST", CONFIGMAPS, configmap(f"s{i}")))
+             for i in range(4)]
+    await eventually(lambda: len(webhook.received) == 4, what="four calls in flight")
+    # every write slot waits on the webhook: one more write is told to come back...
+    status, body, headers = await request(http, "POST", CONFIGMAPS, configmap("more"))
+    assert status == 429, body
+    assert headers["Retry-After"] == "1"
+    # ...and reads are served meanwhile
+    status, body, _ = await request(http, "GET", CONFIGMAPS)
+    assert status == 200, body
+    status, body, _ = await request(http, "GET", "/api/v1/namespaces/default")
+    assert status == 200, body
+    for status, body, _ in await asyncio.gather(*stuck):
+        assert status == 500, body
+        assert body["message"] == (
+            'Internal error occurred: failed calling webhook "hang.example.com": failed to '
+            f'call webhook: Post "{webhook.url("/hang")}?timeout=2s": context deadline '
+            "exceeded")
+    await still_serving(http, "after-hang")
+
+
+async def test_broken_connections_are_failed_calls_in_gos_words(
+        webhook: WebhookServer, http: aiohttp.ClientSession) -> None:
+    cases = {"/cut": (Raw(cut_short), "unexpected error when reading response body. Please "
+                                      "retry. Original error: unexpected EOF"),
+             "/hang-up": (Raw(hang_up), f'Post "{webhook.url("/hang-up")}?timeout=1s": EOF'),
+             "/loop": (Raw(to_itself), f'Post "{webhook.url("/loop")}?timeout=1s": stopped '
+                                       "after 10 redirects"),
+             "/trickle": (Raw(trickle), f'Post "{webhook.url("/trickle")}?timeout=1s": '
+                                        "context deadline exceeded")}
+    for path, (answer, _) in cases.items():
+        name = path.strip("/")
+        webhook.handlers[path] = lambda review, answer=answer: answer
+        await install(http, configuration(name, hook(
+            f"{name}.example.com", url_client(webhook, path), timeoutSeconds=1,
+            objectSelector={"matchLabels": {"case": name}})))
+    for path, (_, reason) in cases.items():
+        name = path.strip("/")
+        cm = configmap(name, a="1")
+        cm["metadata"]["labels"] = {"case": name}
+        status, body, _ = await request(http, "POST", CONFIGMAPS, cm)
+        assert status == 500, (path, body)
+        assert body["message"] == (f'Internal error occurred: failed calling webhook '
+                                   f'"{name}.example.com": failed to call webhook: {reason}')
+    await still_serving(http, "after-broken-connections")
