@@ -8,8 +8,10 @@ object and what the server owns in its metadata is kept as it was), calls those 
 ``reinvocationPolicy: IfNeeded`` once more when a later webhook changed the object, and then
 has the store prune, default and validate the object again (``attrs.revalidate``), so a
 patch cannot store what the schema refuses. :meth:`WebhookAdmission.validate` calls the
-ValidatingWebhookConfigurations' webhooks concurrently; the first denial (in configuration
-order) fails the write.
+ValidatingWebhookConfigurations' webhooks concurrently (at most :data:`MAX_PARALLEL_CALLS` at
+once, each within its ``timeoutSeconds`` of when they began, waiting for a slot included, so
+validation ends within the longest timeout however many webhooks match); the first denial
+(in configuration order) fails the write.
 
 A webhook is called when its ``rules`` match (``matchPolicy``, ``scope``), its
 ``namespaceSelector`` and ``objectSelector`` select the request, and every
@@ -102,6 +104,15 @@ class Target:
     server_name: str
     ca_bundle: bytes | None
     pool: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Slots:
+    """The calls of one request's validating webhooks: at most ``MAX_PARALLEL_CALLS`` at
+    once, each within its timeout of when they all began (``started``, the loop's clock)."""
+
+    free: asyncio.Semaphore
+    started: float
 
 
 class CallFailed(Exception):
@@ -265,20 +276,22 @@ class WebhookAdmission:
         if not hooks:
             return
         ns_obj = self._namespace(attrs)
-        calls: list[tuple[int, _Hook, Awaitable[errors.ApiError | None]]] = []
+        prepared_calls: list[tuple[int, _Hook, tuple[str, Obj] | _Failed]] = []
         for i, hook in enumerate(hooks):
             prepared = await self._prepare(hook, new, old, attrs, ns_obj, keep=True)
             if prepared is None:
                 continue
-            calls.append((i, hook, self._validate_one(hook, i, prepared, attrs)))
-        if not calls:
+            prepared_calls.append((i, hook, prepared))
+        if not prepared_calls:
             return
-        limit = asyncio.Semaphore(MAX_PARALLEL_CALLS)
-
-        async def bounded(call: Awaitable[errors.ApiError | None]) -> errors.ApiError | None:
-            async with limit:
-                return await call
-        results = await asyncio.gather(*(bounded(c) for _, _, c in calls))
+        # Kubernetes calls them all at once, each within its timeoutSeconds: a call waiting
+        # for one of the slots waits within its own timeout, so the request's validation
+        # ends within the longest timeout however many webhooks there are
+        slots = _Slots(asyncio.Semaphore(MAX_PARALLEL_CALLS), asyncio.get_running_loop().time())
+        calls: list[Awaitable[errors.ApiError | None]] = [
+            self._validate_one(hook, i, prepared, attrs, slots)
+            for i, hook, prepared in prepared_calls]
+        results = await asyncio.gather(*calls)
         for result in results:
             if result is not None:
                 raise result
@@ -343,8 +356,10 @@ class WebhookAdmission:
         req["oldObject"] = old_obj
         return version, req
 
-    async def _call(self, hook: _Hook, req: Obj, *, mutating: bool) -> rv.Response:
-        """One AdmissionReview exchange; raises :class:`_Failed`."""
+    async def _call(self, hook: _Hook, req: Obj, *, mutating: bool,
+                    slots: _Slots | None = None) -> rv.Response:
+        """One AdmissionReview exchange (within ``timeoutSeconds`` of ``slots.started``,
+        once one of the ``slots`` is free, when given); raises :class:`_Failed`."""
         try:
             target = self._target(hook)
         except CallFailed as e:
@@ -352,7 +367,23 @@ class WebhookAdmission:
         timeout = hook.spec.get("timeoutSeconds")
         seconds = timeout if isinstance(timeout, int) and 0 < timeout <= 30 else 10
         try:
-            body = await self.transport.post(target, rv.review(req), float(seconds))
+            if slots is None:
+                body = await self.transport.post(target, rv.review(req), float(seconds))
+            else:
+                deadline = slots.started + seconds
+                try:
+                    async with asyncio.timeout_at(deadline):
+                        await slots.free.acquire()
+                except TimeoutError:
+                    raise CallFailed(f'Post "{target.url}": context deadline exceeded') \
+                        from None
+                try:
+                    left = deadline - asyncio.get_running_loop().time()
+                    if left <= 0:
+                        raise CallFailed(f'Post "{target.url}": context deadline exceeded')
+                    body = await self.transport.post(target, rv.review(req), left)
+                finally:
+                    slots.free.release()
         except CallFailed as e:
             raise _Failed(hook.name, f"failed to call webhook: {e}") from None
         try:
@@ -415,11 +446,12 @@ class WebhookAdmission:
         raise CallFailed(f'no endpoints available for service "{name}"')
 
     async def _validate_one(self, hook: _Hook, index: int, prepared: tuple[str, Obj] | _Failed,
-                            attrs: AdmissionAttributes) -> errors.ApiError | None:
+                            attrs: AdmissionAttributes, slots: _Slots
+                            ) -> errors.ApiError | None:
         try:
             if isinstance(prepared, _Failed):
                 raise prepared
-            response = await self._call(hook, prepared[1], mutating=False)
+            response = await self._call(hook, prepared[1], mutating=False, slots=slots)
         except _Failed as e:
             return self._failure(hook, e, f"failed-open.validating.webhook.admission.k8s.io/"
                                           f"round_0_index_{index}", attrs)

@@ -12,6 +12,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+from setpoint.registry.webhooks import MAX_PARALLEL_CALLS
 from setpoint.server.limits import Limits
 from setpoint.server.server import Server, ServerConfig
 from setpoint.storage import StorageConfig
@@ -239,3 +240,20 @@ async def test_broken_connections_are_failed_calls_in_gos_words(
         assert body["message"] == (f'Internal error occurred: failed calling webhook '
                                    f'"{name}.example.com": failed to call webhook: {reason}')
     await still_serving(http, "after-broken-connections")
+
+
+async def test_many_silent_validating_webhooks_end_within_the_longest_timeout(
+        webhook: WebhookServer, http: aiohttp.ClientSession) -> None:
+    webhook.handlers["/silent"] = lambda review: Hang()
+    slow = [f"a{i:02}" for i in range(MAX_PARALLEL_CALLS)]
+    late = [f"b{i}" for i in range(4)]
+    for name in [*slow, *late]:
+        await install(http, configuration(name, hook(
+            f"{name}.example.com", url_client(webhook, "/silent"), failurePolicy="Ignore",
+            timeoutSeconds=2 if name in slow else 1)))
+    status, body, _ = await request(http, "POST", CONFIGMAPS, configmap("quiet"))
+    assert status == 201, body
+    # the late ones waited for a slot within their own second, as if called with the rest:
+    # they were never called, and the write did not wait for them after the slow ones
+    assert len(webhook.received) == MAX_PARALLEL_CALLS
+    await still_serving(http, "after-silence")
