@@ -11,7 +11,9 @@ patch cannot store what the schema refuses. :meth:`WebhookAdmission.validate` ca
 ValidatingWebhookConfigurations' webhooks concurrently (at most :data:`MAX_PARALLEL_CALLS` at
 once, each within its ``timeoutSeconds`` of when they began, waiting for a slot included, so
 validation ends within the longest timeout however many webhooks match); the first denial
-(in configuration order) fails the write.
+(in configuration order) fails the write. All the calls of one request end within
+:attr:`WebhookAdmission.request_timeout` (60 s) of its first: a later call gets what is left
+of it, or fails as a timeout without being made.
 
 A webhook is called when its ``rules`` match (``matchPolicy``, ``scope``), its
 ``namespaceSelector`` and ``objectSelector`` select the request, and every
@@ -88,6 +90,12 @@ IDENTITY: Final = ("name", "namespace", "uid", "resourceVersion", "creationTimes
                    "generation", "deletionTimestamp", "managedFields")
 #: webhooks called at once for one request (validating webhooks run concurrently)
 MAX_PARALLEL_CALLS: Final = 16
+#: seconds all of one request's webhook calls may take together, from its first
+#: (kube-apiserver's --request-timeout, the deadline of the context every call is made in):
+#: a call is given what is left of it when less than its timeoutSeconds, none after it
+REQUEST_TIMEOUT: Final = 60.0
+#: where a request's deadline is kept in ``AdmissionAttributes.state``
+_DEADLINE: Final = "webhooks.deadline"
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,6 +211,8 @@ class WebhookAdmission:
     def __init__(self, cache: wc.WatchCache) -> None:
         self._cache = cache
         self.transport: Transport = _Unreachable()
+        #: seconds all of one request's webhook calls may take together
+        self.request_timeout: float = REQUEST_TIMEOUT
         #: how the ``authorizer`` of match conditions is answered (the server's RBAC)
         self.authorize: Authorize = _allow_all
         self._compiled: dict[str, tuple[Obj, list[_Hook]]] = {}
@@ -356,33 +366,44 @@ class WebhookAdmission:
         req["oldObject"] = old_obj
         return version, req
 
-    async def _call(self, hook: _Hook, req: Obj, *, mutating: bool,
-                    slots: _Slots | None = None) -> rv.Response:
-        """One AdmissionReview exchange (within ``timeoutSeconds`` of ``slots.started``,
-        once one of the ``slots`` is free, when given); raises :class:`_Failed`."""
+    def _request_deadline(self, attrs: AdmissionAttributes) -> float:
+        """When the calls of the request ``attrs`` is about must all be over (the loop's
+        clock): :attr:`request_timeout` after its first call."""
+        deadline = attrs.state.get(_DEADLINE)
+        if not isinstance(deadline, float):
+            deadline = attrs.state[_DEADLINE] = \
+                asyncio.get_running_loop().time() + self.request_timeout
+        return deadline
+
+    async def _call(self, hook: _Hook, req: Obj, attrs: AdmissionAttributes, *,
+                    mutating: bool, slots: _Slots | None = None) -> rv.Response:
+        """One AdmissionReview exchange, within ``timeoutSeconds`` (of ``slots.started``,
+        once one of the ``slots`` is free, when given) and within the request's deadline;
+        raises :class:`_Failed`."""
         try:
             target = self._target(hook)
         except CallFailed as e:
             raise _Failed(hook.name, f"failed to call webhook: {e}") from None
         timeout = hook.spec.get("timeoutSeconds")
         seconds = timeout if isinstance(timeout, int) and 0 < timeout <= 30 else 10
+        loop = asyncio.get_running_loop()
+        deadline = min((loop.time() if slots is None else slots.started) + seconds,
+                       self._request_deadline(attrs))
+        expired = f'Post "{target.url}": context deadline exceeded'
         try:
-            if slots is None:
-                body = await self.transport.post(target, rv.review(req), float(seconds))
-            else:
-                deadline = slots.started + seconds
+            if slots is not None:
                 try:
                     async with asyncio.timeout_at(deadline):
                         await slots.free.acquire()
                 except TimeoutError:
-                    raise CallFailed(f'Post "{target.url}": context deadline exceeded') \
-                        from None
-                try:
-                    left = deadline - asyncio.get_running_loop().time()
-                    if left <= 0:
-                        raise CallFailed(f'Post "{target.url}": context deadline exceeded')
-                    body = await self.transport.post(target, rv.review(req), left)
-                finally:
+                    raise CallFailed(expired) from None
+            try:
+                left = deadline - loop.time()
+                if left <= 0:
+                    raise CallFailed(expired)
+                body = await self.transport.post(target, rv.review(req), left)
+            finally:
+                if slots is not None:
                     slots.free.release()
         except CallFailed as e:
             raise _Failed(hook.name, f"failed to call webhook: {e}") from None
@@ -451,7 +472,8 @@ class WebhookAdmission:
         try:
             if isinstance(prepared, _Failed):
                 raise prepared
-            response = await self._call(hook, prepared[1], mutating=False, slots=slots)
+            response = await self._call(hook, prepared[1], attrs, mutating=False,
+                                         slots=slots)
         except _Failed as e:
             return self._failure(hook, e, f"failed-open.validating.webhook.admission.k8s.io/"
                                           f"round_0_index_{index}", attrs)
@@ -469,7 +491,7 @@ class WebhookAdmission:
             if isinstance(prepared, _Failed):
                 raise prepared
             version, req = prepared
-            response = await self._call(hook, req, mutating=True)
+            response = await self._call(hook, req, attrs, mutating=True)
         except _Failed as e:
             failure = self._failure(hook, e, f"failed-open.mutation.webhook.admission.k8s.io/"
                                              f"round_{round_}_index_{index}", attrs)

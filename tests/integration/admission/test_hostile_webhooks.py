@@ -257,3 +257,22 @@ async def test_many_silent_validating_webhooks_end_within_the_longest_timeout(
     # they were never called, and the write did not wait for them after the slow ones
     assert len(webhook.received) == MAX_PARALLEL_CALLS
     await still_serving(http, "after-silence")
+
+
+async def test_a_chain_of_silent_mutating_webhooks_ends_at_the_request_timeout(
+        webhook: WebhookServer, server: Server, http: aiohttp.ClientSession) -> None:
+    assert server.catalog is not None
+    server.catalog.webhooks.request_timeout = 1.5
+    webhook.handlers["/silent"] = lambda review: Hang()
+    for name, policy in (("m1", "Ignore"), ("m2", "Ignore"), ("m3", "Fail")):
+        await install(http, configuration(name, hook(
+            f"{name}.example.com", url_client(webhook, "/silent"), failurePolicy=policy,
+            timeoutSeconds=1), mutating=True))
+    status, body, _ = await request(http, "POST", CONFIGMAPS, configmap("chained"))
+    assert status == 500, body
+    assert body["message"] == (
+        'Internal error occurred: failed calling webhook "m3.example.com": failed to call '
+        f'webhook: Post "{webhook.url("/silent")}?timeout=1s": context deadline exceeded')
+    # the third had nothing left of the request's time: never called
+    assert len(webhook.received) == 2
+    await still_serving(http, "after-chain")

@@ -105,3 +105,28 @@ async def test_a_call_that_cannot_get_a_slot_in_time_fails_as_a_timeout(
     assert str(caught.value) == (
         'Internal error occurred: failed calling webhook "b.example.com": failed to call '
         'webhook: Post "https://127.0.0.1:1/b?timeout=1s": context deadline exceeded')
+
+
+async def test_all_of_a_requests_calls_end_within_its_request_timeout(
+        cache: tuple[MemoryBackend, WatchCache]) -> None:
+    backend, watch_cache = cache
+    for name in ("m1", "m2", "m3"):
+        config = configuration(name, 1)
+        config["kind"] = "MutatingWebhookConfiguration"
+        await backend.create(webhooks.MUTATING_PREFIX + name, orjson.dumps(config))
+    await backend.create(webhooks.VALIDATING_PREFIX + "v", orjson.dumps(configuration("v", 1)))
+    await watch_cache.wait_fresh()
+    admission = webhooks.WebhookAdmission(watch_cache)
+    admission.request_timeout = 1.5
+    transport = Silent()
+    admission.transport = transport
+    obj = {"apiVersion": "v1", "kind": "ConfigMap",
+           "metadata": {"name": "c", "namespace": "default"}}
+    request = attrs()
+    await admission.mutate(obj, None, request)  # every webhook fails open
+    await admission.validate(obj, None, request)
+    # the first took its second, the second what was left of the request's 1.5 s; the third
+    # and the validating webhook had none left: failed as timeouts, never called
+    assert list(transport.called) == ["https://127.0.0.1:1/m1?timeout=1s",
+                                      "https://127.0.0.1:1/m2?timeout=1s"]
+    assert 0 < transport.called["https://127.0.0.1:1/m2?timeout=1s"] < 1
