@@ -276,3 +276,45 @@ async def test_a_chain_of_silent_mutating_webhooks_ends_at_the_request_timeout(
     # the third had nothing left of the request's time: never called
     assert len(webhook.received) == 2
     await still_serving(http, "after-chain")
+
+
+async def test_two_webhooks_that_keep_changing_each_other_are_reinvoked_once(
+        webhook: WebhookServer, http: aiohttp.ClientSession) -> None:
+    def bump(key: str) -> Any:
+        def answer(review: dict[str, Any]) -> dict[str, Any]:
+            data = review["request"]["object"].get("data") or {}
+            return patch_response([{"op": "add", "path": f"/data/{key}",
+                                    "value": str(int(data.get(key, "0")) + 1)}])
+        return answer
+
+    webhook.handlers["/ping"] = bump("ping")
+    webhook.handlers["/pong"] = bump("pong")
+    for name in ("ping", "pong"):
+        await install(http, configuration(name, hook(
+            f"{name}.example.com", url_client(webhook, f"/{name}"),
+            reinvocationPolicy="IfNeeded"), mutating=True))
+    status, body, _ = await request(http, "POST", CONFIGMAPS, configmap("rally"))
+    assert status == 201, body
+    # each called once, then once more because the other changed the object: no further
+    assert body["data"] == {"ping": "2", "pong": "2"}
+    assert len(webhook.received) == 4
+
+
+async def test_a_patch_cannot_move_the_object_or_change_what_it_is(
+        webhook: WebhookServer, http: aiohttp.ClientSession) -> None:
+    webhook.handlers["/move"] = lambda review: patch_response([
+        {"op": "replace", "path": "/metadata/namespace", "value": "kube-system"},
+        {"op": "add", "path": "/metadata/uid", "value": "forged"},
+        {"op": "replace", "path": "/kind", "value": "Secret"},
+        {"op": "replace", "path": "/apiVersion", "value": "v2"},
+        {"op": "add", "path": "/data/kept", "value": "yes"}])
+    await install(http, configuration("move", hook(
+        "move.example.com", url_client(webhook, "/move")), mutating=True))
+    status, body, _ = await request(http, "POST", CONFIGMAPS, configmap("stay", a="1"))
+    assert status == 201, body
+    assert (body["apiVersion"], body["kind"]) == ("v1", "ConfigMap")
+    assert body["metadata"]["namespace"] == "default"
+    assert body["metadata"]["uid"] != "forged"
+    assert body["data"] == {"a": "1", "kept": "yes"}
+    status, _, _ = await request(http, "GET", "/api/v1/namespaces/kube-system/configmaps/stay")
+    assert status == 404
