@@ -16,7 +16,11 @@ Phases, all in one run against one server process started here (port 0, fresh da
 4. the server's peak RSS (VmHWM from /proc).
 
 The ceilings, same run, same load generator, same concurrency (and, less sensitive to
-what else runs on the machine than rates, the CPU time each server spent per create):
+what else runs on the machine than rates, the CPU time each server spent per create, the
+load generator's own, and the share of creates/s that the CPU time of all of them allows:
+on a machine whose cores the load generator and the servers share, creates/s follow the
+CPU time every process spends per create, and that share is what the rates measure once
+nothing else runs):
 
 * the **minimal-work ceiling** (``benchmarks/minimal_server.py``): an aiohttp + uvloop +
   orjson endpoint that parses the posted object, sets uid, resourceVersion and timestamp,
@@ -419,11 +423,21 @@ class Round:
     controllers_cpu: float  # its child processes' (the built-in controllers, as a process)
     minimal_seconds: float
     minimal_cpu: float  # the minimal-work server's
+    client_cpu: float  # the load generator's CPU seconds over the API's creates
+    minimal_client_cpu: float  # and over the minimal-work server's
 
     @property
     def share(self) -> float:
         """The API's creates/s as a share of the minimal-work server's, this round."""
         return self.minimal_seconds / self.seconds
+
+    @property
+    def cpu_share(self) -> float:
+        """The share the CPU time alone allows: every process's CPU per create (load
+        generator, server, the controllers' process), minimal over API. On a machine whose
+        cores the load generator and the server share, creates/s follow it."""
+        return (self.minimal_client_cpu + self.minimal_cpu) / \
+            (self.client_cpu + self.cpu + self.controllers_cpu)
 
 
 @dataclasses.dataclass
@@ -549,8 +563,10 @@ async def measure_api(args: argparse.Namespace, data: Path, secure: bool,
                         minimal = await minimal_creates(m, mpid, args, number, pid)
                     await settle(pid)
                     cpu, controllers_cpu = cpu_seconds(pid), children_cpu(pid)
+                    client_cpu = time.process_time()
                     seconds, lat = await create_all(s, args.n, args.concurrency,
                                                     first=number * args.n)
+                    client_cpu = time.process_time() - client_cpu
                     cpu = cpu_seconds(pid) - cpu
                     # the controllers see the creates a little later: let them catch up
                     await settle(pid)
@@ -559,7 +575,8 @@ async def measure_api(args: argparse.Namespace, data: Path, secure: bool,
                     if api_first:
                         minimal = await minimal_creates(m, mpid, args, number, pid)
                     minimal_latencies += minimal[1]
-                    rounds.append(Round(seconds, cpu, controllers_cpu, minimal[0], minimal[2]))
+                    rounds.append(Round(seconds, cpu, controllers_cpu, minimal[0], minimal[2],
+                                        client_cpu, minimal[3]))
             lists = await list_times(s, args.n * args.rounds)
             deliveries = [await watch_delivery(s, server.url, ssl_context, pid, count,
                                                args.updates) for count in watcher_counts]
@@ -573,14 +590,17 @@ async def measure_api(args: argparse.Namespace, data: Path, secure: bool,
 
 async def minimal_creates(session: aiohttp.ClientSession, minimal_pid: int,
                           args: argparse.Namespace, number: int, serve_pid: int
-                          ) -> tuple[float, list[float], float]:
+                          ) -> tuple[float, list[float], float, float]:
     """Round ``number``'s N creates through the minimal-work server, once ``setpoint
-    serve``'s processes are quiet: seconds, latencies, its CPU seconds."""
+    serve``'s processes are quiet: seconds, latencies, its CPU seconds, the load
+    generator's."""
     await settle(serve_pid)
     cpu = cpu_seconds(minimal_pid)
+    client_cpu = time.process_time()
     seconds, latencies = await create_all(session, args.n, args.concurrency,
                                           first=number * args.n)
-    return seconds, latencies, cpu_seconds(minimal_pid) - cpu
+    client_cpu = time.process_time() - client_cpu
+    return seconds, latencies, cpu_seconds(minimal_pid) - cpu, client_cpu
 
 
 def print_profile(path: Path, secure: bool, top: int = 30) -> None:
@@ -647,6 +667,8 @@ async def measure(args: argparse.Namespace, tmp: Path,
              "server CPU per create: API / minimal (µs)",
              "minimal / API server CPU per create",
              "  controllers' process CPU per create (µs)",
+             "load generator CPU per create: API / minimal (µs)",
+             "share the CPU time allows (all processes)",
              f"list {args.n * args.rounds:,} (ms, best / median)"]
     first = next(iter(figures.values()))
     for d in first.deliveries:
@@ -669,6 +691,9 @@ async def measure(args: argparse.Namespace, tmp: Path,
                  f"{f.median(lambda r: r.minimal_cpu) / args.n * 1e6:.0f}",
                  f"{f.median(lambda r: r.minimal_cpu / r.cpu) * 100:.0f} %",
                  f"{f.median(lambda r: r.controllers_cpu) / args.n * 1e6:.0f}",
+                 f"{f.median(lambda r: r.client_cpu) / args.n * 1e6:.0f} / "
+                 f"{f.median(lambda r: r.minimal_client_cpu) / args.n * 1e6:.0f}",
+                 f"{f.median(lambda r: r.cpu_share) * 100:.0f} %",
                  f"{min(f.lists) * 1e3:.0f} / {statistics.median(f.lists) * 1e3:.0f}"]
         for d in f.deliveries:
             per_update = d.cpu_seconds / max(d.updates, 1) * 1e6
