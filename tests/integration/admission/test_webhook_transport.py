@@ -45,20 +45,28 @@ async def call(client: WebhookClient, server: WebhookServer, path: str,
     return str(caught.value)
 
 
+def connected(request: web.Request) -> bool:
+    return request.transport is not None and not request.transport.is_closing()
+
+
 async def trickle(request: web.Request) -> web.StreamResponse:
     response = web.StreamResponse(headers={"Content-Type": "application/json"})
     await response.prepare(request)
-    while True:  # one byte every tenth of a second, never the end
+    while connected(request):  # one byte every tenth of a second, until the caller leaves
         await response.write(b" ")
         await asyncio.sleep(0.1)
+    return response
 
 
 async def endless(request: web.Request) -> web.StreamResponse:
     response = web.StreamResponse(headers={"Content-Type": "application/json"})
     await response.prepare(request)
     chunk = b" " * 65536
-    while True:
+    while connected(request):
         await response.write(chunk)
+        # a write to a lost connection does not wait: yield, so that the loss is noticed
+        await asyncio.sleep(0)
+    return response
 
 
 async def cut_short(request: web.Request) -> web.StreamResponse:
