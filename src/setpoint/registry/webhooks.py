@@ -9,11 +9,11 @@ object and what the server owns in its metadata is kept as it was), calls those 
 has the store prune, default and validate the object again (``attrs.revalidate``), so a
 patch cannot store what the schema refuses. :meth:`WebhookAdmission.validate` calls the
 ValidatingWebhookConfigurations' webhooks concurrently (at most :data:`MAX_PARALLEL_CALLS` at
-once, each within its ``timeoutSeconds`` of when they began, waiting for a slot included, so
-validation ends within the longest timeout however many webhooks match); the first denial
-(in configuration order) fails the write. All the calls of one request end within
-:attr:`WebhookAdmission.request_timeout` (60 s) of its first: a later call gets what is left
-of it, or fails as a timeout without being made.
+once, the others waiting for a slot); the first denial (in configuration order) fails the
+write. All the calls of one request end within :attr:`WebhookAdmission.request_timeout`
+(60 s) of its first, waiting for a slot included: a later call gets what is left of it
+when that is less than its ``timeoutSeconds``, or fails as a timeout without being made,
+so however many webhooks match, none holds a write longer.
 
 A webhook is called when its ``rules`` match (``matchPolicy``, ``scope``), its
 ``namespaceSelector`` and ``objectSelector`` select the request, and every
@@ -112,15 +112,6 @@ class Target:
     server_name: str
     ca_bundle: bytes | None
     pool: str
-
-
-@dataclass(frozen=True, slots=True)
-class _Slots:
-    """The calls of one request's validating webhooks: at most ``MAX_PARALLEL_CALLS`` at
-    once, each within its timeout of when they all began (``started``, the loop's clock)."""
-
-    free: asyncio.Semaphore
-    started: float
 
 
 class CallFailed(Exception):
@@ -294,10 +285,9 @@ class WebhookAdmission:
             prepared_calls.append((i, hook, prepared))
         if not prepared_calls:
             return
-        # Kubernetes calls them all at once, each within its timeoutSeconds: a call waiting
-        # for one of the slots waits within its own timeout, so the request's validation
-        # ends within the longest timeout however many webhooks there are
-        slots = _Slots(asyncio.Semaphore(MAX_PARALLEL_CALLS), asyncio.get_running_loop().time())
+        # at most MAX_PARALLEL_CALLS at once: a call waits for a slot within the request's
+        # deadline, then has its own timeoutSeconds (what is left of the deadline at most)
+        slots = asyncio.Semaphore(MAX_PARALLEL_CALLS)
         calls: list[Awaitable[errors.ApiError | None]] = [
             self._validate_one(hook, i, prepared, attrs, slots)
             for i, hook, prepared in prepared_calls]
@@ -376,10 +366,10 @@ class WebhookAdmission:
         return deadline
 
     async def _call(self, hook: _Hook, req: Obj, attrs: AdmissionAttributes, *,
-                    mutating: bool, slots: _Slots | None = None) -> rv.Response:
-        """One AdmissionReview exchange, within ``timeoutSeconds`` (of ``slots.started``,
-        once one of the ``slots`` is free, when given) and within the request's deadline;
-        raises :class:`_Failed`."""
+                    mutating: bool, slots: asyncio.Semaphore | None = None) -> rv.Response:
+        """One AdmissionReview exchange (once one of the ``slots`` is free, when given),
+        within ``timeoutSeconds`` and within the request's deadline; raises
+        :class:`_Failed`."""
         try:
             target = self._target(hook)
         except CallFailed as e:
@@ -387,24 +377,23 @@ class WebhookAdmission:
         timeout = hook.spec.get("timeoutSeconds")
         seconds = timeout if isinstance(timeout, int) and 0 < timeout <= 30 else 10
         loop = asyncio.get_running_loop()
-        deadline = min((loop.time() if slots is None else slots.started) + seconds,
-                       self._request_deadline(attrs))
+        request_deadline = self._request_deadline(attrs)
         expired = f'Post "{target.url}": context deadline exceeded'
         try:
             if slots is not None:
                 try:
-                    async with asyncio.timeout_at(deadline):
-                        await slots.free.acquire()
+                    async with asyncio.timeout_at(request_deadline):
+                        await slots.acquire()
                 except TimeoutError:
                     raise CallFailed(expired) from None
             try:
-                left = deadline - loop.time()
+                left = min(float(seconds), request_deadline - loop.time())
                 if left <= 0:
                     raise CallFailed(expired)
                 body = await self.transport.post(target, rv.review(req), left)
             finally:
                 if slots is not None:
-                    slots.free.release()
+                    slots.release()
         except CallFailed as e:
             raise _Failed(hook.name, f"failed to call webhook: {e}") from None
         try:
@@ -467,7 +456,7 @@ class WebhookAdmission:
         raise CallFailed(f'no endpoints available for service "{name}"')
 
     async def _validate_one(self, hook: _Hook, index: int, prepared: tuple[str, Obj] | _Failed,
-                            attrs: AdmissionAttributes, slots: _Slots
+                            attrs: AdmissionAttributes, slots: asyncio.Semaphore
                             ) -> errors.ApiError | None:
         try:
             if isinstance(prepared, _Failed):

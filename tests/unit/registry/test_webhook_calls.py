@@ -1,6 +1,7 @@
-"""How a request's validating webhooks are called, through a transport that never answers
-in time: at most ``MAX_PARALLEL_CALLS`` at once, each within its ``timeoutSeconds`` of when
-the request's validation began, waiting for a free slot included."""
+"""How a request's webhooks are called, through transports that answer late or never: the
+validating ones at most ``MAX_PARALLEL_CALLS`` at once, each with its ``timeoutSeconds`` once
+it has a slot, and all of a request's calls within its ``request_timeout``, waiting for a
+slot included."""
 
 from __future__ import annotations
 
@@ -65,46 +66,83 @@ def attrs() -> AdmissionAttributes:
         dry_run=False, options={}, sink=None, versions=("v1",))
 
 
-async def test_calls_waiting_for_a_slot_wait_within_their_own_timeout(
+class Answering:
+    """A webhook transport whose calls are allowed after ``delay`` seconds."""
+
+    def __init__(self, delay: float) -> None:
+        self.delay = delay
+        self.called: dict[str, float] = {}
+
+    async def post(self, target: webhooks.Target, body: bytes, timeout: float) -> bytes:
+        self.called[target.url] = timeout
+        await asyncio.sleep(self.delay)
+        uid = orjson.loads(body)["request"]["uid"]
+        return orjson.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                             "response": {"uid": uid, "allowed": True}})
+
+
+async def put_validating(backend: MemoryBackend, watch_cache: WatchCache,
+                         configurations: list[tuple[str, int, str]]) -> None:
+    for name, seconds, policy in configurations:
+        config = configuration(name, seconds)
+        config["webhooks"][0]["failurePolicy"] = policy
+        await backend.create(webhooks.VALIDATING_PREFIX + name, orjson.dumps(config))
+    await watch_cache.wait_fresh()
+
+
+CONFIGMAP: Obj = {"apiVersion": "v1", "kind": "ConfigMap",
+                  "metadata": {"name": "c", "namespace": "default"}}
+
+
+async def test_webhooks_beyond_the_slots_that_answer_in_time_are_all_answered(
+        cache: tuple[MemoryBackend, WatchCache]) -> None:
+    """Each call has its whole timeoutSeconds once it has a slot: twice as many webhooks
+    as slots, each answering in 0.6 s of its 1 s, all allow the write."""
+    backend, watch_cache = cache
+    names = [f"a{i:02}" for i in range(2 * webhooks.MAX_PARALLEL_CALLS)]
+    await put_validating(backend, watch_cache, [(n, 1, "Fail") for n in names])
+    admission = webhooks.WebhookAdmission(watch_cache)
+    transport = Answering(0.6)
+    admission.transport = transport
+    await admission.validate(dict(CONFIGMAP), None, attrs())
+    assert len(transport.called) == len(names)
+    assert set(transport.called.values()) == {1.0}
+
+
+async def test_calls_waiting_for_a_slot_get_what_is_left_of_the_request(
         cache: tuple[MemoryBackend, WatchCache]) -> None:
     backend, watch_cache = cache
     slow = [f"a{i:02}" for i in range(webhooks.MAX_PARALLEL_CALLS)]
     late = [f"b{i}" for i in range(4)]
-    for name, seconds in [*((n, 2) for n in slow), *((n, 1) for n in late)]:
-        await backend.create(webhooks.VALIDATING_PREFIX + name,
-                             orjson.dumps(configuration(name, seconds)))
-    await watch_cache.wait_fresh()
+    await put_validating(backend, watch_cache, [(n, 1, "Ignore") for n in [*slow, *late]])
     admission = webhooks.WebhookAdmission(watch_cache)
+    admission.request_timeout = 1.5
     transport = Silent()
     admission.transport = transport
-    obj = {"apiVersion": "v1", "kind": "ConfigMap",
-           "metadata": {"name": "c", "namespace": "default"}}
-    await admission.validate(obj, None, attrs())  # every webhook fails open
-    # the slow ones took every slot until after the late ones' deadline: never called
-    assert sorted(transport.called) == sorted(
-        f"https://127.0.0.1:1/{n}?timeout=2s" for n in slow)
-    assert all(0 < t <= 2 for t in transport.called.values())
+    await admission.validate(dict(CONFIGMAP), None, attrs())  # every webhook fails open
+    # the late ones had a slot once the slow ones' second was over: half a second was left
+    assert len(transport.called) == len(slow) + len(late)
+    for name in late:
+        assert 0 < transport.called[f"https://127.0.0.1:1/{name}?timeout=1s"] <= 0.5
 
 
-async def test_a_call_that_cannot_get_a_slot_in_time_fails_as_a_timeout(
+async def test_a_call_that_gets_no_slot_before_the_request_deadline_fails_as_a_timeout(
         cache: tuple[MemoryBackend, WatchCache]) -> None:
     backend, watch_cache = cache
-    names = [f"a{i:02}" for i in range(webhooks.MAX_PARALLEL_CALLS)] + ["b"]
-    for name in names:
-        config = configuration(name, 2 if name != "b" else 1)
-        config["webhooks"][0]["failurePolicy"] = "Fail" if name == "b" else "Ignore"
-        await backend.create(webhooks.VALIDATING_PREFIX + name, orjson.dumps(config))
-    await watch_cache.wait_fresh()
+    await put_validating(backend, watch_cache, [
+        *((f"a{i:02}", 2, "Ignore") for i in range(webhooks.MAX_PARALLEL_CALLS)),
+        ("b", 1, "Fail")])
     admission = webhooks.WebhookAdmission(watch_cache)
-    admission.transport = Silent()
-    obj = {"apiVersion": "v1", "kind": "ConfigMap",
-           "metadata": {"name": "c", "namespace": "default"}}
+    admission.request_timeout = 1.0
+    transport = Silent()
+    admission.transport = transport
     with pytest.raises(errors.ApiError) as caught:
-        await admission.validate(obj, None, attrs())
+        await admission.validate(dict(CONFIGMAP), None, attrs())
     assert caught.value.code == 500
     assert str(caught.value) == (
         'Internal error occurred: failed calling webhook "b.example.com": failed to call '
         'webhook: Post "https://127.0.0.1:1/b?timeout=1s": context deadline exceeded')
+    assert "https://127.0.0.1:1/b?timeout=1s" not in transport.called
 
 
 async def test_all_of_a_requests_calls_end_within_its_request_timeout(
