@@ -4,7 +4,8 @@ Its certificate is issued by a fresh CA (:mod:`setpoint.pki.certs`) for ``127.0.
 ``localhost`` and any service names given; ``ca_bundle`` is the base64 PEM a webhook
 configuration carries. Each path answers with a handler ``(review) -> answer``, where the
 answer is a ``response`` dict (``uid`` filled in when absent), raw ``bytes`` sent as they
-are, or a :class:`Hang` (the request never gets an answer while the server runs).
+are, a :class:`Hang` (the request never gets an answer while the server runs) or a
+:class:`Raw` (the handler's own HTTP answer).
 Every review received is kept in ``received`` (its User-Agent in ``user_agents``).
 :func:`conversion_answer` answers a CRD's ConversionReview (the tests' Gadget kind converts
 with :func:`gadget_conversion`).
@@ -19,8 +20,9 @@ import json
 import ssl
 import tempfile
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +35,15 @@ class Hang:
     """Answer never."""
 
 
-Answer = dict[str, Any] | bytes | Hang
+@dataclass(frozen=True)
+class Raw:
+    """Answer with whatever ``respond(request)`` does with the request (a redirect, a body
+    that trickles, a connection cut mid-body)."""
+
+    respond: Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+Answer = dict[str, Any] | bytes | Hang | Raw
 Handler = Callable[[dict[str, Any]], Answer]
 
 
@@ -111,6 +121,8 @@ class WebhookServer:
             self._hung.add(waiter)
             await waiter
             return web.Response(status=500)
+        if isinstance(answer, Raw):
+            return await answer.respond(request)
         if isinstance(answer, bytes):
             return web.Response(body=answer, content_type="application/json")
         response = dict(answer)

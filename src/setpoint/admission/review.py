@@ -5,12 +5,18 @@ leaves out when empty are absent); :func:`parse_response` reads a webhook's answ
 as Kubernetes' ``VerifyAdmissionResponse`` does, and raises :class:`InvalidResponse` with its
 messages (``expected response.uid="a", got "b"``, ``webhook returned response.patch but not
 response.patchType``, ``validating webhook may not return response.patch``, ...) for anything
-else. A patch is decoded (base64) and parsed here; it is applied by the caller.
+else. Members are typed as Go decodes them: one of the wrong JSON type makes the answer
+invalid (Go's ``json: cannot unmarshal ...``, so the webhook's ``failurePolicy`` decides);
+an absent or ``null`` one is Go's zero value (no ``allowed``: not allowed). A patch is
+decoded (base64) and parsed here; it is applied by the caller.
 
-Invariant: never raises anything but :class:`InvalidResponse` on any bytes; the size of the
-body is bounded by the caller (it never reaches here larger than the transport's limit); a
-patch value nested deeper than an object may be (``decoding.MAX_DEPTH``) is invalid, so
-applying it cannot exhaust the stack.
+Invariant: never raises anything but :class:`InvalidResponse` on any bytes, whose message
+quotes at most 256 characters of any value of the answer; the size of the body is bounded
+by the caller (it never reaches here larger than the transport's limit); a patch value
+nested deeper than an object may be (``decoding.MAX_DEPTH``) is invalid, so applying it
+cannot exhaust the stack; what is kept of warnings and audit annotations is
+bounded (:data:`MAX_WARNINGS`, :data:`MAX_ANNOTATIONS`, each value cut), and an audit
+annotation key that Kubernetes would refuse (not a qualified name's name part) is dropped.
 """
 
 from __future__ import annotations
@@ -23,14 +29,15 @@ from typing import Any, Final
 
 import orjson
 
-from setpoint.apimachinery import decoding
+from setpoint.apimachinery import decoding, validation
 
 API_VERSION: Final = "admission.k8s.io/v1"
 #: warnings kept from one response, and the longest one (longer ones are cut)
 MAX_WARNINGS: Final = 32
 MAX_WARNING_BYTES: Final = 1024
-#: audit annotations kept from one response
+#: audit annotations kept from one response, and the longest value (longer ones are cut)
 MAX_ANNOTATIONS: Final = 32
+MAX_ANNOTATION_BYTES: Final = 10 * 1024
 
 
 class InvalidResponse(Exception):
@@ -73,14 +80,86 @@ def review(request: Mapping[str, Any]) -> bytes:
 
 
 def _warnings(value: Any) -> list[str]:
-    if not isinstance(value, list):
+    if value is None:
         return []
+    if not isinstance(value, list):
+        raise _mistyped(value, "AdmissionResponse.response.warnings", "[]string")
     out: list[str] = []
-    for w in value[:MAX_WARNINGS]:
-        if isinstance(w, str) and w.strip():
-            text = " ".join(w.split())  # a header value is one line
+    for w in value:
+        if w is None:
+            continue
+        if not isinstance(w, str):
+            raise _mistyped(w, "AdmissionResponse.response.warnings", "string")
+        if w.strip() and len(out) < MAX_WARNINGS:
+            text = " ".join(w[:MAX_WARNING_BYTES * 4].split())  # a header value is one line
             out.append(text[:MAX_WARNING_BYTES])
     return out
+
+
+def _annotations(value: Any) -> dict[str, str]:
+    """The audit annotations kept: as Kubernetes' ``checkKeyFormat``, only a key that makes
+    ``<webhook>/<key>`` a qualified name (a name part: at most 63 characters, no ``/``);
+    the others are dropped, as kube-apiserver drops them with a logged warning."""
+    out: dict[str, str] = {}
+    if value is None:
+        return out
+    if not isinstance(value, dict):
+        raise _mistyped(value, "AdmissionResponse.response.auditAnnotations",
+                        "map[string]string")
+    for k, v in value.items():
+        if v is not None and not isinstance(v, str):
+            raise _mistyped(v, "AdmissionResponse.response.auditAnnotations", "string")
+        if len(out) < MAX_ANNOTATIONS and isinstance(v, str) and "/" not in k \
+                and not validation.is_qualified_name(k):
+            out[k] = v[:MAX_ANNOTATION_BYTES]
+    return out
+
+
+def _status(value: Any, out: Response) -> None:
+    """``response.status`` (a ``metav1.Status``) into ``out``: code, message and reason."""
+    if value is None:
+        return
+    if not isinstance(value, dict):
+        raise _mistyped(value, "AdmissionResponse.response.status", "v1.Status")
+    code = value.get("code")
+    if code is not None:
+        if isinstance(code, bool) or not isinstance(code, int) \
+                or not -2**31 <= code < 2**31:
+            raise _mistyped(code, "Status.response.status.code", "int32")
+        out.code = code if 0 <= code < 1000 else 0
+    for key, limit in (("message", MAX_WARNING_BYTES * 4), ("reason", 256)):
+        text = value.get(key)
+        if text is None:
+            continue
+        if not isinstance(text, str):
+            raise _mistyped(text, f"Status.response.status.{key}",
+                            "string" if key == "message" else "v1.StatusReason")
+        setattr(out, key, text[:limit])
+
+
+def _mistyped(value: Any, field: str, go_type: str) -> InvalidResponse:
+    """Go's ``UnmarshalTypeError``: a member of the wrong JSON type makes the whole answer
+    undecodable (so the webhook's ``failurePolicy`` decides), never a guess at its meaning."""
+    return InvalidResponse(f"json: cannot unmarshal {_json_kind(value)} into Go struct field "
+                           f"{field} of type {go_type}")
+
+
+def _json_kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return f"number {_text(orjson.dumps(value).decode(), 32)}"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+def _text(value: Any, limit: int = 256) -> str:
+    """What a message quotes of a value the webhook chose: at most ``limit`` characters."""
+    text = "" if value is None else str(value)
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def parse_response(body: bytes, uid: str, *, mutating: bool) -> Response:
@@ -94,30 +173,25 @@ def parse_response(body: bytes, uid: str, *, mutating: bool) -> Response:
     if doc.get("apiVersion") != API_VERSION or doc.get("kind") != "AdmissionReview":
         raise InvalidResponse(
             f"expected webhook response of {API_VERSION}, Kind=AdmissionReview, got "
-            f"{doc.get('apiVersion')!s}, Kind={doc.get('kind')!s}")
+            f"{_text(doc.get('apiVersion'))}, Kind={_text(doc.get('kind'))}")
     resp = doc.get("response")
-    if not isinstance(resp, dict):
+    if resp is None:
         raise InvalidResponse("webhook response was absent")
+    if not isinstance(resp, dict):
+        raise _mistyped(resp, "AdmissionReview.response", "v1.AdmissionResponse")
     got = resp.get("uid")
     if got != uid:
-        raise InvalidResponse(f'expected response.uid="{uid}", got "{got!s}"')
+        raise InvalidResponse(f'expected response.uid="{uid}", got "{_text(got)}"')
     allowed = resp.get("allowed")
-    if not isinstance(allowed, bool):
-        raise InvalidResponse("json: response.allowed must be a boolean")
-    out = Response(allowed, warnings=_warnings(resp.get("warnings")))
-    status = resp.get("status")
-    if isinstance(status, dict):
-        code = status.get("code")
-        out.code = code if isinstance(code, int) and not isinstance(code, bool) \
-            and 0 <= code < 1000 else 0
-        out.message = str(status.get("message") or "")[:MAX_WARNING_BYTES * 4]
-        out.reason = str(status.get("reason") or "")[:256]
-    annotations = resp.get("auditAnnotations")
-    if isinstance(annotations, dict):
-        for k, v in list(annotations.items())[:MAX_ANNOTATIONS]:
-            if isinstance(k, str) and isinstance(v, str):
-                out.annotations[k] = v[:MAX_WARNING_BYTES * 10]
+    if allowed is not None and not isinstance(allowed, bool):
+        raise _mistyped(allowed, "AdmissionResponse.response.allowed", "bool")
+    # absent, Go's zero value: the webhook did not allow the request
+    out = Response(allowed is True, warnings=_warnings(resp.get("warnings")))
+    _status(resp.get("status"), out)
+    out.annotations = _annotations(resp.get("auditAnnotations"))
     patch, patch_type = resp.get("patch"), resp.get("patchType")
+    if patch_type is not None and not isinstance(patch_type, str):
+        raise _mistyped(patch_type, "AdmissionResponse.response.patchType", "v1.PatchType")
     if patch is not None and patch != "":
         if not mutating:
             raise InvalidResponse("validating webhook may not return response.patch")
@@ -126,7 +200,7 @@ def parse_response(body: bytes, uid: str, *, mutating: bool) -> Response:
                                   "response.patchType")
         if patch_type != "JSONPatch":
             raise InvalidResponse(f'webhook returned invalid response.patchType of '
-                                  f'"{patch_type!s}"')
+                                  f'"{_text(patch_type)}"')
         try:
             if not isinstance(patch, str):
                 raise ValueError("not a string")

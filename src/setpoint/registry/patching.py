@@ -8,7 +8,8 @@
 * :func:`apply_patch` computes the patched object from a base (pure: the base is the caller's
   copy, the body is not changed). A malformed JSON patch is 422 on ``patch``, as is one
   whose copies add more than 3 MiB or whose operations move more than 50 million array
-  elements (:func:`~setpoint.apimachinery.patch.json_patch`); one of more than 10,000
+  elements (:func:`~setpoint.apimachinery.patch.json_patch`), or whose copies nest the
+  object deeper than can be walked; one of more than 10,000
   operations 413 (kube-apiserver's bounds but the last); any other malformed patch 400; a
   result that is not an object 400.
 * :meth:`Patching.patch` patches the current object and writes it back through the
@@ -24,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from setpoint.apimachinery import errors, patch
+from setpoint.apimachinery import decoding, errors, patch
 from setpoint.apimachinery.jsoncopy import deep_copy
 from setpoint.registry.options import WriteOptions, WriteResult
 from setpoint.registry.resources import VersionInfo
@@ -71,7 +72,13 @@ def apply_patch(base: Obj, patch_type: str, body: Any, *, name: str, group: str,
                 raise errors.RequestEntityTooLarge(
                     "The allowed maximum operations in a JSON patch is "
                     f"{MAX_JSON_PATCH_OPERATIONS}, got {len(body)}")
-            result = patch.json_patch(base, body)
+            try:
+                result = patch.json_patch(base, body)
+            except RecursionError:
+                # copies of a value into itself double its depth each time: a result too
+                # deep to walk is refused as any object deeper than may be stored
+                raise patch.PatchError(f"the patched object nests deeper than "
+                                       f"{decoding.MAX_DEPTH} levels") from None
         elif patch_type in (PATCH_MERGE, PATCH_APPLY):
             if not isinstance(body, dict):
                 raise errors.BadRequest(

@@ -8,8 +8,12 @@ object and what the server owns in its metadata is kept as it was), calls those 
 ``reinvocationPolicy: IfNeeded`` once more when a later webhook changed the object, and then
 has the store prune, default and validate the object again (``attrs.revalidate``), so a
 patch cannot store what the schema refuses. :meth:`WebhookAdmission.validate` calls the
-ValidatingWebhookConfigurations' webhooks concurrently; the first denial (in configuration
-order) fails the write.
+ValidatingWebhookConfigurations' webhooks concurrently (at most :data:`MAX_PARALLEL_CALLS` at
+once, the others waiting for a slot); the first denial (in configuration order) fails the
+write. All the calls of one request end within :attr:`WebhookAdmission.request_timeout`
+(60 s) of its first, waiting for a slot included: a later call gets what is left of it
+when that is less than its ``timeoutSeconds``, or fails as a timeout without being made,
+so however many webhooks match, none holds a write longer.
 
 A webhook is called when its ``rules`` match (``matchPolicy``, ``scope``), its
 ``namespaceSelector`` and ``objectSelector`` select the request, and every
@@ -27,7 +31,10 @@ Outcomes, with Kubernetes' messages and codes:
   context deadline exceeded``; under ``Ignore`` the request goes on and the audit
   annotation ``failed-open.(validating|mutation).webhook.admission.k8s.io/round_R_index_I``
   names the webhook;
-* a patch that does not apply: 500 ``Internal error occurred: ...`` whatever the policy;
+* a patch that does not apply (its copies adding more than ``patch.MAX_COPY_BYTES``, or
+  nesting the object too deep to walk included): 500 ``Internal error occurred: ...``
+  whatever the policy; a patched object deeper than ``decoding.MAX_DEPTH`` is refused by
+  ``attrs.revalidate`` (422) before anything else walks it;
 * warnings become ``Warning`` headers; ``auditAnnotations`` become ``<webhook>/<key>``; each
   mutating call is recorded as ``mutation.webhook.admission.k8s.io/round_R_index_I``.
 
@@ -60,7 +67,7 @@ from setpoint.admission import expressions as ex
 from setpoint.admission import matching, webhookconfig
 from setpoint.admission import review as rv
 from setpoint.admission.authz import Authorize, Authorizer
-from setpoint.apimachinery import errors, patch
+from setpoint.apimachinery import decoding, errors, patch
 from setpoint.auth.user import UserInfo
 from setpoint.cel.errors import EvalError
 from setpoint.registry import watchcache as wc
@@ -83,6 +90,12 @@ IDENTITY: Final = ("name", "namespace", "uid", "resourceVersion", "creationTimes
                    "generation", "deletionTimestamp", "managedFields")
 #: webhooks called at once for one request (validating webhooks run concurrently)
 MAX_PARALLEL_CALLS: Final = 16
+#: seconds all of one request's webhook calls may take together, from its first
+#: (kube-apiserver's --request-timeout, the deadline of the context every call is made in):
+#: a call is given what is left of it when less than its timeoutSeconds, none after it
+REQUEST_TIMEOUT: Final = 60.0
+#: where a request's deadline is kept in ``AdmissionAttributes.state``
+_DEADLINE: Final = "webhooks.deadline"
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,6 +202,8 @@ class WebhookAdmission:
     def __init__(self, cache: wc.WatchCache) -> None:
         self._cache = cache
         self.transport: Transport = _Unreachable()
+        #: seconds all of one request's webhook calls may take together
+        self.request_timeout: float = REQUEST_TIMEOUT
         #: how the ``authorizer`` of match conditions is answered (the server's RBAC)
         self.authorize: Authorize = _allow_all
         self._compiled: dict[str, tuple[Obj, list[_Hook]]] = {}
@@ -262,20 +277,21 @@ class WebhookAdmission:
         if not hooks:
             return
         ns_obj = self._namespace(attrs)
-        calls: list[tuple[int, _Hook, Awaitable[errors.ApiError | None]]] = []
+        prepared_calls: list[tuple[int, _Hook, tuple[str, Obj] | _Failed]] = []
         for i, hook in enumerate(hooks):
             prepared = await self._prepare(hook, new, old, attrs, ns_obj, keep=True)
             if prepared is None:
                 continue
-            calls.append((i, hook, self._validate_one(hook, i, prepared, attrs)))
-        if not calls:
+            prepared_calls.append((i, hook, prepared))
+        if not prepared_calls:
             return
-        limit = asyncio.Semaphore(MAX_PARALLEL_CALLS)
-
-        async def bounded(call: Awaitable[errors.ApiError | None]) -> errors.ApiError | None:
-            async with limit:
-                return await call
-        results = await asyncio.gather(*(bounded(c) for _, _, c in calls))
+        # at most MAX_PARALLEL_CALLS at once: a call waits for a slot within the request's
+        # deadline, then has its own timeoutSeconds (what is left of the deadline at most)
+        slots = asyncio.Semaphore(MAX_PARALLEL_CALLS)
+        calls: list[Awaitable[errors.ApiError | None]] = [
+            self._validate_one(hook, i, prepared, attrs, slots)
+            for i, hook, prepared in prepared_calls]
+        results = await asyncio.gather(*calls)
         for result in results:
             if result is not None:
                 raise result
@@ -340,16 +356,44 @@ class WebhookAdmission:
         req["oldObject"] = old_obj
         return version, req
 
-    async def _call(self, hook: _Hook, req: Obj, *, mutating: bool) -> rv.Response:
-        """One AdmissionReview exchange; raises :class:`_Failed`."""
+    def _request_deadline(self, attrs: AdmissionAttributes) -> float:
+        """When the calls of the request ``attrs`` is about must all be over (the loop's
+        clock): :attr:`request_timeout` after its first call."""
+        deadline = attrs.state.get(_DEADLINE)
+        if not isinstance(deadline, float):
+            deadline = attrs.state[_DEADLINE] = \
+                asyncio.get_running_loop().time() + self.request_timeout
+        return deadline
+
+    async def _call(self, hook: _Hook, req: Obj, attrs: AdmissionAttributes, *,
+                    mutating: bool, slots: asyncio.Semaphore | None = None) -> rv.Response:
+        """One AdmissionReview exchange (once one of the ``slots`` is free, when given),
+        within ``timeoutSeconds`` and within the request's deadline; raises
+        :class:`_Failed`."""
         try:
             target = self._target(hook)
         except CallFailed as e:
             raise _Failed(hook.name, f"failed to call webhook: {e}") from None
         timeout = hook.spec.get("timeoutSeconds")
         seconds = timeout if isinstance(timeout, int) and 0 < timeout <= 30 else 10
+        loop = asyncio.get_running_loop()
+        request_deadline = self._request_deadline(attrs)
+        expired = f'Post "{target.url}": context deadline exceeded'
         try:
-            body = await self.transport.post(target, rv.review(req), float(seconds))
+            if slots is not None:
+                try:
+                    async with asyncio.timeout_at(request_deadline):
+                        await slots.acquire()
+                except TimeoutError:
+                    raise CallFailed(expired) from None
+            try:
+                left = min(float(seconds), request_deadline - loop.time())
+                if left <= 0:
+                    raise CallFailed(expired)
+                body = await self.transport.post(target, rv.review(req), left)
+            finally:
+                if slots is not None:
+                    slots.release()
         except CallFailed as e:
             raise _Failed(hook.name, f"failed to call webhook: {e}") from None
         try:
@@ -412,11 +456,13 @@ class WebhookAdmission:
         raise CallFailed(f'no endpoints available for service "{name}"')
 
     async def _validate_one(self, hook: _Hook, index: int, prepared: tuple[str, Obj] | _Failed,
-                            attrs: AdmissionAttributes) -> errors.ApiError | None:
+                            attrs: AdmissionAttributes, slots: asyncio.Semaphore
+                            ) -> errors.ApiError | None:
         try:
             if isinstance(prepared, _Failed):
                 raise prepared
-            response = await self._call(hook, prepared[1], mutating=False)
+            response = await self._call(hook, prepared[1], attrs, mutating=False,
+                                         slots=slots)
         except _Failed as e:
             return self._failure(hook, e, f"failed-open.validating.webhook.admission.k8s.io/"
                                           f"round_0_index_{index}", attrs)
@@ -434,7 +480,7 @@ class WebhookAdmission:
             if isinstance(prepared, _Failed):
                 raise prepared
             version, req = prepared
-            response = await self._call(hook, req, mutating=True)
+            response = await self._call(hook, req, attrs, mutating=True)
         except _Failed as e:
             failure = self._failure(hook, e, f"failed-open.mutation.webhook.admission.k8s.io/"
                                              f"round_{round_}_index_{index}", attrs)
@@ -447,12 +493,14 @@ class WebhookAdmission:
         changed = False
         if response.patch and new is not None:
             target = req["object"]
-            try:
-                patched = patch.json_patch(target, response.patch)
-            except patch.PatchError as e:
-                raise internal_error(str(e)) from None
-            if not isinstance(patched, dict):
-                raise internal_error("the patched object is not a JSON object")
+            patched = apply_patch(target, response.patch)
+            if decoding.too_deep(patched, decoding.MAX_DEPTH) is not None:
+                # refused as any object that deep is (422), before anything walks it
+                if attrs.revalidate is not None:
+                    keep_identity(patched, new)
+                    attrs.revalidate(patched)
+                raise internal_error(f"the patched object nests deeper than "
+                                     f"{decoding.MAX_DEPTH} levels")
             patched["apiVersion"] = target.get("apiVersion")
             patched["kind"] = target.get("kind")
             if version != attrs.version and attrs.convert is not None:
@@ -482,6 +530,26 @@ class WebhookAdmission:
             attrs.warn(warning)
         for key, value in response.annotations.items():
             attrs.annotate(f"{hook.name}/{key}", value)
+
+
+def apply_patch(obj: Obj, operations: list[Any]) -> Obj:
+    """``obj`` (left as it is) patched by a webhook's JSON patch; a patch that does not apply
+    is a 500 ``Internal error occurred: ...``. The patch's bounds are ``patch.json_patch``'s
+    (copies add at most ``MAX_COPY_BYTES``, operations shift at most
+    ``MAX_SHIFTED_ELEMENTS`` array elements); the answer's size bounds the rest."""
+    try:
+        patched = patch.json_patch(obj, operations, max_copy_bytes=patch.MAX_COPY_BYTES,
+                                   max_shifted_elements=patch.MAX_SHIFTED_ELEMENTS)
+    except patch.PatchError as e:
+        raise internal_error(str(e)) from None
+    except RecursionError:
+        # each copy into the copied value nests it deeper: a result too deep to walk is one
+        # Kubernetes cannot decode either (an internal error there too)
+        raise internal_error(f"the patched object nests deeper than {decoding.MAX_DEPTH} "
+                             f"levels") from None
+    if not isinstance(patched, dict):
+        raise internal_error("the patched object is not a JSON object")
+    return patched
 
 
 def keep_identity(patched: Obj, original: Obj) -> None:

@@ -73,9 +73,9 @@ def conversion(url: str, ca_bundle: str) -> Obj:
 def answer(convert: Convert, body: bytes) -> web.Response:
     """The answer to one ConversionReview ``body`` (see the module doc)."""
     try:
-        review = orjson.loads(body)
-    except orjson.JSONDecodeError as e:
-        return web.Response(status=400, text=f"not JSON: {e}")
+        review = hookserver.decode_review(body)
+    except hookserver.BadReview as e:
+        return web.Response(status=400, text=str(e))
     req = review.get("request") if isinstance(review, dict) else None
     api_version = review.get("apiVersion") if isinstance(review, dict) else None
     if api_version not in REVIEW_VERSIONS or not isinstance(req, dict) or \

@@ -501,9 +501,9 @@ def _in_version(convert: rtconversion.Convert | None, obj: Obj | None,
 async def _admit(hook: _Admission, body: bytes,
                  convert: rtconversion.Convert | None = None) -> web.Response:
     try:
-        review = orjson.loads(body)
-    except orjson.JSONDecodeError as e:
-        return web.Response(status=400, text=f"not JSON: {e}")
+        review = hookserver.decode_review(body)
+    except hookserver.BadReview as e:
+        return web.Response(status=400, text=str(e))
     request = review.get("request") if isinstance(review, dict) else None
     if not isinstance(review, dict) or review.get("apiVersion") != REVIEW_VERSION or \
             not isinstance(request, dict) or not isinstance(request.get("uid"), str):

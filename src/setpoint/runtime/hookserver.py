@@ -12,8 +12,10 @@ names given: :attr:`HookServer.names`); it serves POST routes ``path -> handler`
 :meth:`HookServer.url` the URL of a path.
 
 Invariants: a body larger than ``max_body_bytes`` is refused with 413 before any handler
-sees it; the key never touches the disk except for the instant ``load_cert_chain`` reads it
-(a temporary directory removed at once); :meth:`stop` closes every connection.
+sees it; :func:`decode_review` (the hooks' reading of a review) refuses with 400 one nested
+deeper than :data:`MAX_REVIEW_DEPTH`; the key never touches the disk except for the instant
+``load_cert_chain`` reads it (a temporary directory removed at once); :meth:`stop` closes
+every connection.
 
 Non-guarantees: the certificate lasts a year (or as long as the cluster issued it for) and
 is not rotated; the URL names this machine, so an API server elsewhere cannot reach it
@@ -30,15 +32,38 @@ import ssl
 import tempfile
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any, Final
 
+import orjson
 from aiohttp import web
 
+from setpoint.apimachinery import decoding
 from setpoint.pki import certs
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 #: the largest review body accepted by default (the API server sends whole objects)
 DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
+#: how deep a review may nest, counting the review, its request and its objects' own levels
+#: (an object the API server stores is at most 128 deep): a deeper one is refused before a
+#: hook, a copy or a diff walks it, which Python's recursion could not
+MAX_REVIEW_DEPTH: Final = 256
+
+
+class BadReview(Exception):
+    """A body that is not a review a hook can take (the 400 answer's text)."""
+
+
+def decode_review(body: bytes) -> Any:
+    """``body`` decoded as JSON, nested at most :data:`MAX_REVIEW_DEPTH` levels deep; its
+    shape is the caller's to check. :class:`BadReview` otherwise."""
+    try:
+        doc = orjson.loads(body)
+    except orjson.JSONDecodeError as e:
+        raise BadReview(f"not JSON: {e}") from None
+    if decoding.too_deep(doc, MAX_REVIEW_DEPTH) is not None:
+        raise BadReview(f"the review nests deeper than {MAX_REVIEW_DEPTH} levels")
+    return doc
 
 
 def now_utc() -> dt.datetime:

@@ -12,7 +12,11 @@ Failures are reported in the words of Kubernetes' Go client, which webhook autho
 match on: ``Post "https://...?timeout=10s": context deadline exceeded``, ``... dial tcp
 127.0.0.1:1: connect: connection refused``, ``... tls: failed to verify certificate: ...``.
 A response is read up to :attr:`WebhookClientConfig.max_response_bytes`; a longer one fails
-the call.
+the call. The call's ``timeoutSeconds`` is one deadline for all of it: connecting, the TLS
+handshake, redirects (at most 10 are followed, as Go's client follows them), the answer's
+headers and every byte of its body. A body cut short is Go's ``unexpected EOF``, a
+connection closed before an answer ``EOF``; what any other failure's message quotes of the
+server's bytes is cut at 256 characters.
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ _JSON: Final = "application/json"
 #: what Kubernetes' API server calls webhooks as (some webhooks tell its calls by it)
 USER_AGENT: Final = "kube-apiserver-admission"
 _SHUTDOWN_GRACE: Final = 0.25
+#: redirects followed, as Go's HTTP client (kube-apiserver's) follows them
+_MAX_REDIRECTS: Final = 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +96,7 @@ class WebhookClient:
             async with asyncio.timeout(timeout):
                 async with session.post(
                         url, data=body, server_hostname=target.server_name,
+                        max_redirects=_MAX_REDIRECTS,
                         headers={"Content-Type": _JSON, "Accept": _JSON,
                                  "Host": target.server_name, "User-Agent": USER_AGENT}) as resp:
                     data = await self._read(resp, target)
@@ -111,8 +118,19 @@ class WebhookClient:
                 else (e.os_error.strerror or str(e.os_error)).lower()
             raise CallFailed(f'Post "{target.url}": dial tcp {target.address}: connect: '
                              f'{reason}') from None
+        except aiohttp.TooManyRedirects:
+            raise CallFailed(f'Post "{target.url}": stopped after {_MAX_REDIRECTS} '
+                             f'redirects') from None
+        except aiohttp.ClientPayloadError:
+            # the answer's body ended before its length or its last chunk
+            raise CallFailed("unexpected error when reading response body. Please retry. "
+                             "Original error: unexpected EOF") from None
+        except aiohttp.ServerDisconnectedError:
+            raise CallFailed(f'Post "{target.url}": EOF') from None
         except (aiohttp.ClientError, OSError, ValueError) as e:
-            raise CallFailed(f'Post "{target.url}": {type(e).__name__}: {e}') from None
+            # the text of a parser's error can quote what the server sent
+            raise CallFailed(f'Post "{target.url}": {type(e).__name__}: '
+                             f'{_excerpt(str(e).encode())}') from None
 
     async def _read(self, resp: aiohttp.ClientResponse, target: Target) -> bytes:
         limit = self.config.max_response_bytes

@@ -392,3 +392,25 @@ async def test_mutations_together_cannot_grow_an_object_past_the_stored_limit(
                                     configmap("grow-small", big="x" * 100_000))
     assert status == 201, body
     assert [len(body["data"][f"copy{i}"]) for i in range(3)] == [300_000] * 3
+
+
+def doubling_copies(times: int) -> str:
+    """A JSONPatch expression whose copies put the whole of ``/x`` at its own deepest point,
+    doubling its depth each time."""
+    ops = ['JSONPatch{op: "add", path: "/x", value: {"a": {}}}']
+    ops += [f'JSONPatch{{op: "copy", from: "/x", path: "/x{"/a" * (2 ** k)}"}}'
+            for k in range(times)]
+    return "[" + ", ".join(ops) + "]"
+
+
+async def test_copies_that_nest_the_object_too_deep_are_a_failed_mutation(
+        http: aiohttp.ClientSession) -> None:
+    await install(http, policy("doubling", mutation(doubling_copies(11), "JSONPatch"),
+                               failurePolicy="Fail"),
+                  binding("doubling", "doubling"))
+    status, body, _ = await request(http, "POST", CONFIGMAPS, configmap("deep", a="1"))
+    assert status == 403, body
+    assert body["message"] == ("policy 'doubling' with binding 'doubling' denied request: "
+                               "JSON Patch: the patched object nests deeper than 128 levels")
+    status, _, _ = await request(http, "GET", CONFIGMAPS)
+    assert status == 200

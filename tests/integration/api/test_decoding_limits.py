@@ -163,6 +163,26 @@ async def test_a_patch_that_nests_too_deep_is_a_422_and_lists_keep_working(
     assert listed["items"][0]["spec"] == nested(99)
 
 
+async def test_copies_that_double_the_depth_are_a_422_and_the_server_keeps_serving(
+        http: aiohttp.ClientSession) -> None:
+    # each copy puts the whole of /x at its own deepest point: fifteen of them, a few
+    # hundred bytes of copies, nest it 32,768 levels deep
+    status, _, _ = await request(http, "POST", "/api/v1/namespaces/default/configmaps", {
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "doubled"}})
+    assert status == 201
+    ops: list[Any] = [{"op": "add", "path": "/x", "value": {"a": {}}}]
+    ops += [{"op": "copy", "from": "/x", "path": "/x" + "/a" * (2 ** k)} for k in range(15)]
+    path = "/api/v1/namespaces/default/configmaps/doubled"
+    status, answer, _ = await request(http, "PATCH", path, ops,
+                                      content_type="application/json-patch+json")
+    assert status == 422, answer
+    assert answer["details"]["causes"] == [{
+        "reason": "FieldValueInvalid", "field": "patch",
+        "message": f"the patched object nests deeper than {decoding.MAX_DEPTH} levels"}]
+    status, _, _ = await request(http, "GET", path)
+    assert status == 200
+
+
 async def test_a_json_patch_copy_bomb_is_a_422_and_the_server_keeps_serving(
         http: aiohttp.ClientSession) -> None:
     # thirty copies of /spec into itself double it thirty times: a two-kilobyte body asking

@@ -110,3 +110,22 @@ def test_random_mutating_specs_validate_without_raising(spec: Any) -> None:
         validation.validate_mutating_policy(obj)
         validation.validate_mutating_binding(obj)
         mut.compile_policy(obj)
+
+
+def test_json_patch_copies_nesting_the_object_too_deep_are_a_mutation_error() -> None:
+    ops = ['JSONPatch{op: "add", path: "/x", value: {"a": {}}}']
+    ops += [f'JSONPatch{{op: "copy", from: "/x", path: "/x{"/a" * (2 ** k)}"}}'
+            for k in range(12)]
+    stored: dict[str, Any] = {"metadata": {"name": "p"}, "spec": {
+        "reinvocationPolicy": "Never",
+        "matchConstraints": {"resourceRules": [{"apiGroups": ["*"], "apiVersions": ["*"],
+                                                "operations": ["*"], "resources": ["*"]}]},
+        "mutations": [{"patchType": "JSONPatch",
+                       "jsonPatch": {"expression": "[" + ", ".join(ops) + "]"}}]}}
+    validation.default_mutating_policy(stored)
+    assert validation.validate_mutating_policy(stored) == []
+    outcome = mut.mutate(mut.compile_policy(stored), {
+        "oldObject": None, "params": None, "request": {"operation": "CREATE"},
+        "namespaceObject": None}, {"metadata": {"name": "c"}}, typed.object_type())
+    assert outcome.errors == ["JSON Patch: the patched object nests deeper than 128 levels"]
+    assert outcome.object == {"metadata": {"name": "c"}}

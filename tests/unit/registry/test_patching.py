@@ -158,3 +158,16 @@ async def test_a_patch_through_the_store_writes_once_and_keeps_what_it_does_not_
                               WriteOptions())
         with pytest.raises(errors.NotFound):
             await store.patch("ns", "other", PATCH_MERGE, {}, "v1", WriteOptions())
+
+
+def test_copies_nesting_the_object_too_deep_to_walk_are_a_422_on_the_patch() -> None:
+    ops: list[Any] = [{"op": "add", "path": "/x", "value": {"a": {}}}]
+    ops += [{"op": "copy", "from": "/x", "path": "/x" + "/a" * (2 ** k)} for k in range(15)]
+    base = configmap("cm")
+    with pytest.raises(errors.Invalid) as caught:
+        patched(base, PATCH_JSON, ops)
+    assert caught.value.code == 422
+    assert caught.value.details["causes"] == [{
+        "reason": "FieldValueInvalid", "field": "patch",
+        "message": "the patched object nests deeper than 128 levels"}]
+    assert base == configmap("cm")
