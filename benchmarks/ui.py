@@ -13,9 +13,14 @@ them with a False Ready condition) in one namespace. Measured, each R times (med
 4. ``live: create -> row``: with the table open, from a create acknowledged by the API to
    its row in the page (the watch event, the UI's 150 ms debounce, the Table re-read);
 5. ``live: status -> health``: with an object's page open, from a status write
-   acknowledged to the page showing the new health.
+   acknowledged to the page showing the new health;
+6. with ``--burst M``: with the table open, M status writes spread over the whole kind (16
+   at a time), then one more to the first object: from that last write acknowledged to the
+   page showing it (the burst's events are drawn before it), the rows the table holds then
+   (at most what it read, when N is more than its 10,000-row limit, plus creates among
+   those), and the page's longest main-thread task meanwhile (once).
 
-    python benchmarks/ui.py [--n 5000] [--repeat 5]
+    python benchmarks/ui.py [--n 5000] [--repeat 5] [--burst 0]
 
 Needs selenium, chromium and chromedriver (``apt-get install chromium chromium-driver``).
 """
@@ -45,6 +50,7 @@ from tests.integration.ui.cluster import ADMIN_TOKEN, WIDGETS_CRD, UiCluster, st
 
 NS = "bench"
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"
+TABLE_LIMIT = 10000  # the rows a table page reads at most (app.js)
 
 
 def condition(ready: bool) -> dict[str, Any]:
@@ -111,6 +117,53 @@ def browser() -> Any:
     return webdriver.Chrome(options=options, service=Service(driver_path))
 
 
+async def write_statuses(cluster: UiCluster, names: list[str], message: str,
+                         concurrency: int = 16) -> None:
+    base = f"/apis/example.com/v1/namespaces/{NS}/widgets"
+    headers = {"Authorization": f"Bearer {ADMIN_TOKEN}",
+               "Content-Type": "application/merge-patch+json"}
+    connector = aiohttp.TCPConnector(ssl=cluster.anonymous_context(), limit=concurrency)
+    async with aiohttp.ClientSession(base_url=cluster.url, connector=connector) as session:
+        queue = list(names)
+
+        async def worker() -> None:
+            while queue:
+                name = queue.pop()
+                async with session.patch(f"{base}/{name}/status", data=orjson.dumps(
+                        {"status": {"conditions": [{**condition(True), "message": message}]}}),
+                        headers=headers) as r:
+                    assert r.status == 200, await r.text()
+
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+
+
+def burst(cluster: UiCluster, driver: Any, table_url: str, n: int, m: int) -> float:
+    """M status writes spread over the kind with its table open, then a marker write to
+    the first object: the time from the marker acknowledged to the page showing it."""
+    driver.get("about:blank")
+    driver.get(table_url)
+    wait(driver, "const s = document.getElementById('table-status');"
+                 "return s && s.textContent.includes('objects, live')")
+    driver.execute_script(
+        "window.longTasks = []; new PerformanceObserver((list) => { for (const e of "
+        "list.getEntries()) window.longTasks.push(e.duration); })"
+        ".observe({entryTypes: ['longtask']});")
+    step = max(1, n // m)
+    asyncio.run(write_statuses(cluster, [f"w-{i:05d}" for i in range(0, n, step)][:m],
+                               "burst"))
+    cluster.ok("PATCH", f"/apis/example.com/v1/namespaces/{NS}/widgets/w-00000/status",
+               {"status": {"conditions": [{**condition(True), "message": "marker"}]}},
+               content_type="application/merge-patch+json")
+    caught_up = timed(lambda: wait(driver, "return !!document.querySelector("
+                                           "'#table tr[data-name=w-00000] [title*=marker]')",
+                                   timeout=900))
+    rows = driver.execute_script("return document.querySelectorAll('#table tbody tr').length")
+    longest = max(driver.execute_script("return window.longTasks") or [0])
+    print(f"burst of {m}: the table holds {rows} rows; longest task {longest:.0f} ms",
+          flush=True)
+    return caught_up
+
+
 def row(what: str, samples: list[float]) -> str:
     ms = [s * 1000 for s in samples]
     return f"| {what} | {statistics.median(ms):.0f} | {max(ms):.0f} |"
@@ -120,6 +173,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=5000)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--burst", type=int, default=0)
     args = parser.parse_args()
     n, repeat = args.n, args.repeat
     with tempfile.TemporaryDirectory() as tmp:
@@ -144,10 +198,10 @@ def main() -> None:
 
             def api_table() -> None:
                 request = urllib.request.Request(
-                    cluster.url + collection + "?includeObject=Object",
+                    cluster.url + collection + f"?includeObject=Object&limit={TABLE_LIMIT}",
                     headers={"Accept": TABLE, "Authorization": f"Bearer {ADMIN_TOKEN}"})
                 with urllib.request.urlopen(request, context=context, timeout=60) as r:
-                    assert len(orjson.loads(r.read())["rows"]) >= n
+                    assert len(orjson.loads(r.read())["rows"]) >= min(n, TABLE_LIMIT)
 
             results: dict[str, list[float]] = {}
             results["API: Table list"] = [timed(api_table) for _ in range(repeat)]
@@ -156,13 +210,14 @@ def main() -> None:
             driver.get(cluster.url + "/ui/")
             driver.execute_script(f"sessionStorage.setItem('setpoint.token', '{ADMIN_TOKEN}')")
             table_url = cluster.url + f"/ui/#/r/example.com/v1/widgets?ns={NS}"
+            shown = min(n, TABLE_LIMIT)  # a table reads at most its limit
             loads = []
             for _ in range(repeat):
                 driver.get("about:blank")
                 loads.append(timed(lambda: (driver.get(table_url), wait(
                     driver, "const s = document.getElementById('table-status');"
-                            f"return s && s.textContent.startsWith('{n} objects')"))))
-            results[f"page: table of {n}"] = loads
+                            f"return s && s.textContent.startsWith('{shown} objects')"))))
+            results[f"page: table of {shown}"] = loads
 
             object_url = cluster.url + f"/ui/#/o/example.com/v1/widgets/{NS}/w-00001"
             objects = []
@@ -177,7 +232,7 @@ def main() -> None:
             driver.get("about:blank")
             driver.get(table_url)
             wait(driver, "const s = document.getElementById('table-status');"
-                         f"return s && s.textContent.startsWith('{n} objects')")
+                         f"return s && s.textContent.startsWith('{shown} objects')")
             live = []
             for i in range(repeat):
                 name = f"live-{i}"
@@ -206,6 +261,9 @@ def main() -> None:
                 flips.append(timed(lambda script=script: wait(  # type: ignore[misc]
                     driver, script)))
             results["live: status -> health"] = flips
+            if args.burst:
+                results[f"live: burst of {args.burst} status writes -> caught up"] = [
+                    burst(cluster, driver, table_url, n, args.burst)]
         finally:
             if driver is not None:
                 driver.quit()

@@ -5,11 +5,13 @@ code runs in the browser and asks the ordinary Kubernetes API for every piece of
 the user's own bearer token, so authentication and RBAC apply to it exactly as to kubectl.
 This module serves only the asset files, and serves them to anyone: they hold no data.
 
-Invariants: the set of files is fixed when the server starts (read once, looked up by exact
-name; no path reaches the file system, so ``..`` and friends can only miss); a response never
+Invariants: the set of files is fixed when the server starts (the directory's regular files
+with a known suffix, symbolic links left out, read once and looked up by exact name; no path
+reaches the file system, so ``..`` and friends can only miss); a response never
 contains anything from the request or from storage; every response under ``/ui`` carries
 the security headers below (a strict Content-Security-Policy without inline script or
-``eval``, ``connect-src 'self'``, framing denied, no MIME sniffing, no referrer). Only GET
+``eval``, ``connect-src 'self'``, Trusted Types required with no policy allowed, framing
+denied, no MIME sniffing, no referrer). Only GET
 and HEAD are answered; anything else is a 405 Status.
 """
 
@@ -44,9 +46,16 @@ CONTENT_SECURITY_POLICY: Final = "; ".join([
     "style-src 'self'",
     "img-src 'self'",
     "connect-src 'self'",
+    "object-src 'none'",
     "base-uri 'none'",
     "form-action 'none'",
     "frame-ancestors 'none'",
+    # Trusted Types: the DOM's HTML and script sinks (innerHTML, outerHTML,
+    # insertAdjacentHTML, document.write, string event handlers) refuse plain strings, and
+    # no policy may be created to turn one into markup. The UI builds every element with
+    # createElement and text nodes, so a sink used by mistake fails instead of parsing data
+    "require-trusted-types-for 'script'",
+    "trusted-types 'none'",
 ])
 
 SECURITY_HEADERS: Final[Mapping[str, str]] = MappingProxyType({
@@ -83,7 +92,8 @@ class Assets:
         if directory.is_dir():
             for path in sorted(directory.iterdir()):
                 content_type = CONTENT_TYPES.get(path.suffix)
-                if content_type is not None and path.is_file():
+                # a symbolic link could name any file of the machine: only regular files
+                if content_type is not None and path.is_file() and not path.is_symlink():
                     files[path.name] = Asset(path.read_bytes(), content_type)
         return cls(MappingProxyType(files))
 

@@ -40,6 +40,10 @@ def assert_security_headers(headers: dict[str, str]) -> None:
     assert directives["script-src"] == ["'self'"]
     assert directives["connect-src"] == ["'self'"]
     assert directives["frame-ancestors"] == ["'none'"]
+    assert directives["object-src"] == ["'none'"]
+    assert directives["base-uri"] == ["'none'"]
+    assert directives["require-trusted-types-for"] == ["'script'"]
+    assert directives["trusted-types"] == ["'none'"]
     assert not any("unsafe" in v for values in directives.values() for v in values)
     assert headers["X-Frame-Options"] == "DENY"
     assert headers["X-Content-Type-Options"] == "nosniff"
@@ -79,7 +83,12 @@ def test_index_has_no_inline_script_and_loads_only_local_modules(cluster: UiClus
 
 @pytest.mark.parametrize("path", [
     "/ui/nope.js", "/ui/../kubeconfig", "/ui/%2e%2e/kubeconfig", "/ui/static/app.js",
-    "/ui/app.js/", "/ui//app.js", "/ui/__init__.py"])
+    "/ui/app.js/", "/ui//app.js", "/ui/__init__.py",
+    # encoded dots, slashes and backslashes, NUL, dot segments, case, parameters, length
+    "/ui/%2e%2e/%2e%2e/etc/passwd", "/ui/..%5capp.js", "/ui/%5capp.js", "/ui/\\app.js",
+    "/ui/%2fapp.js", "/ui/app.js%00", "/ui/app.js%00.html", "/ui/%00", "/ui/.", "/ui/./app.js",
+    "/ui/x/../app.js", "/ui/index.html/..", "/ui/APP.JS", "/ui/app.js;x", "/ui/%ff", "/ui/%",
+    "/ui/" + "a" * 7000])
 def test_anything_else_under_ui_is_a_404_status(cluster: UiCluster, path: str) -> None:
     status, headers, body = cluster.call("GET", path, token=None)
     assert status == 404
@@ -145,6 +154,18 @@ def test_only_known_suffixes_of_the_directory_are_assets(tmp_path: Path) -> None
     (tmp_path / "sub" / "x.js").write_text("nested: not served")
     assets = ui.Assets.load(tmp_path)
     assert set(assets.files) == {"index.html"}
+
+
+def test_a_symbolic_link_in_the_directory_is_not_served(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("not an asset")
+    assets_dir = tmp_path / "assets"
+    assets_dir.mkdir()
+    (assets_dir / "index.html").write_text("<!doctype html>")
+    (assets_dir / "leak.txt").symlink_to(outside / "secret.txt")
+    (assets_dir / "app.js").symlink_to(assets_dir / "index.html")
+    assert set(ui.Assets.load(assets_dir).files) == {"index.html"}
 
 
 def test_the_packaged_directory_holds_the_app() -> None:

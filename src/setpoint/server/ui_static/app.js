@@ -4,7 +4,7 @@
 //   #/o/GROUP/VERSION/RESOURCE/NAMESPACE/NAME  one object: health, owner tree, events, JSON
 // GROUP is "core" for the core group, NAMESPACE "-" for cluster-scoped objects.
 import { ApiError, DISCOVERY, TABLE, request, setToken, token, watchChanges, watchStream } from "./api.js";
-import { h, replace } from "./dom.js";
+import { h, json, replace, visible } from "./dom.js";
 import { LABELS, health } from "./health.js";
 
 const main = document.getElementById("main");
@@ -29,7 +29,7 @@ let kinds = null; // discovery, once per sign-in
 function showError(e) {
   if (!e) { errorBox.hidden = true; errorBox.textContent = ""; return; }
   const code = e instanceof ApiError ? `${e.code} ${e.reason || ""}: ` : "";
-  errorBox.textContent = `${code}${e.message || e}`;
+  errorBox.textContent = visible(`${code}${e.message || e}`);
   errorBox.hidden = false;
 }
 
@@ -83,14 +83,26 @@ function byApiVersionKind(apiVersion, kind) {
   return kinds.find((k) => k.group === group && k.kind === kind);
 }
 
+// A name or namespace as one segment of an API path. encodeURIComponent leaves "." alone, and
+// a browser resolves "." and ".." segments before it sends a request: ".../configmaps/.."
+// would ask for the namespace itself, and the page's Delete would delete it. No Kubernetes
+// object is named "." or "..", so such a name (from a link or an ownerReference) is refused.
+function segment(value, what = "name") {
+  const text = String(value);
+  if (text === "" || text === "." || text === "..") {
+    throw new Error(`not a valid ${what}: ${JSON.stringify(text)}`);
+  }
+  return encodeURIComponent(text);
+}
+
 function collectionPath(k, namespace) {
   const base = k.group ? `/apis/${k.group}/${k.version}` : `/api/${k.version}`;
-  const ns = k.namespaced && namespace ? `/namespaces/${encodeURIComponent(namespace)}` : "";
+  const ns = k.namespaced && namespace ? `/namespaces/${segment(namespace, "namespace")}` : "";
   return `${base}${ns}/${k.resource}`;
 }
 
 function objectPath(k, namespace, name) {
-  return `${collectionPath(k, namespace)}/${encodeURIComponent(name)}`;
+  return `${collectionPath(k, namespace)}/${segment(name)}`;
 }
 
 function objectHref(k, namespace, name) {
@@ -104,12 +116,25 @@ function kindHref(k, query) {
 
 // ---- sign-in ---------------------------------------------------------------------------
 
+// A bearer token is printable ASCII without spaces (ServiceAccount tokens are JWTs, static
+// tokens are CSV fields): anything else cannot be sent in an Authorization header (fetch
+// would refuse every request with a TypeError), so it is refused at the door.
+const TOKEN_CHARS = /^[\x21-\x7e]{1,16384}$/;
+const BAD_TOKEN = "That is not a bearer token: a token is printable ASCII without spaces.";
+
+function isToken(value) { return TOKEN_CHARS.test(value); }
+
 function signInView(message) {
   const input = h("input", { type: "password", id: "token", autocomplete: "off",
                              size: 60, placeholder: "bearer token" });
   const form = h("form", { id: "signin", onsubmit: async (ev) => {
     ev.preventDefault();
-    setToken(input.value.trim());
+    const value = input.value.trim();
+    if (!isToken(value)) {
+      signInView(value ? BAD_TOKEN : null);
+      return;
+    }
+    setToken(value);
     kinds = null;
     await route();
   } }, h("p", {}, "Sign in with a bearer token: a ServiceAccount token (",
@@ -225,11 +250,13 @@ class LiveTable {
     this.columns = [];
     this.rows = new Map(); // uid -> <tr>
     this.truncated = false;
+    this.end = null; // the key of the last row read, when the kind has more than were read
     this.tbody = null;
   }
 
   reset(table, truncated) {
     this.truncated = truncated;
+    this.end = null;
     this.columns = (table.columnDefinitions || []).map((c, i) => ({ ...c, i }))
       .filter((c) => !c.priority);
     this.rows = new Map();
@@ -238,6 +265,7 @@ class LiveTable {
       const tr = this.element(row);
       this.rows.set(tr.dataset.uid, tr);
       if (this.shown(row)) this.tbody.appendChild(tr);
+      if (truncated) this.end = tr.dataset.key;
     }
     const head = h("tr", {}, this.columns.map((c) => h("th", { title: c.description || "" }, c.name)),
                    h("th", {}, "Health"));
@@ -254,6 +282,11 @@ class LiveTable {
       this.rows.delete(uid);
     } else {
       const tr = this.element(row);
+      // a table that read only the first `limit` objects keeps to them and to objects
+      // created among them (before the last one read): a change to an object after that
+      // is left out, as the list left it out, so a kind larger than the limit does not
+      // grow the table row by row, up to every object of the kind, as its objects change
+      if (!old && this.end !== null && tr.dataset.key > this.end) return;
       this.rows.set(uid, tr);
       if (old) old.remove();
       if (this.shown(row)) {
@@ -360,7 +393,7 @@ async function objectView(signal, group, version, resource, namespace, name) {
   await drawTree(current);
   if (k.namespaced || k.resource === "namespaces" || k.resource === "nodes") {
     const evNs = ns || (k.resource === "namespaces" ? name : "");
-    const evPath = evNs ? `/api/v1/namespaces/${encodeURIComponent(evNs)}/events` : "/api/v1/events";
+    const evPath = evNs ? `/api/v1/namespaces/${segment(evNs, "namespace")}/events` : "/api/v1/events";
     const loadEvents = async () => {
       const found = await eventsOf(evPath, current, signal);
       if (signal.aborted) return null;
@@ -390,13 +423,13 @@ function renderObject(holder, obj, k, path, startEditing, stopEditing) {
   const managed = (obj.metadata && obj.metadata.managedFields) || [];
   const folded = h("details", { id: "managed-fields" },
     h("summary", {}, `managedFields: ${managed.length} entries (${managed.map((m) => `${m.manager} ${m.operation}${m.subresource ? " " + m.subresource : ""}`).join(", ")})`),
-    h("pre", {}, JSON.stringify(managed, null, 2)));
-  const text = h("pre", { id: "object-json" }, JSON.stringify(withoutManagedFields(obj), null, 2));
+    h("pre", {}, json(managed)));
+  const text = h("pre", { id: "object-json" }, json(withoutManagedFields(obj)));
   const canWrite = (k.verbs || []).includes("update");
   const edit = h("button", { type: "button", id: "edit", hidden: !canWrite, onclick: () => {
     startEditing();
     const area = h("textarea", { id: "editor", spellcheck: "false" },
-                   JSON.stringify(withoutManagedFields(obj), null, 2));
+                   json(withoutManagedFields(obj)));
     const save = h("button", { type: "button", id: "save", onclick: async () => {
       let body;
       try { body = JSON.parse(area.value); } catch (e) { showError(new Error(`not JSON: ${e.message}`)); return; }
@@ -600,16 +633,26 @@ async function route() {
   page = new AbortController();
   const signal = page.signal;
   showError(null);
-  if (takeTokenFromFragment()) { kinds = null; who.textContent = ""; }
+  const fromLink = takeTokenFromFragment();
+  if (fromLink) { kinds = null; who.textContent = ""; }
+  if (fromLink === false) {
+    setToken(null);
+    kinds = null;
+    who.textContent = "";
+    signOut.hidden = true;
+    signInView(`The sign-in link holds no usable token. ${BAD_TOKEN}`);
+    return;
+  }
   if (!token()) { who.textContent = ""; signOut.hidden = true; signInView(); return; }
   signOut.hidden = false;
   const hash = location.hash.replace(/^#/, "") || "/";
   const [pathPart, queryPart] = hash.split("?");
-  const parts = pathPart.split("/").filter(Boolean).map(decodeURIComponent);
   const query = new URLSearchParams(queryPart || "");
   const group = (g) => (g === "core" ? "" : g);
   try {
-    if (!who.textContent) who.textContent = await whoAmI(signal);
+    // a malformed escape ("%E0%A4%A") is the link's fault: say so instead of keeping the old view
+    const parts = pathPart.split("/").filter(Boolean).map(decodePart);
+    if (!who.textContent) who.textContent = visible(await whoAmI(signal));
     if (parts[0] === "r" && parts.length === 4) {
       await tableView(signal, group(parts[1]), parts[2], parts[3], query);
     } else if (parts[0] === "o" && parts.length === 6) {
@@ -626,15 +669,31 @@ async function route() {
       signInView("The server refused that token (401 Unauthorized).");
       return;
     }
+    // a view that could not start (a bad link, a kind not served) leaves nothing of the
+    // previous view on screen, which would seem to be what the link shows
+    if (!(e instanceof ApiError)) replace(main);
     showError(e);
   }
 }
 
+function decodePart(part) {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    throw new Error(`a malformed escape in the link: ${part}`);
+  }
+}
+
+// a login URL: /ui/#token=... (the fragment never reaches the server); the fragment is taken
+// out of the address bar and the history whether or not it holds a usable token. Returns
+// null (no login URL), true (signed in with its token) or false (it holds no token)
 function takeTokenFromFragment() {
-  // a login URL: /ui/#token=... (the fragment never reaches the server); keep it out of history
-  if (!location.hash.startsWith("#token=")) return false;
-  setToken(decodeURIComponent(location.hash.slice("#token=".length)));
+  if (!location.hash.startsWith("#token=")) return null;
+  let value = "";
+  try { value = decodeURIComponent(location.hash.slice("#token=".length)); } catch { value = ""; }
   history.replaceState(null, "", `${location.pathname}#/`);
+  if (!isToken(value)) return false;
+  setToken(value);
   return true;
 }
 
