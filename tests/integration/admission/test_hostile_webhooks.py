@@ -245,16 +245,18 @@ async def test_broken_connections_are_failed_calls_in_gos_words(
 async def test_more_silent_validating_webhooks_than_slots_end_at_the_request_timeout(
         webhook: WebhookServer, server: Server, http: aiohttp.ClientSession) -> None:
     assert server.catalog is not None
-    server.catalog.webhooks.request_timeout = 1.0
+    # each call may take as long as the request: the first sixteen hold every slot until
+    # nothing is left of it (long enough for all sixteen to reach a loaded machine's webhook)
+    server.catalog.webhooks.request_timeout = 4.0
     webhook.handlers["/silent"] = lambda review: Hang()
     names = [f"a{i:02}" for i in range(MAX_PARALLEL_CALLS + 4)]
     for name in names:
         await install(http, configuration(name, hook(
             f"{name}.example.com", url_client(webhook, "/silent"), failurePolicy="Ignore",
-            timeoutSeconds=1)))
+            timeoutSeconds=4)))
     status, body, _ = await request(http, "POST", CONFIGMAPS, configmap("quiet"))
     assert status == 201, body
-    # the first sixteen took every slot for the request's whole second: the last four had
+    # the first sixteen took every slot for the request's whole time: the last four had
     # nothing left of it once a slot was free, and were never called
     assert len(webhook.received) == MAX_PARALLEL_CALLS
     await still_serving(http, "after-silence")

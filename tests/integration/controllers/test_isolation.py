@@ -83,7 +83,10 @@ def collects(serve: ServeProcess, name: str) -> None:
 def children(pid: int) -> list[int]:
     found: list[int] = []
     for task in Path(f"/proc/{pid}/task").iterdir():
-        text = (task / "children").read_text().split()
+        try:
+            text = (task / "children").read_text().split()
+        except (FileNotFoundError, ProcessLookupError):  # a thread that ended since listed
+            continue
         found.extend(int(c) for c in text)
     return found
 
@@ -95,7 +98,7 @@ def controller_managers(pid: int) -> list[int]:
     for child in children(pid):
         try:
             cmdline = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
-        except FileNotFoundError:
+        except (FileNotFoundError, ProcessLookupError):  # it exited since it was listed
             continue
         if b"controller-manager" in cmdline:
             found.append(child)
