@@ -11,7 +11,10 @@ Around that, the route's handler (``edge`` in :func:`build_app`) does what every
 needs: it tells the connection guard a request is being served, applies the in-flight limits
 (429 beyond them; watches and probes are not counted, see :mod:`setpoint.server.limits`), and
 counts the request in the metrics once it is answered. (No aiohttp middlewares: one handler
-is cheaper than a chain, and the path is parsed once.)
+is cheaper than a chain, and the path is parsed once.) Every answer that does not say
+otherwise carries ``Cache-Control: no-cache, private`` (kube-apiserver's ``WithCacheControl``):
+everything the server says is behind authentication, so no shared cache may keep it and no
+private one may reuse it unchecked.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import logging
 import time
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Final, TypeVar
 
 from aiohttp import web
 
@@ -89,6 +92,17 @@ class AppState:
         return metrics.qualified_counts({
             (s.info.group, s.info.resource): self.cache.count(s.info.namespace_prefix(None))
             for s in self.catalog.all()})
+
+
+#: the ``Cache-Control`` of every answer that sets none of its own
+CACHE_CONTROL: Final = "no-cache, private"
+
+
+async def cache_control(request: web.Request, response: web.StreamResponse) -> None:
+    """Before an answer's head is sent: :data:`CACHE_CONTROL` unless it has its own."""
+    headers = response.headers
+    if "Cache-Control" not in headers:
+        headers["Cache-Control"] = CACHE_CONTROL
 
 
 async def status_errors(request: web.Request, answer: Awaitable[T]) -> T | web.Response:
@@ -275,6 +289,7 @@ def build_app(state: AppState) -> web.Application:
         return await non_resource(request, state)
 
     app = web.Application(client_max_size=negotiation.MAX_BODY + 1024)
+    app.on_response_prepare.append(cache_control)
     # every path, newlines included (".*" would leave "/\n" to aiohttp's plain-text 404)
     app.router.add_route("*", r"/{tail:[\s\S]*}", edge)
     return app
