@@ -6,7 +6,10 @@ little leeway; audience and binding checks are the caller's (they need the API's
 
 Invariants: a token that verifies was signed by this key, is not expired, and its payload is
 a JSON object; anything else raises :class:`InvalidToken` (never another exception, whatever
-the input).
+the input: a compact JWS is ASCII, so a token with any other character, such as the
+surrogates an HTTP header's undecodable bytes become, is refused before it is read). What a
+refused token costs does not grow with its content beyond one pass over its at most
+``MAX_TOKEN`` characters, a JSON parse of its header and one signature check.
 """
 
 from __future__ import annotations
@@ -88,7 +91,7 @@ class Verifier:
 
     def verify(self, token: str, now: float) -> dict[str, Any]:
         """The claims of a valid token; raises :class:`InvalidToken` otherwise."""
-        if len(token) > MAX_TOKEN or token.count(".") != 2:
+        if len(token) > MAX_TOKEN or not token.isascii() or token.count(".") != 2:
             raise InvalidToken("malformed token")
         header_b64, payload_b64, signature_b64 = token.split(".")
         try:

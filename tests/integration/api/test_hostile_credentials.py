@@ -1,0 +1,72 @@
+"""Credentials built to hurt, sent to a secured server by someone with none: every one is a
+401 ``Status`` (never a 500), and the server keeps serving its real users."""
+
+from __future__ import annotations
+
+import base64
+import ssl
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from setpoint.client import Client, load_kubeconfig
+from setpoint.server.server import Server
+from tests.integration.api.helpers import secured_config
+from tests.integration.api.rawhttp import Connection, Response
+
+
+@pytest.fixture
+async def server(tmp_path: Path) -> AsyncIterator[Server]:
+    async with Server(secured_config(tmp_path)) as srv:
+        yield srv
+
+
+def anonymous_tls(tmp_path: Path) -> ssl.SSLContext:
+    """TLS that trusts the cluster CA and presents no client certificate."""
+    return ssl.create_default_context(cafile=str(tmp_path / "pki" / "ca.crt"))
+
+
+def b64(data: bytes) -> bytes:
+    return base64.urlsafe_b64encode(data).rstrip(b"=")
+
+
+async def get(server: Server, context: ssl.SSLContext, head: bytes,
+              path: str = "/api/v1/namespaces") -> Response:
+    connection = await Connection.open(server.url.replace("127.0.0.1", "localhost"), context)
+    try:
+        await connection.send(f"GET {path} HTTP/1.1\r\nHost: setpoint\r\n".encode() + head +
+                              b"Connection: close\r\n\r\n")
+        return await connection.read_response()
+    finally:
+        await connection.close()
+
+
+ES256 = b64(b'{"alg":"ES256"}')
+HOSTILE = {
+    "undecodable bytes after a valid header":
+        b"Authorization: Bearer " + ES256 + b".\xff\xfe." + b"A" * 86 + b"\r\n",
+    "undecodable bytes": b"Authorization: Bearer \xff\xfe\xc3\xa9\r\n",
+    "empty": b"Authorization: Bearer \r\n",
+    "8 KB of garbage": b"Authorization: Bearer " + b"x" * 8000 + b"\r\n",
+    "a header nested 6,000 deep": b"Authorization: Bearer " + b64(b"[" * 6000) + b".e30.AA\r\n",
+    "alg none": b"Authorization: Bearer " + b64(b'{"alg":"none"}') + b"." +
+                b64(b'{"sub":"system:admin"}') + b".\r\n",
+    "Basic": b"Authorization: Basic YWRtaW46YWRtaW4=\r\n",
+    "Bearer twice": b"Authorization: Bearer Bearer x\r\n",
+    "two Authorization headers": b"Authorization: Bearer a.b.c\r\nAuthorization: Bearer x\r\n",
+}
+
+
+async def test_hostile_bearer_tokens_are_401_and_the_server_keeps_serving(
+        server: Server, tmp_path: Path) -> None:
+    context = anonymous_tls(tmp_path)
+    for name, head in HOSTILE.items():
+        response = await get(server, context, head)
+        assert response.status == 401, (name, response.body)
+        assert response.json() == {
+            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": "Unauthorized", "reason": "Unauthorized", "code": 401}, name
+    async with Client(load_kubeconfig(tmp_path / "kubeconfig")) as admin:
+        assert (await admin.get(("v1", "Namespace"), "default"))["metadata"]["name"] == \
+            "default"
