@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import base64
 import ssl
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
+from setpoint.auth import jwt, serviceaccounts
 from setpoint.client import Client, load_kubeconfig
 from setpoint.server.server import Server
 from tests.integration.api.helpers import secured_config
@@ -70,3 +72,21 @@ async def test_hostile_bearer_tokens_are_401_and_the_server_keeps_serving(
     async with Client(load_kubeconfig(tmp_path / "kubeconfig")) as admin:
         assert (await admin.get(("v1", "Namespace"), "default"))["metadata"]["name"] == \
             "default"
+
+
+async def test_tokens_of_the_servers_own_key_with_claims_of_the_wrong_shapes_are_401(
+        server: Server, tmp_path: Path) -> None:
+    # what a token would say if the signing key leaked or issuing had a bug: still a 401
+    signer = jwt.Signer(jwt.load_private_key((tmp_path / "pki" / "sa.key").read_bytes()))
+    issuer = serviceaccounts.DEFAULT_ISSUER
+    now = int(time.time())
+    claims = {"iss": issuer, "aud": [issuer], "exp": now + 600, "nbf": now, "iat": now,
+              "sub": "system:serviceaccount:default:default",
+              "kubernetes.io": {"namespace": "default",
+                                "serviceaccount": {"name": "default", "uid": "u"}}}
+    context = anonymous_tls(tmp_path)
+    for claim, value in (("aud", [{"a": 1}, [issuer]]), ("exp", 1e300), ("exp", "never"),
+                         ("nbf", "now")):
+        token = signer.sign({**claims, claim: value}).encode()
+        response = await get(server, context, b"Authorization: Bearer " + token + b"\r\n")
+        assert response.status == 401, (claim, value, response.body)

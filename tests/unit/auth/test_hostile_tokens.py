@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from setpoint.auth import jwt
+from setpoint.auth.serviceaccounts import TokenAuthenticator
 from setpoint.pki import certs
 
 NOW = 1_800_000_000
@@ -81,3 +82,71 @@ def test_a_token_signed_by_another_key_is_refused() -> None:
     # without its kid it reaches the signature check, which refuses it
     with pytest.raises(jwt.InvalidToken, match="invalid signature"):
         _VERIFIER.verify(f"{ES256_HEADER}.{payload}.{signature}", NOW)
+
+
+# -- tokens signed by the server's own key whose claims are of the wrong shapes -------------
+
+ISSUER = "https://kubernetes.default.svc.cluster.local"
+_SIGNER = jwt.Signer(_KEY)
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-2**63, 2**63 - 1) |
+    st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,
+                                                                max_size=4),
+    max_leaves=12)
+
+
+class Lookup:
+    def uid_of(self, kind: str, namespace: str, name: str) -> str | None:
+        live = {("ServiceAccount", "team", "bot"): "sa-uid", ("Pod", "team", "p"): "pod-uid"}
+        return live.get((kind, namespace, name))
+
+
+def valid_claims() -> dict[str, object]:
+    return {"iss": ISSUER, "aud": [ISSUER], "exp": NOW + 600, "nbf": NOW, "iat": NOW,
+            "sub": "system:serviceaccount:team:bot", "jti": "j",
+            "kubernetes.io": {"namespace": "team",
+                              "serviceaccount": {"name": "bot", "uid": "sa-uid"},
+                              "pod": {"name": "p", "uid": "pod-uid"}}}
+
+
+CLAIM_PATHS = [("iss",), ("aud",), ("exp",), ("nbf",), ("iat",), ("sub",), ("jti",),
+               ("kubernetes.io",), ("kubernetes.io", "namespace"),
+               ("kubernetes.io", "serviceaccount"), ("kubernetes.io", "serviceaccount", "uid"),
+               ("kubernetes.io", "pod"), ("kubernetes.io", "pod", "name"),
+               ("kubernetes.io", "pod", "uid"), ("kubernetes.io", "node")]
+
+
+@given(path=st.sampled_from(CLAIM_PATHS), value=JSON)
+def test_signed_claims_of_any_shape_authenticate_or_are_refused_cleanly(
+        path: tuple[str, ...], value: object) -> None:
+    claims = valid_claims()
+    where: dict[str, object] = claims
+    for key in path[:-1]:
+        where = where[key]  # type: ignore[assignment]
+    where[path[-1]] = value
+    accounts = TokenAuthenticator(_VERIFIER, Lookup(), issuer=ISSUER, audiences=[ISSUER])
+    try:
+        user = accounts.authenticate(_SIGNER.sign(claims), NOW)
+    except jwt.InvalidToken:
+        return
+    assert user.name == "system:serviceaccount:team:bot"
+    assert user.uid == "sa-uid"
+
+
+@pytest.mark.parametrize(("claim", "value", "why"), [
+    ("aud", [{"a": 1}, [ISSUER]], "audiences are invalid"),
+    ("exp", "9999999999", "exp is not a NumericDate"),
+    ("exp", 1e300, "exp is not a NumericDate"),
+    ("exp", True, "exp is not a NumericDate"),
+    ("exp", None, "exp is not a NumericDate"),
+    ("nbf", "later", "nbf is not a NumericDate"),
+    ("nbf", NOW + 3600, "not valid yet"),
+    ("iat", [NOW], "iat is not a NumericDate"),
+])
+def test_claims_kubernetes_would_not_read_are_refused(claim: str, value: object,
+                                                       why: str) -> None:
+    accounts = TokenAuthenticator(_VERIFIER, Lookup(), issuer=ISSUER, audiences=[ISSUER])
+    with pytest.raises(jwt.InvalidToken, match=why):
+        accounts.authenticate(_SIGNER.sign({**valid_claims(), claim: value}), NOW)
+    assert accounts.authenticate(_SIGNER.sign(valid_claims()), NOW).uid == "sa-uid"
