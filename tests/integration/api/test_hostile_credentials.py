@@ -3,17 +3,22 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import dataclasses
 import ssl
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import orjson
 import pytest
 
+from setpoint.audit.log import AuditLogConfig
 from setpoint.auth import jwt, serviceaccounts
 from setpoint.client import Client, load_kubeconfig
 from setpoint.server.server import Server
+from tests.conftest import kubeconfig_ssl_context
 from tests.integration.api.helpers import secured_config
 from tests.integration.api.rawhttp import Connection, Response
 
@@ -90,3 +95,35 @@ async def test_tokens_of_the_servers_own_key_with_claims_of_the_wrong_shapes_are
         token = signer.sign({**claims, claim: value}).encode()
         response = await get(server, context, b"Authorization: Bearer " + token + b"\r\n")
         assert response.status == 401, (claim, value, response.body)
+
+
+async def test_headers_that_are_not_utf8_are_audited_and_never_a_500(tmp_path: Path) -> None:
+    # an undecodable User-Agent used to make the audit event unwritable (the request went
+    # unrecorded), and an undecodable Impersonate-* value made the answer a 500
+    config = secured_config(tmp_path)
+    assert config.security is not None
+    audit_path = tmp_path / "audit.log"
+    config = dataclasses.replace(config, security=dataclasses.replace(
+        config.security, audit_log=AuditLogConfig(path=audit_path)))
+    async with Server(config) as server:
+        admin = kubeconfig_ssl_context(tmp_path / "kubeconfig")
+        assert admin is not None
+        response = await get(server, admin, b"User-Agent: sneaky\xff\xfe/1.0\r\n")
+        assert response.status == 200
+        for header in (b"Impersonate-User: \xff\r\n",
+                       b"Impersonate-User: bob\r\nImpersonate-Group: \xff\r\n",
+                       b"Impersonate-User: bob\r\nImpersonate-Uid: \xfe\r\n",
+                       b"Impersonate-User: bob\r\nImpersonate-Extra-scopes: \xfe\r\n"):
+            response = await get(server, admin, header)
+            assert response.status == 400, (header, response.body)
+            assert response.json()["message"].endswith(": the value is not valid UTF-8")
+        secured = server.secured
+        assert secured is not None
+        assert secured.audit_log is not None
+        await asyncio.to_thread(secured.audit_log.flush)
+        events = [orjson.loads(line) for line in audit_path.read_text().splitlines()]
+    sneaky = [e for e in events if e["userAgent"].startswith("sneaky")]
+    assert [e["stage"] for e in sneaky] == ["ResponseComplete"]
+    assert sneaky[0]["userAgent"] == "sneaky\ufffd\ufffd/1.0"
+    assert sneaky[0]["user"]["username"] == "system:admin"
+    assert sneaky[0]["responseStatus"]["code"] == 200

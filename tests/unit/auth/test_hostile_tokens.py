@@ -12,7 +12,7 @@ from cryptography.hazmat.primitives import serialization
 from hypothesis import given
 from hypothesis import strategies as st
 
-from setpoint.auth import jwt
+from setpoint.auth import impersonation, jwt
 from setpoint.auth.serviceaccounts import TokenAuthenticator
 from setpoint.pki import certs
 
@@ -150,3 +150,15 @@ def test_claims_kubernetes_would_not_read_are_refused(claim: str, value: object,
     with pytest.raises(jwt.InvalidToken, match=why):
         accounts.authenticate(_SIGNER.sign({**valid_claims(), claim: value}), NOW)
     assert accounts.authenticate(_SIGNER.sign(valid_claims()), NOW).uid == "sa-uid"
+
+
+# -- impersonation headers that are not UTF-8 -----------------------------------------------
+
+@pytest.mark.parametrize("header", ["Impersonate-User", "Impersonate-Group", "Impersonate-Uid",
+                                    "Impersonate-Extra-scopes"])
+def test_impersonation_values_that_are_not_utf8_are_refused(header: str) -> None:
+    undecodable = b"\xff\xfe".decode("utf-8", "surrogateescape")
+    user = [] if header == "Impersonate-User" else [("Impersonate-User", "bob")]
+    with pytest.raises(impersonation.ImpersonationError, match="not valid UTF-8"):
+        impersonation.parse([*user, (header, undecodable)])
+    assert impersonation.parse([*user, (header, "é")]) is not None
