@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import dataclasses
+import logging
 import ssl
 import time
 from collections.abc import AsyncIterator
@@ -127,3 +128,54 @@ async def test_headers_that_are_not_utf8_are_audited_and_never_a_500(tmp_path: P
     assert sneaky[0]["userAgent"] == "sneaky\ufffd\ufffd/1.0"
     assert sneaky[0]["user"]["username"] == "system:admin"
     assert sneaky[0]["responseStatus"]["code"] == 200
+
+
+async def test_a_flood_of_bad_tokens_is_refused_audited_and_never_logged(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    config = secured_config(tmp_path)
+    assert config.security is not None
+    audit_path = tmp_path / "audit.log"
+    config = dataclasses.replace(config, security=dataclasses.replace(
+        config.security, audit_log=AuditLogConfig(path=audit_path)))
+    connections, per_connection = 16, 20
+    tokens = [[f"secret{c:02d}x{i:02d}" + "q" * 40 for i in range(per_connection)]
+              for c in range(connections)]
+    async with Server(config) as server:
+        anonymous = anonymous_tls(tmp_path)
+
+        async def attacker(mine: list[str]) -> list[int]:
+            connection = await Connection.open(
+                server.url.replace("127.0.0.1", "localhost"), anonymous)
+            codes = []
+            try:
+                for token in mine:
+                    await connection.send(
+                        b"GET /api/v1/namespaces HTTP/1.1\r\nHost: setpoint\r\n"
+                        b"Authorization: Bearer " + token.encode() + b"\r\n\r\n")
+                    codes.append((await connection.read_response()).status)
+            finally:
+                await connection.close()
+            return codes
+
+        async with Client(load_kubeconfig(tmp_path / "kubeconfig")) as admin:
+            attacks = [asyncio.create_task(attacker(mine)) for mine in tokens]
+            served = 0
+            while not all(a.done() for a in attacks) or served == 0:
+                await admin.get(("v1", "Namespace"), "default")
+                served += 1
+            results = [await a for a in attacks]
+        assert [set(codes) for codes in results] == [{401}] * connections
+        secured = server.secured
+        assert secured is not None
+        assert secured.audit_log is not None
+        await asyncio.to_thread(secured.audit_log.flush)
+        audit_text = audit_path.read_text()
+    events = [orjson.loads(line) for line in audit_text.splitlines()]
+    refused = [e for e in events if e["responseStatus"]["code"] == 401]
+    assert len(refused) == connections * per_connection
+    assert {e["responseStatus"]["message"] for e in refused} == {
+        "Authentication failed, attempted: bearer"}
+    assert "secret" not in audit_text
+    assert "secret" not in caplog.text
+    assert "unauthenticated GET /api/v1/namespaces" in caplog.text
