@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import base64
+import datetime as dt
 import hashlib
 import hmac
 
 import orjson
 import pytest
+from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from hypothesis import given
 from hypothesis import strategies as st
 
 from setpoint.auth import impersonation, jwt
+from setpoint.auth.authenticator import Authenticator, Credentials, Unauthenticated
 from setpoint.auth.serviceaccounts import TokenAuthenticator
 from setpoint.pki import certs
 
@@ -162,3 +165,18 @@ def test_impersonation_values_that_are_not_utf8_are_refused(header: str) -> None
     with pytest.raises(impersonation.ImpersonationError, match="not valid UTF-8"):
         impersonation.parse([*user, (header, undecodable)])
     assert impersonation.parse([*user, (header, "é")]) is not None
+
+
+# -- client certificates the TLS layer let through ------------------------------------------
+
+def test_a_client_certificate_whose_subject_is_not_utf8_is_refused() -> None:
+    now = dt.datetime.now(dt.UTC)
+    pair = certs.issue(certs.new_ca("ca", now=now), common_name="bobXYZ", usage="client",
+                       now=now, organizations=["grpQQQ"])
+    der = x509.load_pem_x509_certificate(pair.cert_pem).public_bytes(
+        serialization.Encoding.DER)
+    auth = Authenticator(now=lambda: NOW)
+    assert auth.authenticate(Credentials(peer_certificate=der), "/api").name == "bobXYZ"
+    for bad in (der.replace(b"bobXYZ", b"bob\xff\xfeZ"), der.replace(b"grpQQQ", b"grp\xc0\x80Q")):
+        with pytest.raises(Unauthenticated, match="unreadable client certificate"):
+            auth.authenticate(Credentials(peer_certificate=bad), "/api")
