@@ -9,7 +9,7 @@ import dataclasses
 import logging
 import ssl
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from pathlib import Path
 
 import orjson
@@ -19,6 +19,7 @@ from setpoint.audit.log import AuditLogConfig
 from setpoint.auth import jwt, serviceaccounts
 from setpoint.client import Client, load_kubeconfig
 from setpoint.server.server import Server
+from setpoint.testing import waiting
 from tests.conftest import kubeconfig_ssl_context
 from tests.integration.api.helpers import secured_config
 from tests.integration.api.rawhttp import Connection, Response
@@ -179,3 +180,36 @@ async def test_a_flood_of_bad_tokens_is_refused_audited_and_never_logged(
     assert "secret" not in audit_text
     assert "secret" not in caplog.text
     assert "unauthenticated GET /api/v1/namespaces" in caplog.text
+
+
+TOKEN = "/api/v1/namespaces/default/serviceaccounts/bot/token"
+
+
+async def test_a_token_dies_with_its_service_account_even_when_the_name_returns(
+        server: Server, tmp_path: Path) -> None:
+    anonymous = anonymous_tls(tmp_path)
+    account = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "bot"}}
+    token_request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                     "spec": {"expirationSeconds": 600}}
+
+    async def status_with(token: str) -> int:
+        head = f"Authorization: Bearer {token}\r\n".encode()
+        return (await get(server, anonymous, head, "/apis")).status
+
+    async with Client(load_kubeconfig(tmp_path / "kubeconfig")) as admin:
+        await admin.create(account, namespace="default")
+        issued = await admin.request("POST", TOKEN, body=token_request)
+        token = issued["status"]["token"]
+        assert await waiting.eventually(lambda: status_with(token), what="token accepted") \
+            == 200
+        await admin.delete(("v1", "ServiceAccount"), "bot", namespace="default")
+        await admin.create(account, namespace="default")  # same name, a new uid
+        await waiting.eventually(
+            lambda: _is(status_with(token), 401), what="the old token refused")
+        fresh = await admin.request("POST", TOKEN, body=token_request)
+        assert await status_with(fresh["status"]["token"]) == 200
+        assert await status_with(token) == 401
+
+
+async def _is(status: Awaitable[int], expected: int) -> bool:
+    return await status == expected
