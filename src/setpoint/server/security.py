@@ -128,10 +128,6 @@ class Gate:
             log.debug("unauthenticated %s %s: %s", request.method, request.path, e)
             self._audit_failed_authentication(request, ri, credentials)
             return responses.error_response(errors.Unauthorized("Unauthorized"))
-        try:
-            wanted = impersonation.parse(request.headers.items())
-        except impersonation.ImpersonationError as e:
-            return responses.error_response(errors.BadRequest(str(e)))
         attrs = attributes_of(request, ri, user)
         record: AuditRecord | None = None
         if security.audit_policy is not None and security.audit_log is not None:
@@ -145,6 +141,10 @@ class Gate:
                     security.audit_log.write(record.event("RequestReceived", now()))
         requester = user
         try:
+            try:
+                wanted = impersonation.parse(request.headers.items())
+            except impersonation.ImpersonationError as e:
+                raise errors.BadRequest(str(e)) from e
             if wanted is not None:
                 for check in impersonation.requests(user, wanted):
                     verdict = security.authorizer.authorize(check)

@@ -124,6 +124,13 @@ async def test_headers_that_are_not_utf8_are_audited_and_never_a_500(tmp_path: P
         assert secured.audit_log is not None
         await asyncio.to_thread(secured.audit_log.flush)
         events = [orjson.loads(line) for line in audit_path.read_text().splitlines()]
+    refused = [e for e in events if e["responseStatus"]["code"] == 400]
+    assert len(refused) == 4  # a refused impersonation is recorded, as the requester's
+    assert {e["user"]["username"] for e in refused} == {"system:admin"}
+    assert {e["responseStatus"]["message"] for e in refused} == {
+        f"{h}: the value is not valid UTF-8" for h in (
+            "Impersonate-User", "Impersonate-Group", "Impersonate-Uid",
+            "Impersonate-Extra-scopes")}
     sneaky = [e for e in events if e["userAgent"].startswith("sneaky")]
     assert [e["stage"] for e in sneaky] == ["ResponseComplete"]
     assert sneaky[0]["userAgent"] == "sneaky\ufffd\ufffd/1.0"
