@@ -39,7 +39,7 @@ import orjson
 from setpoint.admission import expressions as ex
 from setpoint.admission import mutationtypes as mt
 from setpoint.admission.policy import Compiled, param_kind
-from setpoint.apimachinery import decoding, patch, typed
+from setpoint.apimachinery import patch, typed
 from setpoint.apimachinery.jsonshape import as_dict, objects_in
 from setpoint.cel import types as t
 from setpoint.cel.errors import EvalError
@@ -252,10 +252,6 @@ def apply_json_patch(obj: Obj, value: Any) -> Obj:
         return obj
     except patch.PatchError as e:
         raise MutationError(f"JSON Patch: {e}") from None
-    except RecursionError:
-        # copies of a value into its own deepest point double its depth each time
-        raise MutationError(f"JSON Patch: the patched object nests deeper than "
-                            f"{decoding.MAX_DEPTH} levels") from None
     if not isinstance(patched, dict):
         raise MutationError("JSON Patch: the patched object is not a JSON object")
     return patched

@@ -35,6 +35,7 @@ from typing import Any, Final
 
 import orjson
 
+from setpoint.apimachinery.decoding import MAX_DEPTH
 from setpoint.apimachinery.jsoncopy import deep_copy
 
 __all__ = [
@@ -293,8 +294,19 @@ def json_patch(doc: Any, operations: Any, *, max_added_bytes: int | None = None,
     none): the values ``copy`` operations add, as JSON, total at most ``max_copy_bytes``
     (repeated copies cannot grow the document exponentially); the operations move at most
     ``max_shifted_elements`` array elements; with ``max_added_bytes``, the values of
-    ``add``, ``replace`` and ``copy`` together total at most that many bytes.
+    ``add``, ``replace`` and ``copy`` together total at most that many bytes. A result
+    nested too deep to walk (copies of a value into its own deepest point double its depth
+    each time, within the byte bounds) is a :class:`PatchError` too.
     """
+    try:
+        return _json_patch(doc, operations, max_added_bytes, max_copy_bytes,
+                           max_shifted_elements)
+    except RecursionError:
+        raise PatchError(f"the patched object nests deeper than {MAX_DEPTH} levels") from None
+
+
+def _json_patch(doc: Any, operations: Any, max_added_bytes: int | None,
+                max_copy_bytes: int | None, max_shifted_elements: int | None) -> Any:
     if not isinstance(operations, list):
         raise PatchError(f"a JSON patch must be a list of operations, got {_kind(operations)}")
     result = deep_copy(doc)

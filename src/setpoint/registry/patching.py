@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from setpoint.apimachinery import decoding, errors, patch
+from setpoint.apimachinery import errors, patch
 from setpoint.apimachinery.jsoncopy import deep_copy
 from setpoint.registry.options import WriteOptions, WriteResult
 from setpoint.registry.resources import VersionInfo
@@ -72,13 +72,7 @@ def apply_patch(base: Obj, patch_type: str, body: Any, *, name: str, group: str,
                 raise errors.RequestEntityTooLarge(
                     "The allowed maximum operations in a JSON patch is "
                     f"{MAX_JSON_PATCH_OPERATIONS}, got {len(body)}")
-            try:
-                result = patch.json_patch(base, body)
-            except RecursionError:
-                # copies of a value into itself double its depth each time: a result too
-                # deep to walk is refused as any object deeper than may be stored
-                raise patch.PatchError(f"the patched object nests deeper than "
-                                       f"{decoding.MAX_DEPTH} levels") from None
+            result = patch.json_patch(base, body)
         elif patch_type in (PATCH_MERGE, PATCH_APPLY):
             if not isinstance(body, dict):
                 raise errors.BadRequest(

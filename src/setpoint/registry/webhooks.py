@@ -541,12 +541,8 @@ def apply_patch(obj: Obj, operations: list[Any]) -> Obj:
         patched = patch.json_patch(obj, operations, max_copy_bytes=patch.MAX_COPY_BYTES,
                                    max_shifted_elements=patch.MAX_SHIFTED_ELEMENTS)
     except patch.PatchError as e:
+        # a result too deep to walk included: one Kubernetes cannot decode either
         raise internal_error(str(e)) from None
-    except RecursionError:
-        # each copy into the copied value nests it deeper: a result too deep to walk is one
-        # Kubernetes cannot decode either (an internal error there too)
-        raise internal_error(f"the patched object nests deeper than {decoding.MAX_DEPTH} "
-                             f"levels") from None
     if not isinstance(patched, dict):
         raise internal_error("the patched object is not a JSON object")
     return patched

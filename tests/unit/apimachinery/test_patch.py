@@ -666,3 +666,12 @@ def test_lists_within_the_work_bound_merge() -> None:
 def test_default_merge_keys_are_read_only() -> None:
     with pytest.raises(TypeError):
         patch.DEFAULT_MERGE_KEYS["spec.x"] = "y"  # type: ignore[index]
+
+
+def test_copies_nesting_the_result_too_deep_to_walk_are_a_patch_error() -> None:
+    # each copy of /x to its own deepest point doubles its depth: a few hundred bytes of
+    # copies, far inside the copy bound, make a result no recursive walk can take
+    ops: list[Any] = [{"op": "add", "path": "/x", "value": {"a": {}}}]
+    ops += [{"op": "copy", "from": "/x", "path": "/x" + "/a" * (2 ** k)} for k in range(15)]
+    with pytest.raises(patch.PatchError, match="nests deeper than 128 levels"):
+        patch.json_patch({}, ops)
