@@ -7,7 +7,9 @@ bytes it is renamed ``<name>-<UTC timestamp>.<ext>`` and a new one begun; backup
 kube-apiserver's ``--audit-log-max{size,backup,age}`` do.
 
 Invariants: the file and its backups are 0600; events are written in the order they were
-accepted; :meth:`AuditLog.close` writes everything accepted before it returns.
+accepted; :meth:`AuditLog.close` writes everything accepted before it returns; an event that
+quotes bytes that are not UTF-8 (a ``User-Agent``, an impersonated name) is written with
+U+FFFD in their place (:mod:`setpoint.apimachinery.lossyjson`), never lost.
 
 Non-guarantee: when the queue is full (the disk is slower than the requests), events are
 dropped and counted in :attr:`AuditLog.dropped` rather than stalling the server.
@@ -23,8 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import orjson
-
+from setpoint.apimachinery import lossyjson
 from setpoint.pki import files
 
 
@@ -64,7 +65,7 @@ class AuditLog:
 
     def write(self, event: dict[str, Any]) -> None:
         try:
-            self._queue.put_nowait(orjson.dumps(event) + b"\n")
+            self._queue.put_nowait(lossyjson.dumps(event) + b"\n")
         except queue.Full:
             self.dropped += 1
 

@@ -97,10 +97,11 @@ class Authenticator:
             self._subjects.move_to_end(der)
             return known
         try:
-            cert = x509.load_der_x509_certificate(der)
+            # the subject is parsed lazily: a name TLS let through (OpenSSL does not check a
+            # UTF8String's bytes) may still be unreadable here, as Go's parser refuses it
+            name, groups = certs.subject_of(x509.load_der_x509_certificate(der))
         except ValueError as e:
             raise Unauthenticated("unreadable client certificate") from e
-        name, groups = certs.subject_of(cert)
         if not name:
             raise Unauthenticated("client certificate has no common name")
         user = UserInfo(name, groups=(*groups, users.ALL_AUTHENTICATED))

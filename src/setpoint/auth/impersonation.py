@@ -6,7 +6,9 @@ as the ServiceAccount), ``Impersonate-Group`` (repeatable) the groups,
 the extra fields. :func:`requests` lists what the requester must be allowed to
 ``impersonate`` for each; :func:`impersonated` is the user the request then runs as.
 
-Invariants: groups, uid or extras without a user are refused (400); an impersonated user
+Invariants: groups, uid or extras without a user are refused (400), and so is an
+``Impersonate-*`` value that is not UTF-8 (an identity is never a guess at what undecodable
+bytes meant); an impersonated user
 other than ``system:anonymous`` is in ``system:authenticated``; a ServiceAccount impersonated
 without groups gets its fixed groups.
 """
@@ -25,6 +27,7 @@ USER = "impersonate-user"
 GROUP = "impersonate-group"
 UID = "impersonate-uid"
 EXTRA_PREFIX = "impersonate-extra-"
+PREFIX = "impersonate-"
 
 
 class ImpersonationError(ValueError):
@@ -48,6 +51,8 @@ def parse(headers: Iterable[tuple[str, str]]) -> Wanted | None:
     extra: dict[str, list[str]] = {}
     for key, value in headers:
         lower = key.lower()
+        if lower.startswith(PREFIX) and not _utf8(value):
+            raise ImpersonationError(f"{key}: the value is not valid UTF-8")
         if lower == USER:
             if name is not None and name != value:
                 raise ImpersonationError("only one Impersonate-User header may be given")
@@ -71,6 +76,14 @@ def parse(headers: Iterable[tuple[str, str]]) -> Wanted | None:
         raise ImpersonationError("Impersonate-User may not be empty")
     return Wanted(name, tuple(groups), uid or "",
                   {k: tuple(v) for k, v in extra.items()}, bool(groups))
+
+
+def _utf8(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:  # the surrogates undecodable header bytes are read as
+        return False
+    return True
 
 
 def requests(requester: UserInfo, wanted: Wanted) -> list[Attributes]:

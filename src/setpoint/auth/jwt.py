@@ -5,8 +5,12 @@ header's algorithm and key id, the signature, and the time claims (``exp``, ``nb
 little leeway; audience and binding checks are the caller's (they need the API's state).
 
 Invariants: a token that verifies was signed by this key, is not expired, and its payload is
-a JSON object; anything else raises :class:`InvalidToken` (never another exception, whatever
-the input).
+a JSON object whose time claims (``exp`` required, ``nbf``, ``iat``) are NumericDates in
+int64's range; anything else raises :class:`InvalidToken` (never another exception, whatever
+the input: a compact JWS is ASCII, so a token with any other character, such as the
+surrogates an HTTP header's undecodable bytes become, is refused before it is read). What a
+refused token costs does not grow with its content beyond one pass over its at most
+``MAX_TOKEN`` characters, a JSON parse of its header and one signature check.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from cryptography.hazmat.primitives.asymmetric.utils import (
 ALGORITHM = "ES256"
 LEEWAY = 60  # seconds of clock skew tolerated on exp and nbf
 MAX_TOKEN = 16 * 1024
+MAX_NUMERIC_DATE = 2**63 - 1
 
 
 class InvalidToken(Exception):
@@ -88,7 +93,7 @@ class Verifier:
 
     def verify(self, token: str, now: float) -> dict[str, Any]:
         """The claims of a valid token; raises :class:`InvalidToken` otherwise."""
-        if len(token) > MAX_TOKEN or token.count(".") != 2:
+        if len(token) > MAX_TOKEN or not token.isascii() or token.count(".") != 2:
             raise InvalidToken("malformed token")
         header_b64, payload_b64, signature_b64 = token.split(".")
         try:
@@ -115,10 +120,20 @@ class Verifier:
             raise InvalidToken("malformed token payload") from e
         if not isinstance(claims, dict):
             raise InvalidToken("malformed token payload")
+        for name in ("exp", "nbf", "iat"):
+            if name in claims and not _numeric_date(claims[name]):
+                raise InvalidToken(f"malformed token: {name} is not a NumericDate")
         exp = claims.get("exp")
-        if not isinstance(exp, int | float) or isinstance(exp, bool) or now > exp + LEEWAY:
+        if exp is None or now > exp + LEEWAY:
             raise InvalidToken("token has expired")
         nbf = claims.get("nbf")
-        if isinstance(nbf, int | float) and not isinstance(nbf, bool) and now + LEEWAY < nbf:
+        if nbf is not None and now + LEEWAY < nbf:
             raise InvalidToken("token is not valid yet")
         return claims
+
+
+def _numeric_date(value: object) -> bool:
+    """Whether ``value`` is a JWT NumericDate: seconds since the epoch that fit an int64, as
+    Kubernetes reads them (a string, a boolean or a number beyond that range is not one)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and \
+        -MAX_NUMERIC_DATE <= value <= MAX_NUMERIC_DATE

@@ -91,7 +91,8 @@ class TokenAuthenticator:
         if claims.get("iss") != self.issuer:
             raise jwt.InvalidToken("token issuer is not recognised")
         aud = claims.get("aud")
-        token_audiences = [aud] if isinstance(aud, str) else aud if isinstance(aud, list) else []
+        token_audiences = [aud] if isinstance(aud, str) else \
+            [a for a in aud if isinstance(a, str)] if isinstance(aud, list) else []
         wanted = self.audiences if audiences is None else tuple(audiences)
         if not set(token_audiences) & set(wanted):
             raise jwt.InvalidToken("token audiences are invalid")

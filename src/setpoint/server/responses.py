@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from setpoint.apimachinery import errors, regexp
+from setpoint.apimachinery import errors, lossyjson, regexp
 
 JSON = "application/json"
 
@@ -129,8 +129,9 @@ def error_response(error: errors.ApiError) -> web.Response:
         retry = int(detail) if isinstance(detail, int) else None
     if retry is not None:
         headers["Retry-After"] = str(retry)
-    # encoding/json's Encoder, which kube-apiserver writes with, ends the body with a newline
-    return web.Response(body=orjson.dumps(error.status(), option=orjson.OPT_APPEND_NEWLINE),
+    # encoding/json's Encoder, which kube-apiserver writes with, ends the body with a newline;
+    # a message quoting bytes that are not UTF-8 has U+FFFD in their place, as it writes them
+    return web.Response(body=lossyjson.dumps(error.status(), option=orjson.OPT_APPEND_NEWLINE),
                         status=error.status_code, headers=headers)
 
 

@@ -13,7 +13,9 @@ impersonated one when impersonating), ``request[REQUESTER]`` (who authenticated)
 Invariants: no handler runs for a request that was not both authenticated and authorized; a
 401 says only ``Unauthorized`` (why a credential was refused is logged at debug level, never
 told to the client); every request that reaches authentication is audited when a policy asks
-for it, denied ones included.
+for it, denied ones included: a 401 as kube-apiserver records one (no user, a
+``ResponseStarted`` event whose status says which kinds of credentials were tried, never
+their text).
 """
 
 from __future__ import annotations
@@ -118,17 +120,14 @@ class Gate:
                     ) -> web.StreamResponse:
         security = self._security
         now = self._now
+        credentials = Credentials(peer_certificate(request),
+                                  request.headers.get("Authorization"))
         try:
-            user = security.authenticator.authenticate(
-                Credentials(peer_certificate(request), request.headers.get("Authorization")),
-                request.path)
+            user = security.authenticator.authenticate(credentials, request.path)
         except Unauthenticated as e:
             log.debug("unauthenticated %s %s: %s", request.method, request.path, e)
+            self._audit_failed_authentication(request, ri, credentials)
             return responses.error_response(errors.Unauthorized("Unauthorized"))
-        try:
-            wanted = impersonation.parse(request.headers.items())
-        except impersonation.ImpersonationError as e:
-            return responses.error_response(errors.BadRequest(str(e)))
         attrs = attributes_of(request, ri, user)
         record: AuditRecord | None = None
         if security.audit_policy is not None and security.audit_log is not None:
@@ -142,6 +141,10 @@ class Gate:
                     security.audit_log.write(record.event("RequestReceived", now()))
         requester = user
         try:
+            try:
+                wanted = impersonation.parse(request.headers.items())
+            except impersonation.ImpersonationError as e:
+                raise errors.BadRequest(str(e)) from e
             if wanted is not None:
                 for check in impersonation.requests(user, wanted):
                     verdict = security.authorizer.authorize(check)
@@ -170,6 +173,42 @@ class Gate:
         if record is not None and security.audit_log is not None:
             _finish(record, response, security.audit_log, now)
         return response
+
+
+    def _audit_failed_authentication(self, request: web.Request,
+                                     ri: request_info.RequestInfo | None,
+                                     credentials: Credentials) -> None:
+        """Kubernetes' record of a 401: no user, and which credentials were tried (never
+        their text), at the ResponseStarted stage."""
+        security = self._security
+        if security.audit_policy is None or security.audit_log is None:
+            return
+        attrs = attributes_of(request, ri, UserInfo(""))
+        decision = security.audit_policy.decide(attrs)
+        if not decision.level.value:
+            return
+        now = self._now()
+        record = AuditRecord(attrs, decision, request.path_qs, _source_ip(request),
+                             request.headers.get("User-Agent", ""), now)
+        record.set_response(401, {"message": failed_authentication_message(credentials)})
+        if record.wants("ResponseStarted"):
+            security.audit_log.write(record.event("ResponseStarted", now))
+
+
+def failed_authentication_message(credentials: Credentials) -> str:
+    """What kube-apiserver's audit event of a 401 says: the kinds of credentials that were
+    presented, never what they were."""
+    methods: list[str] = []
+    scheme, _, rest = (credentials.authorization or "").strip().partition(" ")
+    if scheme.lower() == "basic":
+        methods.append("basic")
+    elif scheme.lower() == "bearer" and rest:
+        methods.append("bearer")
+    if credentials.peer_certificate is not None:
+        methods.append("x509")
+    if methods:
+        return "Authentication failed, attempted: " + ", ".join(methods)
+    return "Authentication failed, no credentials provided"
 
 
 def _finish(record: AuditRecord, response: web.StreamResponse, sink: AuditLog,

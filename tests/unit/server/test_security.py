@@ -140,3 +140,26 @@ async def test_requests_are_audited_with_user_and_decision(server: Any) -> None:
     assert events[1]["user"]["username"] == "carol"
     assert events[1]["impersonatedUser"]["username"] == "bob"
     assert all(e["stage"] == "ResponseComplete" for e in events)
+
+
+async def test_failed_authentication_is_audited_without_the_credentials(server: Any) -> None:
+    srv, audit = server
+    await call(srv, "GET", "/api/v1/namespaces/team/configmaps", "not-a-real-token")
+    await call(srv, "GET", "/api/v1/namespaces/team/configmaps",
+               headers={"Authorization": "Basic c2VjcmV0OnNlY3JldA=="})
+    await call(srv, "GET", "/api/v1/namespaces/team/configmaps")
+    await call(srv, "GET", "/healthz", "not-a-real-token")  # the policy records no health
+    audit.flush()
+    text = audit.config.path.read_text()
+    assert "not-a-real-token" not in text
+    assert "c2VjcmV0" not in text
+    events = [orjson.loads(line) for line in text.splitlines()]
+    assert [e["stage"] for e in events] == ["ResponseStarted"] * 3
+    assert [e["responseStatus"] for e in events] == [
+        {"metadata": {}, "code": 401, "message": message} for message in (
+            "Authentication failed, attempted: bearer", "Authentication failed, attempted: basic",
+            "Authentication failed, no credentials provided")]
+    assert all(e["user"] == {"username": ""} for e in events)
+    assert events[0]["verb"] == "list"
+    assert events[0]["objectRef"] == {"resource": "configmaps", "namespace": "team",
+                                      "apiVersion": "v1"}
