@@ -54,7 +54,9 @@ async def test_readiness_startup_and_liveness_probes(runtime: ProcessRuntime) ->
          "startupProbe": {"tcpSocket": {"port": "http"}, "periodSeconds": 1,
                           "failureThreshold": 30},
          "readinessProbe": {"httpGet": {"path": "/ready", "port": 8080}, "periodSeconds": 1},
-         "livenessProbe": {"exec": {"command": ["test", "-f", "/state/alive"]},
+         # alive until the test says otherwise: the probe runs as soon as the startup
+         # probe succeeds, before the test could create a file it would look for
+         "livenessProbe": {"exec": {"command": ["test", "!", "-f", "/state/dead"]},
                            "periodSeconds": 1, "failureThreshold": 1}}
     p = pod(c, volumes=({"name": "state", "emptyDir": {}},), grace=1)
     uid = p["metadata"]["uid"]
@@ -62,7 +64,6 @@ async def test_readiness_startup_and_liveness_probes(runtime: ProcessRuntime) ->
     await start(runtime, p)
     status = await wait_for(runtime, uid, lambda s: container(s)["started"])
     assert container(status)["ready"] is False  # /ready is a 404 so far
-    (state / "alive").touch()
     (state / "ready").write_text("yes")
     status = await wait_for(runtime, uid, lambda s: container(s)["ready"])
     assert condition(status, "Ready")["status"] == "True"
@@ -72,8 +73,9 @@ async def test_readiness_startup_and_liveness_probes(runtime: ProcessRuntime) ->
     status = await wait_for(runtime, uid, lambda s: not container(s)["ready"])
     assert condition(status, "Ready")["reason"] == "ContainersNotReady"
     # liveness: the container is killed and restarted
-    (state / "alive").unlink()
-    status = await wait_for(runtime, uid, lambda s: container(s)["restartCount"] == 1)
+    assert container(status)["restartCount"] == 0
+    (state / "dead").touch()
+    status = await wait_for(runtime, uid, lambda s: container(s)["restartCount"] >= 1)
     assert container(status)["lastState"]["terminated"]["exitCode"] in (0, 143, 137)
     events = [(e.reason, e.message) for e in runtime.pending_events()]
     assert ("Killing", "Container c failed liveness probe, will be restarted") in events
