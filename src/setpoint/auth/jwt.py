@@ -11,12 +11,20 @@ the input: a compact JWS is ASCII, so a token with any other character, such as 
 surrogates an HTTP header's undecodable bytes become, is refused before it is read). What a
 refused token costs does not grow with its content beyond one pass over its at most
 ``MAX_TOKEN`` characters, a JSON parse of its header and one signature check.
+
+A :class:`Verifier` remembers the claims of the last :data:`VERIFIED_TOKENS` tokens whose
+signature it checked, keyed by the whole token: the same string again skips the signature
+check and the decoding (the bulk of a valid token's cost, since clients send their token
+with every request), never the time checks. Only tokens that verified are remembered, so
+refused ones cannot fill it; what the caller checks against the API's state (the account
+and bound objects still exist) is not remembered here and stays as prompt as before.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import collections
 import hashlib
 from typing import Any
 
@@ -33,6 +41,9 @@ ALGORITHM = "ES256"
 LEEWAY = 60  # seconds of clock skew tolerated on exp and nbf
 MAX_TOKEN = 16 * 1024
 MAX_NUMERIC_DATE = 2**63 - 1
+#: tokens whose verified claims a Verifier remembers (a token is at most MAX_TOKEN
+#: characters; ServiceAccount tokens are about 1 KiB)
+VERIFIED_TOKENS = 1024
 
 
 class InvalidToken(Exception):
@@ -87,12 +98,41 @@ class Signer:
 
 
 class Verifier:
-    def __init__(self, public_key: ec.EllipticCurvePublicKey) -> None:
+    def __init__(self, public_key: ec.EllipticCurvePublicKey, *,
+                 remembered: int = VERIFIED_TOKENS) -> None:
+        if remembered < 0:
+            raise ValueError("remembered must be >= 0")
         self._key = public_key
         self.kid = key_id(public_key)
+        self._bound = remembered
+        self._verified: collections.OrderedDict[str, dict[str, Any]] = \
+            collections.OrderedDict()
+        #: signatures checked (a remembered token's repeats are not)
+        self.signature_checks = 0
 
     def verify(self, token: str, now: float) -> dict[str, Any]:
-        """The claims of a valid token; raises :class:`InvalidToken` otherwise."""
+        """The claims of a valid token; raises :class:`InvalidToken` otherwise. The claims
+        of a remembered token are shared between calls: the caller must not change them."""
+        claims = self._verified.get(token)
+        if claims is not None:
+            self._verified.move_to_end(token)
+        else:
+            claims = self._checked_claims(token)
+            if self._bound:
+                self._verified[token] = claims
+                if len(self._verified) > self._bound:
+                    self._verified.popitem(last=False)
+        exp = claims["exp"]
+        if now > exp + LEEWAY:
+            raise InvalidToken("token has expired")
+        nbf = claims.get("nbf")
+        if nbf is not None and now + LEEWAY < nbf:
+            raise InvalidToken("token is not valid yet")
+        return claims
+
+    def _checked_claims(self, token: str) -> dict[str, Any]:
+        """The claims of a token signed with this key whose time claims are NumericDates
+        (``exp`` among them); raises :class:`InvalidToken` otherwise."""
         if len(token) > MAX_TOKEN or not token.isascii() or token.count(".") != 2:
             raise InvalidToken("malformed token")
         header_b64, payload_b64, signature_b64 = token.split(".")
@@ -107,6 +147,7 @@ class Verifier:
         signature = _unb64(signature_b64)
         if len(signature) != 64:
             raise InvalidToken("invalid signature")
+        self.signature_checks += 1
         der = encode_dss_signature(int.from_bytes(signature[:32], "big"),
                                    int.from_bytes(signature[32:], "big"))
         try:
@@ -123,12 +164,8 @@ class Verifier:
         for name in ("exp", "nbf", "iat"):
             if name in claims and not _numeric_date(claims[name]):
                 raise InvalidToken(f"malformed token: {name} is not a NumericDate")
-        exp = claims.get("exp")
-        if exp is None or now > exp + LEEWAY:
+        if "exp" not in claims:
             raise InvalidToken("token has expired")
-        nbf = claims.get("nbf")
-        if nbf is not None and now + LEEWAY < nbf:
-            raise InvalidToken("token is not valid yet")
         return claims
 
 

@@ -201,3 +201,46 @@ def test_impersonation_headers() -> None:
     anon = impersonation.impersonated(impersonation.parse([
         ("Impersonate-User", "system:anonymous")]) or pytest.fail("parsed"))
     assert anon.groups == ("system:unauthenticated",)
+
+
+def test_a_token_sent_again_skips_the_signature_check_never_the_time_or_account_checks(
+        signer: jwt.Signer) -> None:
+    lookup = Lookup()
+    verifier = jwt.Verifier(signer.public_key, remembered=2)
+    accounts = TokenAuthenticator(verifier, lookup, issuer=ISSUER, audiences=[ISSUER])
+    value = token(signer, expiration=3600)
+    for _ in range(3):
+        assert accounts.authenticate(value, NOW).name == "system:serviceaccount:team:bot"
+    assert verifier.signature_checks == 1
+    # expiry is checked on every use of a remembered token
+    with pytest.raises(jwt.InvalidToken, match="expired"):
+        verifier.verify(value, NOW + 3600 + jwt.LEEWAY + 1)
+    # and so is the account: deleting it revokes the token at once
+    del lookup.live[("ServiceAccount", "team", "bot")]
+    with pytest.raises(jwt.InvalidToken, match="has been deleted"):
+        accounts.authenticate(value, NOW)
+    assert verifier.signature_checks == 1
+
+
+def test_remembered_tokens_are_bounded_and_refused_ones_are_not_remembered(
+        signer: jwt.Signer) -> None:
+    verifier = jwt.Verifier(signer.public_key, remembered=2)
+    first, second, third = (token(signer, expiration=e) for e in (3600, 3601, 3602))
+    for value in (first, second, third):
+        verifier.verify(value, NOW)
+    assert verifier.signature_checks == 3
+    verifier.verify(third, NOW)  # remembered
+    assert verifier.signature_checks == 3
+    verifier.verify(first, NOW)  # the oldest went when the third came
+    assert verifier.signature_checks == 4
+    header, payload, _ = first.split(".")
+    forged = f"{header}.{payload}.{'A' * 86}"
+    for _ in range(2):
+        with pytest.raises(jwt.InvalidToken, match="invalid signature"):
+            verifier.verify(forged, NOW)
+    assert verifier.signature_checks == 6
+    # a verifier that remembers nothing checks every time
+    forgetful = jwt.Verifier(signer.public_key, remembered=0)
+    for _ in range(2):
+        forgetful.verify(first, NOW)
+    assert forgetful.signature_checks == 2
