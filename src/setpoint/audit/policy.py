@@ -176,9 +176,10 @@ def load_policy(path: Path) -> Policy:
 def default_policy() -> Policy:
     """What ``setpoint serve`` records when asked to audit without a policy file.
 
-    Metadata for everything, but request bodies for writes to RBAC objects; nothing for
-    health checks and the contents of Secrets, ConfigMaps and TokenReviews never (they
-    would put secrets into the log).
+    Metadata for everything, but request and response bodies for writes to RBAC objects;
+    nothing for health checks, ``/version`` and ``/metrics``; the contents of Secrets,
+    ConfigMaps, TokenRequests and TokenReviews never (they would put secrets into the log);
+    no ``RequestReceived`` stage.
     """
     return parse_policy({
         "apiVersion": "audit.k8s.io/v1", "kind": "Policy",

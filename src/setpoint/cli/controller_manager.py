@@ -57,8 +57,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     parser: argparse.ArgumentParser = sub.add_parser(
         "controller-manager", help="run the built-in controllers against a server",
         description="Run setpoint's built-in controllers (garbage collector, namespace "
-                    "lifecycle, CRD cleanup) against the server a kubeconfig names, until "
-                    "SIGINT/SIGTERM.")
+                    "lifecycle, scheduler, workloads, nodes, endpoints, certificates: "
+                    "--controllers lists them) against the server a kubeconfig names, "
+                    "until SIGINT/SIGTERM.")
     parser.add_argument("--kubeconfig", type=Path, default=None,
                         help="default: KUBECONFIG, the in-cluster account, ~/.kube/config")
     parser.add_argument("--context", default=None, help="the kubeconfig context to use")

@@ -262,3 +262,22 @@ async def test_hostile_policies_and_bindings_get_4xx(http: aiohttp.ClientSession
         "wide", **{f"k{i}": "v" for i in range(3000)}))
     assert status == 422, body
     assert "actual cost limit exceeded" in body["message"]
+
+
+async def test_match_conditions_and_audit_annotations_are_bounded_per_policy(
+        http: aiohttp.ClientSession) -> None:
+    # the Limits table: 64 match conditions and 20 audit annotations per policy, 422 beyond
+    def bounded(name: str, conditions: int, annotations: int) -> dict[str, Any]:
+        return policy(name, matchConditions=[
+            {"name": f"c{i}", "expression": "true"} for i in range(conditions)],
+            auditAnnotations=[{"key": f"a{i}", "valueExpression": "'v'"}
+                              for i in range(annotations)])
+    status, body, _ = await request(http, "POST", POLICIES, bounded("at-the-limits", 64, 20))
+    assert status == 201, body
+    status, body, _ = await request(http, "POST", POLICIES, bounded("over", 65, 21))
+    assert status == 422, body
+    causes = {c["field"]: c["message"] for c in body["details"]["causes"]}
+    assert causes["spec.matchConditions"] == "Too many: 65: must have at most 64 items"
+    assert causes["spec.auditAnnotations"].endswith("must not have more than 20 auditAnnotations")
+    status, _, _ = await request(http, "GET", f"{POLICIES}/over")
+    assert status == 404

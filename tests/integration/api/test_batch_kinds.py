@@ -7,6 +7,7 @@ from typing import Any
 
 import aiohttp
 
+from setpoint.apimachinery import cron
 from tests.integration.api.helpers import request
 
 JOBS = "/apis/batch/v1/namespaces/default/jobs"
@@ -207,3 +208,16 @@ async def test_the_kinds_are_in_category_all(http: aiohttp.ClientSession) -> Non
     assert "jobs/status" in by_name
     _, apps, _ = await request(http, "GET", "/apis/apps/v1")
     assert {r["name"] for r in apps["resources"]} >= {"daemonsets", "daemonsets/status"}
+
+
+async def test_a_cronjob_schedule_longer_than_the_limit_is_422(
+        http: aiohttp.ClientSession) -> None:
+    # the Limits table: a schedule is parsed only up to 1,024 characters
+    longest = "0 0 * * *" + " " * (cron.MAX_LENGTH - 9)
+    status, body, _ = await request(http, "POST", CRONJOBS, cronjob("edge", longest))
+    assert status == 201, causes(body)
+    status, body, _ = await request(http, "POST", CRONJOBS, cronjob("over", longest + " "))
+    assert status == 422, body
+    assert [path for path, _ in causes(body)] == ["spec.schedule"]
+    status, _, _ = await request(http, "GET", f"{CRONJOBS}/over")
+    assert status == 404

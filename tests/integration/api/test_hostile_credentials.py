@@ -81,6 +81,19 @@ async def test_hostile_bearer_tokens_are_401_and_the_server_keeps_serving(
             "default"
 
 
+async def test_a_token_longer_than_a_header_line_may_be_is_400_before_authentication(
+        server: Server, tmp_path: Path) -> None:
+    # the Limits table: a header line holds 8,190 bytes (aiohttp's), so a bearer token never
+    # reaches the token authenticator's own 16 KiB bound through a header
+    context = anonymous_tls(tmp_path)
+    for length in (8100, 9000, jwt.MAX_TOKEN + 1):
+        response = await get(server, context, b"Authorization: Bearer " + b"x" * length + b"\r\n")
+        assert response.status == (401 if length == 8100 else 400), (length, response.body)
+    async with Client(load_kubeconfig(tmp_path / "kubeconfig")) as admin:
+        assert (await admin.get(("v1", "Namespace"), "default"))["metadata"]["name"] == \
+            "default"
+
+
 async def test_tokens_of_the_servers_own_key_with_claims_of_the_wrong_shapes_are_401(
         server: Server, tmp_path: Path) -> None:
     # what a token would say if the signing key leaked or issuing had a bug: still a 401

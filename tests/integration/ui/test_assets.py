@@ -48,6 +48,9 @@ def assert_security_headers(headers: dict[str, str]) -> None:
     assert headers["X-Frame-Options"] == "DENY"
     assert headers["X-Content-Type-Options"] == "nosniff"
     assert headers["Referrer-Policy"] == "no-referrer"
+    assert headers["Cross-Origin-Opener-Policy"] == "same-origin"
+    assert headers["Cross-Origin-Resource-Policy"] == "same-origin"
+    assert headers["Cache-Control"] == "no-cache"
 
 
 def test_assets_are_served_without_credentials_with_security_headers(
