@@ -25,7 +25,6 @@ from setpoint.auth.user import UserInfo
 DEFAULT_ISSUER = "https://kubernetes.default.svc.cluster.local"
 DEFAULT_EXPIRATION = 3600
 MIN_EXPIRATION = 600
-MAX_EXPIRATION = 48 * 3600
 CREDENTIAL_ID = "authentication.kubernetes.io/credential-id"
 POD_NAME = "authentication.kubernetes.io/pod-name"
 POD_UID = "authentication.kubernetes.io/pod-uid"
