@@ -3,12 +3,10 @@ changed, moved and deleted, and always answer as a scan of the node's pods would
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import orjson
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -28,20 +26,6 @@ def pod(name: str, node: str, *, namespace: str = "ns", cms: tuple[str, ...] = (
     if account:
         spec["serviceAccountName"] = account
     return {"metadata": {"name": name, "namespace": namespace}, "spec": spec}
-
-
-@pytest.fixture
-async def cache() -> AsyncIterator[tuple[MemoryBackend, WatchCache]]:
-    backend = MemoryBackend()
-    await backend.start()
-    cache = WatchCache(backend)
-    task = asyncio.create_task(cache.run())
-    await cache.wait_ready()
-    yield backend, cache
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
-    await backend.close()
 
 
 async def test_counts_follow_the_pods(cache: tuple[MemoryBackend, WatchCache]) -> None:

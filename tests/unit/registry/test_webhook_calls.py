@@ -6,7 +6,6 @@ slot included."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from typing import Any
 
 import orjson
@@ -19,20 +18,6 @@ from setpoint.registry.watchcache import WatchCache
 from setpoint.storage import MemoryBackend
 
 Obj = dict[str, Any]
-
-
-@pytest.fixture
-async def cache() -> AsyncIterator[tuple[MemoryBackend, WatchCache]]:
-    backend = MemoryBackend()
-    await backend.start()
-    cache = WatchCache(backend)
-    task = asyncio.create_task(cache.run())
-    await cache.wait_ready()
-    yield backend, cache
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
-    await backend.close()
 
 
 class Silent:
