@@ -17,7 +17,11 @@ flush: whatever was acknowledged is already durable; the rest is abandoned).
 
 Invariants: :meth:`ShutdownGuard.uninstall` (or leaving the ``with`` block) restores the
 previous handlers and disarms the watchdog; the guard keeps no state outside itself. Hooks
-must be quick and must not block (they run in a signal handler or the watchdog thread).
+must be quick and must not block (they run in a signal handler or the watchdog thread). The
+guard's lock is reentrant: a handler runs between two bytecodes of whatever the main thread
+was doing, so a second signal can arrive while the main thread holds it (in the first
+signal's handler, or in :meth:`ShutdownGuard.trigger`); a plain lock would then wait for
+itself forever, and the second signal would hang the process instead of ending it.
 
 Non-guarantees: handlers are only installed from the main thread (Python's rule); a process
 stuck in one C call that never returns to the interpreter (a blocking system call with
@@ -62,7 +66,7 @@ class ShutdownGuard:
         self._signals = tuple(signals)
         self._exit = exit
         self._previous: dict[int, Handler] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # reentrant: see the module's invariants
         self._stopping = False
         self._signals_seen = 0
         self._disarmed = threading.Event()
