@@ -17,24 +17,28 @@ import pytest
 from setpoint.process import Lifeline, Supervisor, SupervisorConfig
 from setpoint.process import lifeline as lifeline_module
 
+# The child waits on a pipe that SIGTERM's handler and the lifeline write to: a handler runs
+# between any two bytecodes of the main thread, even inside another handler, so one that took
+# a lock (threading.Event.set does) could wait for itself forever when two signals come close
+# together (the parent's death sends SIGTERM, and so may whoever killed it)
 CHILD = """
-import signal, sys, threading
+import os, signal, sys, threading
 from setpoint.process import Lifeline
 
 behaviour = sys.argv[1]
 lifeline = Lifeline.from_environment()
 assert lifeline is not None
 assert lifeline.bind_to_parent()
-stop = threading.Event()
+wake_read, wake_write = os.pipe()
 if behaviour == "stubborn":
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
 else:
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    lifeline.watch(stop.set)
+    signal.signal(signal.SIGTERM, lambda *_: os.write(wake_write, b"x"))
+    lifeline.watch(lambda: os.write(wake_write, b"x"))
 lifeline.ready()
 if behaviour == "crash":
     sys.exit(3)
-stop.wait() if behaviour != "stubborn" else threading.Event().wait()
+os.read(wake_read, 1) if behaviour != "stubborn" else threading.Event().wait()
 lifeline.close()
 """
 
