@@ -129,16 +129,10 @@ class Gate:
             self._audit_failed_authentication(request, ri, credentials)
             return responses.error_response(errors.Unauthorized("Unauthorized"))
         attrs = attributes_of(request, ri, user)
-        record: AuditRecord | None = None
-        if security.audit_policy is not None and security.audit_log is not None:
-            decision = security.audit_policy.decide(attrs)
-            if decision.level.value:
-                record = AuditRecord(attrs, decision, request.path_qs, _source_ip(request),
-                                     request.headers.get("User-Agent", ""), now(),
-                                     omit_managed_fields=security.audit_policy
-                                     .omit_managed_fields)
-                if record.wants("RequestReceived"):
-                    security.audit_log.write(record.event("RequestReceived", now()))
+        record = self._audit_record(request, attrs)
+        if record is not None and security.audit_log is not None \
+                and record.wants("RequestReceived"):
+            security.audit_log.write(record.event("RequestReceived", now()))
         requester = user
         try:
             try:
@@ -174,25 +168,32 @@ class Gate:
             _finish(record, response, security.audit_log, now)
         return response
 
+    def _audit_record(self, request: web.Request, attrs: Attributes) -> AuditRecord | None:
+        """The audit record of a request as ``attrs`` describe it, when the server audits
+        and its policy records such a request at some level; None otherwise."""
+        security = self._security
+        policy = security.audit_policy
+        if policy is None or security.audit_log is None:
+            return None
+        decision = policy.decide(attrs)
+        if not decision.level.value:
+            return None
+        return AuditRecord(attrs, decision, request.path_qs, _source_ip(request),
+                           request.headers.get("User-Agent", ""), self._now(),
+                           omit_managed_fields=policy.omit_managed_fields)
 
     def _audit_failed_authentication(self, request: web.Request,
                                      ri: request_info.RequestInfo | None,
                                      credentials: Credentials) -> None:
         """Kubernetes' record of a 401: no user, and which credentials were tried (never
         their text), at the ResponseStarted stage."""
-        security = self._security
-        if security.audit_policy is None or security.audit_log is None:
+        record = self._audit_record(request, attributes_of(request, ri, UserInfo("")))
+        log = self._security.audit_log
+        if record is None or log is None:
             return
-        attrs = attributes_of(request, ri, UserInfo(""))
-        decision = security.audit_policy.decide(attrs)
-        if not decision.level.value:
-            return
-        now = self._now()
-        record = AuditRecord(attrs, decision, request.path_qs, _source_ip(request),
-                             request.headers.get("User-Agent", ""), now)
         record.set_response(401, {"message": failed_authentication_message(credentials)})
         if record.wants("ResponseStarted"):
-            security.audit_log.write(record.event("ResponseStarted", now))
+            log.write(record.event("ResponseStarted", record.received))
 
 
 def failed_authentication_message(credentials: Credentials) -> str:
