@@ -152,9 +152,9 @@ async def serve_watch(request: web.Request, store: Store, namespace: str | None,
         stream = await store.watch(namespace, version.name, opts)
     except errors.Expired as e:
         expired = e
+    # Cache-Control is the app's, as on every answer (server/app.py)
     response = web.StreamResponse(status=200, headers={
-        "Content-Type": content_type, "Cache-Control": "no-cache, private",
-        "X-Content-Type-Options": "nosniff"})
+        "Content-Type": content_type, "X-Content-Type-Options": "nosniff"})
     responses.stream_body(request, response)
     await response.prepare(request)
     if expired is not None or stream is None:
