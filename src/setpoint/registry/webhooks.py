@@ -538,8 +538,7 @@ def apply_patch(obj: Obj, operations: list[Any]) -> Obj:
     (copies add at most ``MAX_COPY_BYTES``, operations shift at most
     ``MAX_SHIFTED_ELEMENTS`` array elements); the answer's size bounds the rest."""
     try:
-        patched = patch.json_patch(obj, operations, max_copy_bytes=patch.MAX_COPY_BYTES,
-                                   max_shifted_elements=patch.MAX_SHIFTED_ELEMENTS)
+        patched = patch.json_patch(obj, operations)
     except patch.PatchError as e:
         # a result too deep to walk included: one Kubernetes cannot decode either
         raise internal_error(str(e)) from None
