@@ -18,7 +18,6 @@ import argparse
 import asyncio
 import base64
 import contextlib
-import os
 import ssl
 import sys
 import tempfile
@@ -33,22 +32,16 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "src"))
 
+from benchmarks.api import cpu_seconds  # noqa: E402
 from tests.conftest import start_serve  # noqa: E402
 from tests.integration.api.rawhttp import Connection  # noqa: E402
 
 from setpoint.auth import jwt  # noqa: E402
 from setpoint.pki import certs  # noqa: E402
 
-TICKS = os.sysconf("SC_CLK_TCK")
-
 
 def b64(data: bytes) -> bytes:
     return base64.urlsafe_b64encode(data).rstrip(b"=")
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS
 
 
 def shapes(valid: str) -> dict[str, bytes | None]:
